@@ -1,0 +1,23 @@
+"""Write the sample NTCIR-like collection shipped in samples/ntcir-like/ (deterministic).
+
+    python scripts/make_sample_collection.py [OUT_DIR]
+
+The files are committed; tests/unit/test_sample.py checks that this script
+reproduces them byte for byte.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from service.sample import CollectionSpec, write  # noqa: E402
+
+SAMPLE_SPEC = CollectionSpec(topics=20, runs=8, depth=100, docs_per_topic=400, judged_per_topic=150)
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "samples" / "ntcir-like"
+    qrels, runs = write(SAMPLE_SPEC, out)
+    print(f"wrote {qrels} and {len(runs)} runs under {out / 'runs'}")

@@ -1,0 +1,260 @@
+"""Readers for TREC and NTCIR qrels and TREC runs, with line-numbered errors.
+
+Qrels
+  TREC   ``topic iteration docno rel``  (rel an integer; 0 = judged non-relevant,
+         negative = pooled but unjudged, as in trec_eval)
+  NTCIR  ``topic docno L<n>``           (L0 = judged non-relevant)
+Runs
+  TREC   ``topic Q0 docno rank score tag`` (extra columns ignored, as trec_eval does)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from service.errors import InvalidInput
+from service.formats.tokenize import TokenTable, parse_floats, parse_ints, tokenize
+from service.formats.types import Qrels, Run, RunOrder
+
+QrelsFormat = Literal["auto", "trec", "ntcir"]
+
+
+def _read_bytes(path: str | os.PathLike[str]) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InvalidInput(str(path), None, f"cannot read the file: {exc.strerror}") from None
+
+
+def _group_consecutive(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of a bytes_ column via its runs of equal consecutive values.
+
+    Files are grouped by topic, so ``np.unique`` runs over the group heads
+    only (a handful) instead of every line. Returns (sorted unique, codes).
+    """
+    n = values.shape[0]
+    head = np.ones(n, dtype=bool)
+    head[1:] = values[1:] != values[:-1]
+    heads = np.flatnonzero(head)
+    uniq, inv = np.unique(values[heads], return_inverse=True)
+    codes = np.repeat(inv.reshape(-1), np.diff(np.append(heads, n)))
+    return uniq, codes
+
+
+def _decode_all(values: np.ndarray) -> tuple[str, ...]:
+    return tuple(v.decode("utf-8") for v in values.tolist())
+
+
+# ----------------------------------------------------------------------------- qrels
+
+
+def parse_qrels(data: bytes, source: str = "<qrels>", fmt: QrelsFormat = "auto") -> Qrels:
+    """Parse TREC or NTCIR qrels; ``auto`` picks by the first data line's column count."""
+    if fmt == "auto":
+        probe = tokenize(data, source, 3)
+        first = int(probe.field_counts[0])
+        if first == 3:
+            fmt = "ntcir"
+        elif first == 4:
+            fmt = "trec"
+        else:
+            raise InvalidInput(
+                source,
+                int(probe.line_numbers[0]),
+                f"{first} columns: expected TREC qrels (topic iteration docno rel) "
+                "or NTCIR qrels (topic docno L<n>)",
+            )
+    if fmt == "trec":
+        table = tokenize(data, source, 4, exact=True)
+        doc_k = 2
+        levels = parse_ints(table, 3, "relevance label")
+    elif fmt == "ntcir":
+        table = tokenize(data, source, 3, exact=True)
+        doc_k = 1
+        levels = _ntcir_levels(table)
+    else:
+        raise ValueError(f"unknown qrels format {fmt!r}")
+    return _build_qrels(table, doc_k, levels)
+
+
+def _ntcir_levels(table: TokenTable) -> np.ndarray:
+    raw = table.field_bytes(2)
+    ok = np.char.startswith(raw, b"L")
+    if not np.all(ok):
+        r = int(np.flatnonzero(~ok)[0])
+        raise InvalidInput(
+            table.source, int(table.line_numbers[r]), f"relevance label {table.field_text(r, 2)!r} is not L<n>"
+        )
+    digits = np.char.lstrip(raw, b"L")
+    try:
+        return digits.astype(np.int64)
+    except ValueError:
+        pass
+    for r, text in enumerate(digits.tolist()):
+        try:
+            int(text)
+        except ValueError:
+            break
+    raise InvalidInput(
+        table.source, int(table.line_numbers[r]), f"relevance label {table.field_text(r, 2)!r} is not L<n>"
+    )
+
+
+def _build_qrels(table: TokenTable, doc_k: int, levels: np.ndarray) -> Qrels:
+    topics_raw = table.field_bytes(0)
+    docnos = table.field_bytes(doc_k)
+    uniq, codes = _group_consecutive(topics_raw)
+    order = np.lexsort((docnos, codes))
+    codes_s, docs_s, levels_s = codes[order], docnos[order], levels[order]
+    same = (codes_s[1:] == codes_s[:-1]) & (docs_s[1:] == docs_s[:-1])
+    if np.any(same):
+        # The same judgment twice is harmless; two different levels are a contradiction.
+        dup = np.flatnonzero(same)
+        conflict = dup[levels_s[dup] != levels_s[dup + 1]]
+        if conflict.shape[0]:
+            i = int(conflict[0])
+            a, b = int(order[i]), int(order[i + 1])
+            first, second = sorted((a, b))
+            raise InvalidInput(
+                table.source,
+                int(table.line_numbers[second]),
+                f"document {table.field_text(second, doc_k)!r} of topic {table.field_text(second, 0)!r} "
+                f"is judged {int(levels[second])} here but {int(levels[first])} on line "
+                f"{int(table.line_numbers[first])}",
+            )
+        keep = np.ones(codes_s.shape[0], dtype=bool)
+        keep[dup + 1] = False
+        codes_s, docs_s, levels_s = codes_s[keep], docs_s[keep], levels_s[keep]
+    bounds = np.searchsorted(codes_s, np.arange(uniq.shape[0] + 1))
+    return Qrels(
+        topics=_decode_all(uniq),
+        docnos=tuple(docs_s[bounds[i] : bounds[i + 1]] for i in range(uniq.shape[0])),
+        levels=tuple(levels_s[bounds[i] : bounds[i + 1]] for i in range(uniq.shape[0])),
+        source=table.source,
+    )
+
+
+def read_qrels(path: str | os.PathLike[str], fmt: QrelsFormat = "auto") -> Qrels:
+    return parse_qrels(_read_bytes(path), str(path), fmt)
+
+
+# ----------------------------------------------------------------------------- runs
+
+_FNV_PRIME = np.uint64(1099511628211)
+
+
+def _hash_rows(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """FNV-style 64-bit hash of each byte span, one column per pass."""
+    lengths = ends - starts
+    h = np.full(starts.shape[0], 14695981039346656037, dtype=np.uint64)
+    last = buffer.shape[0] - 1
+    width = int(lengths.max()) if starts.shape[0] else 0
+    with np.errstate(over="ignore"):
+        for j in range(width):
+            c = buffer[np.minimum(starts + j, last)].astype(np.uint64)
+            h = np.where(lengths > j, (h ^ c) * _FNV_PRIME, h)
+        h ^= lengths.astype(np.uint64)
+    return h
+
+
+def parse_run(
+    data: bytes, source: str = "<run>", order: RunOrder | str = RunOrder.SCORE
+) -> Run:
+    """Parse a TREC run and put each topic's documents in rank order."""
+    order = RunOrder(order)
+    table = tokenize(data, source, 6)
+    n = len(table)
+    tags = table.field_bytes(5)
+    other_tag = np.flatnonzero(tags != tags[0])
+    if other_tag.shape[0]:
+        r = int(other_tag[0])
+        raise InvalidInput(
+            source,
+            int(table.line_numbers[r]),
+            f"run tag {table.field_text(r, 5)!r} differs from {table.field_text(0, 5)!r} "
+            "on the first line: one file holds one run",
+        )
+    scores = parse_floats(table, 4, "score")
+    topics_raw = table.field_bytes(0)
+    uniq, codes = _group_consecutive(topics_raw)
+
+    # Duplicate (topic, docno) pairs: sort hashed keys, confirm on the bytes.
+    dstart, dend = table.starts[:, 2], table.ends[:, 2]
+    key = _hash_rows(table.buffer, dstart, dend) ^ (codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    korder = np.argsort(key, kind="stable")
+    ks = key[korder]
+    cand = np.flatnonzero(ks[1:] == ks[:-1])
+    docnos = table.field_bytes(2)
+    for i in cand.tolist():
+        a, b = sorted((int(korder[i]), int(korder[i + 1])))
+        if codes[a] == codes[b] and docnos[a] == docnos[b]:
+            raise InvalidInput(
+                source,
+                int(table.line_numbers[b]),
+                f"document {table.field_text(b, 2)!r} is retrieved twice for topic "
+                f"{table.field_text(b, 0)!r} (first on line {int(table.line_numbers[a])})",
+            )
+
+    perm = _rank_order(order, table, codes, scores, docnos)
+    if perm is not None:
+        codes, scores, docnos = codes[perm], scores[perm], docnos[perm]
+    offsets = np.searchsorted(codes, np.arange(uniq.shape[0] + 1)).astype(np.int64)
+    return Run(
+        tag=table.field_text(0, 5),
+        topics=_decode_all(uniq),
+        offsets=offsets,
+        docnos=docnos,
+        scores=scores,
+        source=source,
+    )
+
+
+def _rank_order(
+    order: RunOrder, table: TokenTable, codes: np.ndarray, scores: np.ndarray, docnos: np.ndarray
+) -> np.ndarray | None:
+    """Permutation into (topic, rank) order, or None when the file already is."""
+    n = codes.shape[0]
+    if order is RunOrder.FILE:
+        same = codes[1:] == codes[:-1]
+        if np.all(codes[1:] >= codes[:-1]):
+            return None
+        return np.argsort(codes, kind="stable")
+    if order is RunOrder.RANK:
+        ranks = parse_ints(table, 3, "rank")
+        ok = (codes[1:] > codes[:-1]) | ((codes[1:] == codes[:-1]) & (ranks[1:] >= ranks[:-1]))
+        if np.all(ok):
+            return None
+        return np.lexsort((ranks, codes))
+    # trec_eval: score descending, ties broken by docno descending.
+    same = codes[1:] == codes[:-1]
+    ok = (codes[1:] > codes[:-1]) | (same & (scores[1:] < scores[:-1]))
+    tie = same & (scores[1:] == scores[:-1])
+    if np.any(tie):
+        t = np.flatnonzero(tie)
+        ok[t] = docnos[t + 1] < docnos[t]
+    if np.all(ok):
+        return None
+    perm = np.lexsort((-scores, codes))
+    cs, ss = codes[perm], scores[perm]
+    tied = (cs[1:] == cs[:-1]) & (ss[1:] == ss[:-1])
+    if not np.any(tied):
+        return perm
+    # Re-order each block of tied scores by docno descending.
+    in_block = np.zeros(n, dtype=bool)
+    in_block[1:] |= tied
+    in_block[:-1] |= tied
+    idx = np.flatnonzero(in_block)
+    block_head = np.ones(idx.shape[0], dtype=bool)
+    block_head[1:] = ~tied[idx[1:] - 1]
+    block_id = np.cumsum(block_head)
+    sub = np.lexsort((docnos[perm[idx]], -block_id))[::-1]
+    perm[idx] = perm[idx][sub]
+    return perm
+
+
+def read_run(path: str | os.PathLike[str], order: RunOrder | str = RunOrder.SCORE) -> Run:
+    return parse_run(_read_bytes(path), str(path), order)

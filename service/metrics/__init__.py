@@ -1,0 +1,15 @@
+"""The pure computation core: metric specs, kernels and evaluation (numpy only)."""
+
+from service.metrics.evaluate import DEFAULT_MEASURES, EvalSettings, Evaluation, evaluate, parse_measures
+from service.metrics.spec import REGISTRY, Measure, parse_measure
+
+__all__ = [
+    "DEFAULT_MEASURES",
+    "REGISTRY",
+    "EvalSettings",
+    "Evaluation",
+    "Measure",
+    "evaluate",
+    "parse_measure",
+    "parse_measures",
+]

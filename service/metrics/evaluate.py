@@ -1,0 +1,194 @@
+"""Runs x topics -> score matrices: the one place where evaluation rules live.
+
+Rules (see docs/definitions.md):
+
+* The topics evaluated are the qrels' topics that have at least one relevant
+  (level >= 1) document; ``no_relevant="count"`` keeps the others (they score
+  0 on most metrics). Run topics absent from the qrels are ignored, as
+  trec_eval does.
+* A topic of the qrels that a run lacks is evaluated as an empty ranked list
+  (``missing="zero"``: 0 for every metric but the residuals, like trec_eval -c)
+  or left out of that run's mean (``missing="skip"``: NaN per topic, as
+  trec_eval without -c and pytrec_eval).
+* ``depth`` keeps only the top ``depth`` documents of every list.
+* ``judged_only=true`` evaluates the condensed list (unjudged removed) first,
+  then the metric's cutoff applies to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+import service.metrics.measures  # noqa: F401  (registers the metrics)
+from service.errors import InvalidMeasure
+from service.formats.types import ABSENT, Qrels, Run
+from service.metrics.lists import RankedLists, Scale, TopicStats, resolve_gains
+from service.metrics.spec import Measure, parse_measure
+
+Missing = Literal["zero", "skip"]
+NoRelevant = Literal["skip", "count"]
+
+#: The papers' recommended metrics plus P@10 and RR (the CLI's default set).
+DEFAULT_MEASURES = (
+    "AP", "Q", "nDCG@1000", "nDCG@10", "MSnDCG@10", "nERR@10", "Pplus", "bpref", "Q'", "P@10", "RR",
+)
+
+#: Cells (rows x depth) evaluated at once; bounds memory on large collections.
+_CHUNK_CELLS = 4_000_000
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """How runs are turned into scores (part of a collection's versioned configuration)."""
+
+    missing: Missing = "zero"
+    no_relevant: NoRelevant = "skip"
+    depth: int | None = None
+    gains: tuple[tuple[int, float], ...] | None = None  # level:gain; default level n -> n
+    max_level: int | None = None  # H as declared; default: the largest level in the qrels
+
+    def __post_init__(self) -> None:
+        if self.missing not in ("zero", "skip"):
+            raise ValueError(f"missing must be 'zero' or 'skip', not {self.missing!r}")
+        if self.no_relevant not in ("skip", "count"):
+            raise ValueError(f"no_relevant must be 'skip' or 'count', not {self.no_relevant!r}")
+        if self.depth is not None and self.depth < 1:
+            raise ValueError("depth must be a positive integer")
+
+    def scale(self, qrels: Qrels) -> Scale:
+        found = qrels.max_level
+        h = self.max_level if self.max_level is not None else found
+        if found > h:
+            raise ValueError(f"the qrels use level {found}, above the declared top level {h}")
+        if self.gains is None:
+            return Scale.linear(h)
+        return Scale(h, resolve_gains(dict(self.gains), h, "gains"))
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Per-topic scores of every run for every measure, and their means."""
+
+    topics: tuple[str, ...]
+    runs: tuple[str, ...]
+    measures: tuple[Measure, ...]
+    scores: dict[Measure, np.ndarray] = field(repr=False)  # (runs, topics); NaN = not evaluated
+    settings: EvalSettings = field(default_factory=EvalSettings)
+
+    def per_topic(self, measure: Measure | str) -> np.ndarray:
+        return self.scores[_as_measure(measure)]
+
+    def means(self, measure: Measure | str) -> np.ndarray:
+        """Mean over each run's evaluated topics (NaN-aware for missing="skip")."""
+        s = self.per_topic(measure)
+        counts = np.sum(~np.isnan(s), axis=1)
+        sums = np.nansum(s, axis=1)
+        return np.divide(sums, counts, out=np.full(s.shape[0], np.nan), where=counts > 0)
+
+    def value(self, run: str, measure: Measure | str, topic: str | None = None) -> float:
+        i = self.runs.index(run)
+        if topic is None:
+            return float(self.means(measure)[i])
+        return float(self.per_topic(measure)[i, self.topics.index(topic)])
+
+
+def _as_measure(m: Measure | str) -> Measure:
+    return m if isinstance(m, Measure) else parse_measure(m)
+
+
+def parse_measures(names: Iterable[str | Measure]) -> tuple[Measure, ...]:
+    """Parse and de-duplicate (by canonical form), keeping the first occurrence's order."""
+    out: dict[str, Measure] = {}
+    for n in names:
+        m = _as_measure(n)
+        out.setdefault(str(m), m)
+    return tuple(out.values())
+
+
+def evaluation_topics(qrels: Qrels, settings: EvalSettings) -> tuple[int, ...]:
+    """Indices of the qrels topics that are evaluated."""
+    keep = []
+    for i, lv in enumerate(qrels.levels):
+        if settings.no_relevant == "count" or np.any(lv >= 1):
+            keep.append(i)
+    return tuple(keep)
+
+
+def evaluate(
+    qrels: Qrels,
+    runs: Sequence[Run],
+    measures: Iterable[str | Measure] = DEFAULT_MEASURES,
+    settings: EvalSettings | None = None,
+) -> Evaluation:
+    """Score every run on every measure, per topic."""
+    settings = settings or EvalSettings()
+    ms = parse_measures(measures)
+    try:
+        scale = settings.scale(qrels)
+    except ValueError as exc:
+        raise InvalidMeasure(str(exc)) from None
+    topic_idx = evaluation_topics(qrels, settings)
+    topics = tuple(qrels.topics[i] for i in topic_idx)
+    stats = TopicStats(qrels.level_counts(scale.max_level)[list(topic_idx)], scale.max_level)
+    n_topics = len(topics)
+    scores = {m: np.full((len(runs), n_topics), np.nan) for m in ms}
+    if n_topics == 0 or not runs:
+        return Evaluation(topics, tuple(r.tag for r in runs), ms, scores, settings)
+
+    # Map each run's topics to evaluation columns once.
+    col_of = {qrels.topics[qi]: c for c, qi in enumerate(topic_idx)}
+    chunk_runs = _chunk_size(runs, n_topics, settings.depth)
+    for start in range(0, len(runs), chunk_runs):
+        batch = runs[start : start + chunk_runs]
+        levels, present = _level_matrix(qrels, batch, topic_idx, col_of, settings.depth)
+        row_topic = np.tile(np.arange(n_topics), len(batch))
+        lists = RankedLists(levels, row_topic, stats)
+        for m in ms:
+            target = lists.condensed() if m.get("judged_only") is True else lists
+            values = np.asarray(m.definition.kernel(target, m, scale), dtype=np.float64).reshape(len(batch), n_topics)
+            if settings.missing == "skip":
+                values = np.where(present, values, np.nan)
+            scores[m][start : start + len(batch)] = values
+    return Evaluation(topics, tuple(r.tag for r in runs), ms, scores, settings)
+
+
+def _chunk_size(runs: Sequence[Run], n_topics: int, depth: int | None) -> int:
+    longest = max((int(np.diff(r.offsets).max(initial=0)) for r in runs), default=1)
+    if depth is not None:
+        longest = min(longest, depth)
+    per_run = max(n_topics * max(longest, 1), 1)
+    return max(1, _CHUNK_CELLS // per_run)
+
+
+def _level_matrix(
+    qrels: Qrels,
+    runs: Sequence[Run],
+    topic_idx: Sequence[int],
+    col_of: dict[str, int],
+    depth: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(runs*topics, D) relevance levels in rank order, and (runs, topics) presence."""
+    n_topics = len(topic_idx)
+    present = np.zeros((len(runs), n_topics), dtype=bool)
+    spans: list[tuple[int, int, int, int]] = []  # (row, run index, start, stop)
+    width = 1
+    for ri, run in enumerate(runs):
+        for ti, topic in enumerate(run.topics):
+            c = col_of.get(topic)
+            if c is None:
+                continue
+            lo, hi = int(run.offsets[ti]), int(run.offsets[ti + 1])
+            if depth is not None:
+                hi = min(hi, lo + depth)
+            present[ri, c] = True
+            spans.append((ri * n_topics + c, ri, lo, hi))
+            width = max(width, hi - lo)
+    levels = np.full((len(runs) * n_topics, width), ABSENT, dtype=np.int16)
+    for row, ri, lo, hi in spans:
+        qi = topic_idx[row % n_topics]
+        levels[row, : hi - lo] = qrels.lookup(qi, runs[ri].docnos[lo:hi])
+    return levels, present

@@ -1,0 +1,94 @@
+"""User-model metrics: ERR (Chapelle et al. 2009) and RBP (Moffat & Zobel 2008).
+
+ERR = sum_r (1/r) R_r prod_{i<r} (1 - R_i), with the stop probability R_r of
+the document at rank r either ``stop=exp``: (2^l - 1)/2^H from its level l
+(Chapelle's; the survey's worked example) or ``stop=linear``: g/(gmax + 1) from
+its gain (NTCIREVAL's). nERR divides by the ERR of the ideal list (documents by
+decreasing stop probability), both cut at k.
+
+RBP(p) = (1 - p) sum_r p^(r-1) g(r)/gmax, gmax the gain of the top level H.
+RBPresidual(p) = p^d + (1 - p) sum over unjudged ranks r <= d of p^(r-1): the
+most RBP could still grow if every unjudged document and everything past the
+list's depth d were fully relevant.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from service.formats.types import UNJUDGED
+from service.metrics.lists import RankedLists, Scale
+from service.metrics.measures.common import GRADED, PERSISTENCE, STOP, gain_table, safe_div
+from service.metrics.spec import Measure, MetricDef, register
+
+
+def _stop_table(m: Measure, scale: Scale) -> tuple[float, ...]:
+    """Stop probability of each level 0..H."""
+    H = scale.max_level
+    if m.get("stop") == "exp":
+        return tuple((2.0**lv - 1.0) / 2.0**H for lv in range(H + 1))
+    table = gain_table(m, scale)
+    gmax = table[H]
+    return tuple(g / (gmax + 1.0) for g in table)
+
+
+def _err_of(stop: np.ndarray) -> np.ndarray:
+    """ERR of rows of stop probabilities (rows, D)."""
+    if stop.shape[1] == 0:
+        return np.zeros(stop.shape[0])
+    reach = np.ones_like(stop)
+    reach[:, 1:] = np.cumprod(1.0 - stop[:, :-1], axis=1)  # P(user reaches rank r)
+    ranks = np.arange(1, stop.shape[1] + 1, dtype=np.float64)[None, :]
+    return (stop * reach / ranks).sum(axis=1)
+
+
+def _err_rows(lists: RankedLists, m: Measure, scale: Scale) -> tuple[np.ndarray, tuple[float, ...]]:
+    table = _stop_table(m, scale)
+    top = lists.top(m.cutoff)
+    return _err_of(top.gains(table)), table
+
+
+def err(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
+    """Expected reciprocal rank (at k)."""
+    return _err_rows(lists, m, scale)[0]
+
+
+def nerr(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
+    """nERR@k = ERR@k / ideal ERR@k."""
+    actual, table = _err_rows(lists, m, scale)
+    k = m.cutoff
+
+    def ideal() -> np.ndarray:
+        vec = lists.ideal_gains(table)  # stop probabilities sorted decreasingly
+        if k is not None:
+            vec = vec[:, :k]
+        return _err_of(vec)
+
+    ideal_topic = lists.stats_cache(("ideal_err", table, k), ideal)
+    return safe_div(actual, ideal_topic[lists.row_topic])
+
+
+def rbp(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
+    """Rank-biased precision with graded gains g(r)/gmax."""
+    table = gain_table(m, scale)
+    p = float(m.get("p"))
+    top = lists.top(m.cutoff)
+    weights = (1.0 - p) * p ** np.arange(top.depth, dtype=np.float64)
+    gmax = table[scale.max_level]
+    return safe_div(top.gains(table) @ weights, gmax)
+
+
+def rbp_residual(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
+    """Moffat & Zobel's RBP residual: p^d + (1 - p) sum_{unjudged r <= d} p^(r-1)."""
+    p = float(m.get("p"))
+    top = lists.top(m.cutoff)
+    weights = (1.0 - p) * p ** np.arange(top.depth, dtype=np.float64)
+    unjudged = (top.levels == UNJUDGED).astype(np.float64)
+    return p ** top.lengths.astype(np.float64) + unjudged @ weights
+
+
+register(MetricDef("ERR", err, (*GRADED, STOP), "expected reciprocal rank"))
+register(MetricDef("nERR", nerr, (*GRADED, STOP), "ERR normalised by the ideal list's ERR", ideal_is_one=True))
+register(MetricDef("RBP", rbp, (*GRADED, PERSISTENCE), "rank-biased precision"))
+register(MetricDef("RBPresidual", rbp_residual, (PERSISTENCE,), "RBP's residual (unjudged and unseen mass)"),
+         "RBP_resid", "rbp_residual")

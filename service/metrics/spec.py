@@ -1,0 +1,273 @@
+"""Metric names: one grammar, one canonical string, one registry.
+
+Grammar::
+
+    Name[']['(' param=value {, param=value} ')']['@' cutoff]
+
+``value`` is a number, ``true``/``false``, a bare word (an enumerated choice such
+as ``minRk``) or, for ``gains``, a level:gain mapping ``{1:1,2:5,3:10}``. The
+parameter list is read with Python's ``ast`` module, never by splitting
+strings. A trailing prime (``Q'``) is the paper's notation for the condensed
+list and means ``judged_only=true``.
+
+The canonical string omits every parameter at its default and lists the others
+in alphabetical order: ``Q(beta=1)`` and ``Q`` are one metric, written ``Q``;
+``nDCG(base=2)@10`` is ``nDCG@10``. That string is the key results are stored
+under, so adding a metric needs no schema change. Equality and hashing go by it.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from service.errors import InvalidMeasure
+
+GainsValue = tuple[tuple[int, float], ...]
+ParamValue = bool | int | float | str | GainsValue
+
+
+@dataclass(frozen=True)
+class Param:
+    """A declared parameter: its kind, default and the values it accepts."""
+
+    name: str
+    kind: str  # "bool" | "int" | "float" | "choice" | "gains"
+    default: ParamValue | None
+    doc: str
+    choices: tuple[str, ...] = ()
+    check: Callable[[Any], str | None] | None = None  # returns an error text or None
+
+    def coerce(self, raw: Any, metric: str) -> ParamValue:
+        value: ParamValue
+        if self.kind == "bool":
+            if not isinstance(raw, bool):
+                raise InvalidMeasure(f"{metric}: {self.name} takes true or false, not {raw!r}")
+            value = raw
+        elif self.kind == "int":
+            if isinstance(raw, bool) or not isinstance(raw, (int, float)) or float(raw) != int(raw):
+                raise InvalidMeasure(f"{metric}: {self.name} takes an integer, not {raw!r}")
+            value = int(raw)
+        elif self.kind == "float":
+            if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
+                raise InvalidMeasure(f"{metric}: {self.name} takes a number, not {raw!r}")
+            value = _number(float(raw))
+        elif self.kind == "choice":
+            if raw not in self.choices:
+                raise InvalidMeasure(f"{metric}: {self.name} is one of {', '.join(self.choices)}, not {raw!r}")
+            value = raw
+        elif self.kind == "gains":
+            value = _coerce_gains(raw, metric)
+        else:  # pragma: no cover - declarations are ours
+            raise AssertionError(self.kind)
+        if self.check is not None:
+            problem = self.check(value)
+            if problem:
+                raise InvalidMeasure(f"{metric}: {self.name} {problem}")
+        return value
+
+
+def _number(x: float) -> int | float:
+    """Integral floats become ints so that beta=10 and beta=10.0 are one metric."""
+    return int(x) if x.is_integer() and abs(x) < 2**53 else x
+
+
+def _coerce_gains(raw: Any, metric: str) -> GainsValue:
+    if not isinstance(raw, dict) or not raw:
+        raise InvalidMeasure(f"{metric}: gains takes a mapping level:gain such as {{1:1,2:5,3:10}}")
+    items: list[tuple[int, float]] = []
+    for level, gain in raw.items():
+        if isinstance(level, bool) or not isinstance(level, int) or level < 0:
+            raise InvalidMeasure(f"{metric}: gains levels are integers >= 0, not {level!r}")
+        if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not math.isfinite(gain) or gain < 0:
+            raise InvalidMeasure(f"{metric}: the gain of level {level} must be a number >= 0, not {gain!r}")
+        items.append((level, _number(float(gain))))
+    return tuple(sorted(items))
+
+
+def format_value(value: ParamValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "{" + ",".join(f"{lv}:{format_value(g)}" for lv, g in value) + "}"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    """A registered metric: its name, parameters, cutoff rule and kernel."""
+
+    name: str
+    kernel: Callable[..., Any]
+    params: tuple[Param, ...]
+    doc: str
+    cutoff: str = "optional"  # "none" | "optional" | "required"
+    #: True when the value lies in [0, 1] and is 1 for an ideal ranking.
+    ideal_is_one: bool = False
+    #: Binary metrics count levels >= rel as relevant; graded ones use gains.
+    family: str = "graded"
+    param_map: Mapping[str, Param] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "param_map", {p.name: p for p in self.params})
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A metric with its parameters: hashable, ordered by its canonical string."""
+
+    name: str
+    params: tuple[tuple[str, ParamValue], ...] = ()  # non-default only, sorted by name
+    cutoff: int | None = None
+
+    def __str__(self) -> str:
+        text = self.name
+        if self.params:
+            text += "(" + ",".join(f"{k}={format_value(v)}" for k, v in self.params) + ")"
+        if self.cutoff is not None:
+            text += f"@{self.cutoff}"
+        return text
+
+    def __repr__(self) -> str:
+        return f"Measure({str(self)!r})"
+
+    def __lt__(self, other: Measure) -> bool:
+        return str(self) < str(other)
+
+    @property
+    def definition(self) -> MetricDef:
+        return REGISTRY[self.name]
+
+    def get(self, name: str) -> Any:
+        """A parameter's value, its default when not given."""
+        for k, v in self.params:
+            if k == name:
+                return v
+        p = self.definition.param_map.get(name)
+        return p.default if p is not None else None
+
+    def with_cutoff(self, cutoff: int | None) -> Measure:
+        return make_measure(self.name, dict(self.params), cutoff)
+
+
+REGISTRY: dict[str, MetricDef] = {}
+# lower-cased alias -> (canonical name, implied parameters)
+ALIASES: dict[str, tuple[str, dict[str, ParamValue]]] = {}
+
+
+def register(defn: MetricDef, *aliases: str | tuple[str, dict[str, ParamValue]]) -> MetricDef:
+    if defn.name in REGISTRY:
+        raise ValueError(f"metric {defn.name} registered twice")
+    REGISTRY[defn.name] = defn
+    ALIASES[defn.name.lower()] = (defn.name, {})
+    for alias in aliases:
+        if isinstance(alias, tuple):
+            ALIASES[alias[0].lower()] = (defn.name, alias[1])
+        else:
+            ALIASES[alias.lower()] = (defn.name, {})
+    return defn
+
+
+def make_measure(name: str, given: Mapping[str, Any], cutoff: int | None) -> Measure:
+    """Validate parameters against the registry and build the canonical measure."""
+    defn = REGISTRY.get(name)
+    if defn is None:
+        raise InvalidMeasure(unknown_metric_message(name))
+    params: dict[str, ParamValue] = {}
+    for key, raw in given.items():
+        p = defn.param_map.get(key)
+        if p is None:
+            known = ", ".join(sorted(defn.param_map)) or "none"
+            raise InvalidMeasure(f"{name} has no parameter {key!r} (its parameters: {known})")
+        value = p.coerce(raw, name)
+        if p.default is not None and value == p.default and type(value) is type(p.default):
+            continue
+        if p.default is not None and p.kind == "float" and float(value) == float(p.default):  # type: ignore[arg-type]
+            continue
+        params[key] = value
+    if defn.cutoff == "none" and cutoff is not None:
+        raise InvalidMeasure(f"{name} takes no cutoff")
+    if defn.cutoff == "required" and cutoff is None:
+        raise InvalidMeasure(f"{name} needs a cutoff, e.g. {name}@10")
+    if cutoff is not None and cutoff < 1:
+        raise InvalidMeasure(f"{name}: the cutoff must be a positive integer")
+    return Measure(name=name, params=tuple(sorted(params.items())), cutoff=cutoff)
+
+
+_SHAPE = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z0-9_+\-]*)(?P<prime>')?\s*(?:\((?P<args>.*)\))?\s*(?:@\s*(?P<cutoff>[^@]+?))?\s*$", re.S)
+_WORD_VALUES = {"true": True, "false": False, "True": True, "False": False}
+
+
+def parse_measure(text: str) -> Measure:
+    """Parse a metric name into its canonical :class:`Measure`.
+
+    >>> str(parse_measure("Q(beta=1)"))
+    'Q'
+    >>> str(parse_measure("nDCG(gains={1:1,2:5,3:10})@10"))
+    'nDCG(gains={1:1,2:5,3:10})@10'
+    """
+    m = _SHAPE.match(text)
+    if not m:
+        raise InvalidMeasure(f"cannot read metric name {text!r}: expected Name(param=value,...)@cutoff")
+    alias = ALIASES.get(m.group("name").lower())
+    if alias is None:
+        raise InvalidMeasure(unknown_metric_message(m.group("name")))
+    name, implied = alias
+    given: dict[str, Any] = dict(implied)
+    if m.group("prime"):
+        given["judged_only"] = True
+    if m.group("args") is not None and m.group("args").strip():
+        given.update(_parse_args(m.group("args"), text))
+    cutoff: int | None = None
+    if m.group("cutoff") is not None:
+        raw = m.group("cutoff").strip()
+        if not raw.isdigit():
+            raise InvalidMeasure(f"{text!r}: the cutoff after @ must be a positive integer, not {raw!r}")
+        cutoff = int(raw)
+    return make_measure(name, given, cutoff)
+
+
+def _parse_args(args: str, text: str) -> dict[str, Any]:
+    try:
+        tree = ast.parse(f"_({args})", mode="eval")
+    except SyntaxError:
+        raise InvalidMeasure(f"{text!r}: cannot read the parameters {args!r}") from None
+    call = tree.body
+    if not isinstance(call, ast.Call) or call.args:
+        raise InvalidMeasure(f"{text!r}: parameters are written name=value")
+    out: dict[str, Any] = {}
+    for kw in call.keywords:
+        if kw.arg is None:
+            raise InvalidMeasure(f"{text!r}: parameters are written name=value")
+        out[kw.arg] = _literal(kw.value, text)
+    return out
+
+
+def _literal(node: ast.AST, text: str) -> Any:
+    if isinstance(node, ast.Name):
+        return _WORD_VALUES.get(node.id, node.id)
+    if isinstance(node, ast.Dict):
+        return {_literal(k, text): _literal(v, text) for k, v in zip(node.keys, node.values) if k is not None}
+    if isinstance(node, ast.Set) and not node.elts:
+        return {}
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise InvalidMeasure(f"{text!r}: cannot read the value {ast.unparse(node)!r}") from None
+
+
+def unknown_metric_message(name: str) -> str:
+    lines = [f"unknown metric {name!r}. Known metrics and their parameters:"]
+    for defn in sorted(REGISTRY.values(), key=lambda d: d.name.lower()):
+        params = ", ".join(f"{p.name}={format_value(p.default) if p.default is not None else '<' + p.kind + '>'}" for p in defn.params)
+        cut = {"none": "", "optional": "[@k]", "required": "@k"}[defn.cutoff]
+        lines.append(f"  {defn.name}{'(' + params + ')' if params else ''}{cut}  {defn.doc}")
+    aliases = sorted(a for a, (n, _) in ALIASES.items() if a != n.lower())
+    lines.append("Aliases: " + ", ".join(aliases))
+    return "\n".join(lines)
