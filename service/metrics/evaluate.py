@@ -144,7 +144,7 @@ def evaluate(
     chunk_runs = _chunk_size(runs, n_topics, settings.depth)
     for start in range(0, len(runs), chunk_runs):
         batch = runs[start : start + chunk_runs]
-        levels, present = _level_matrix(qrels, batch, topic_idx, col_of, settings.depth)
+        levels, present = level_matrix(qrels, batch, topic_idx, col_of, settings.depth)
         row_topic = np.tile(np.arange(n_topics), len(batch))
         lists = RankedLists(levels, row_topic, stats)
         for m in ms:
@@ -164,7 +164,7 @@ def _chunk_size(runs: Sequence[Run], n_topics: int, depth: int | None) -> int:
     return max(1, _CHUNK_CELLS // per_run)
 
 
-def _level_matrix(
+def level_matrix(
     qrels: Qrels,
     runs: Sequence[Run],
     topic_idx: Sequence[int],

@@ -139,16 +139,17 @@ class RankedLists:
         return self._cache["condensed"]
 
     # ------------------------------------------------------------ quantities
-    def prefix(self, key: Any, compute: Callable[[], np.ndarray]) -> np.ndarray:
+    def prefix(self, key: Any, compute: Callable[[RankedLists], np.ndarray]) -> np.ndarray:
         """A (rows, depth) quantity whose value at rank r depends on ranks <= r only.
 
         Such quantities (gains, cumulative sums) of a cutoff view are the
-        parent's first k columns, so they are computed once at full depth.
+        parent's first k columns, so ``compute`` always runs on the full-depth
+        lists it is given and the result is cached there.
         """
         if self._parent is not None:
             return self._parent.prefix(key, compute)[:, : self.depth]
         if key not in self._cache:
-            self._cache[key] = compute()
+            self._cache[key] = compute(self)
         return self._cache[key]
 
     def _prefix_free(self, key: Any, compute: Callable[[], np.ndarray]) -> np.ndarray:
@@ -161,28 +162,28 @@ class RankedLists:
         return np.arange(1, self.depth + 1, dtype=np.float64)[None, :]
 
     def is_rel(self, rel: int = 1) -> np.ndarray:
-        return self.prefix(("is_rel", rel), lambda: self.levels >= rel)
+        return self.prefix(("is_rel", rel), lambda lists: lists.levels >= rel)
 
     def count(self, rel: int = 1) -> np.ndarray:
         """count(r): relevant documents (level >= rel) in the top r."""
-        return self.prefix(("count", rel), lambda: np.cumsum(self.is_rel(rel), axis=1, dtype=np.float64))
+        return self.prefix(("count", rel), lambda lists: np.cumsum(lists.is_rel(rel), axis=1, dtype=np.float64))
 
     def is_judged(self) -> np.ndarray:
-        return self.prefix("is_judged", lambda: self.levels >= 0)
+        return self.prefix("is_judged", lambda lists: lists.levels >= 0)
 
     def gains(self, table: GainTable) -> np.ndarray:
         """g(r): the gain of the document at each rank (0 when unjudged or absent)."""
 
-        def compute() -> np.ndarray:
+        def compute(lists: RankedLists) -> np.ndarray:
             lut = np.zeros(len(table) + 2, dtype=np.float64)
             lut[2:] = table  # index = level + 2, so ABSENT/UNJUDGED map to 0
-            return lut[self.levels + 2]
+            return lut[lists.levels + 2]
 
         return self.prefix(("gains", table), compute)
 
     def cum_gains(self, table: GainTable) -> np.ndarray:
         """cg(r)."""
-        return self.prefix(("cg", table), lambda: np.cumsum(self.gains(table), axis=1))
+        return self.prefix(("cg", table), lambda lists: np.cumsum(lists.gains(table), axis=1))
 
     # ----------------------------------------------------- ideal (per topic)
     def ideal_gains(self, table: GainTable, order_by: tuple[float, ...] | None = None) -> np.ndarray:
@@ -202,7 +203,7 @@ class RankedLists:
         """cg_I(r) for r = 1..depth, per row (constant after the topic's last relevant document)."""
         return self.prefix(
             ("ideal_cum_rows", table),
-            lambda: _widen(self.ideal_cum_topic(table), self.depth)[self.row_topic],
+            lambda lists: _widen(lists.ideal_cum_topic(table), lists.depth)[lists.row_topic],
         )
 
     def ideal_cum_at(self, table: GainTable, rank: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 from service.formats.types import UNJUDGED
 from service.metrics.lists import RankedLists, Scale
 from service.metrics.measures.common import GRADED, PERSISTENCE, STOP, gain_table, safe_div
-from service.metrics.spec import Measure, MetricDef, register
+from service.metrics.spec import Measure, MetricDef, Param, register
 
 
 def _stop_table(m: Measure, scale: Scale) -> tuple[float, ...]:
@@ -69,12 +69,21 @@ def nerr(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
 
 
 def rbp(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
-    """Rank-biased precision with graded gains g(r)/gmax."""
+    """Rank-biased precision with graded gains g(r)/gmax.
+
+    gmax is the gain of the collection's top level H (``scale=collection``), or of
+    the highest level judged for the topic (``scale=topic``: trec_eval 10's rbp).
+    """
     table = gain_table(m, scale)
     p = float(m.get("p"))
     top = lists.top(m.cutoff)
     weights = (1.0 - p) * p ** np.arange(top.depth, dtype=np.float64)
-    gmax = table[scale.max_level]
+    if m.get("scale") == "topic":
+        counts = lists.stats.counts
+        top_level = np.where(counts > 0, np.arange(counts.shape[1])[None, :], 0).max(axis=1)
+        gmax = np.asarray(table, dtype=np.float64)[top_level][lists.row_topic]
+    else:
+        gmax = np.full(lists.n_rows, table[scale.max_level])
     return safe_div(top.gains(table) @ weights, gmax)
 
 
@@ -89,6 +98,11 @@ def rbp_residual(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
 
 register(MetricDef("ERR", err, (*GRADED, STOP), "expected reciprocal rank"))
 register(MetricDef("nERR", nerr, (*GRADED, STOP), "ERR normalised by the ideal list's ERR", ideal_is_one=True))
-register(MetricDef("RBP", rbp, (*GRADED, PERSISTENCE), "rank-biased precision"))
+RBP_SCALE = Param(
+    "scale", "choice", "collection",
+    "gmax: the gain of the collection's top level H, or of the topic's highest judged level (trec_eval 10)",
+    choices=("collection", "topic"),
+)
+register(MetricDef("RBP", rbp, (*GRADED, PERSISTENCE, RBP_SCALE), "rank-biased precision"))
 register(MetricDef("RBPresidual", rbp_residual, (PERSISTENCE,), "RBP's residual (unjudged and unseen mass)"),
          "RBP_resid", "rbp_residual")

@@ -33,9 +33,14 @@ def _discount(m: Measure, depth: int) -> np.ndarray:
     return jk_discount(depth, float(m.get("base")))
 
 
-def _dcg_rows(lists: RankedLists, table: GainTable, disc_key: tuple, disc: np.ndarray) -> np.ndarray:
+def _dcg_rows(lists: RankedLists, table: GainTable, disc_key: tuple, m: Measure) -> np.ndarray:
     """Cumulative DCG vector per row at full depth (cached per discount)."""
-    return lists.prefix(("dcg", table, disc_key), lambda: np.cumsum(lists.gains(table) / disc[None, : lists.depth], axis=1))
+
+    def compute(full: RankedLists) -> np.ndarray:
+        disc = _discount(m, max(full.depth, 1))
+        return np.cumsum(full.gains(table) / disc[None, : full.depth], axis=1)
+
+    return lists.prefix(("dcg", table, disc_key), compute)
 
 
 def _ideal_dcg_topic(lists: RankedLists, table: GainTable, disc_key: tuple, m: Measure) -> np.ndarray:
@@ -61,8 +66,7 @@ def ndcg(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     k = m.cutoff
     top = lists.top(k)
     key = _disc_key(m)
-    disc = _discount(m, max(lists.depth, 1))
-    dcg = _dcg_rows(lists, table, key, disc)[:, : top.depth]
+    dcg = _dcg_rows(lists, table, key, m)[:, : top.depth]
     actual = dcg[:, -1] if dcg.shape[1] else np.zeros(lists.n_rows)
     ideal_cum = _ideal_dcg_topic(lists, table, key, m)
     col = ideal_cum.shape[1] - 1 if k is None else min(k, ideal_cum.shape[1]) - 1
@@ -77,7 +81,7 @@ def _vectors(lists: RankedLists, m: Measure, scale: Scale, discounted: bool) -> 
     assert k is not None
     if discounted:
         key = _disc_key(m)
-        actual = _dcg_rows(lists, table, key, _discount(m, max(lists.depth, 1)))
+        actual = _dcg_rows(lists, table, key, m)
         ideal_topic = _ideal_dcg_topic(lists, table, key, m)
     else:
         actual = lists.cum_gains(table)
