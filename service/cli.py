@@ -98,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     from service.formats.readers import read_qrels, read_run
-    from service.metrics.evaluate import DEFAULT_MEASURES, EvalSettings, evaluate, parse_measures
+    from service.metrics.scoring import DEFAULT_MEASURES, EvalSettings, evaluate, parse_measures
 
     measures = parse_measures(args.measures or DEFAULT_MEASURES)  # fail on a bad name before reading files
     try:

@@ -1,6 +1,6 @@
 """The pure computation core: metric specs, kernels and evaluation (numpy only)."""
 
-from service.metrics.evaluate import DEFAULT_MEASURES, EvalSettings, Evaluation, evaluate, parse_measures
+from service.metrics.scoring import DEFAULT_MEASURES, EvalSettings, Evaluation, evaluate, parse_measures
 from service.metrics.spec import REGISTRY, Measure, parse_measure
 
 __all__ = [

@@ -16,7 +16,7 @@ import numpy as np
 
 from service.errors import InvalidMeasure
 from service.formats.types import Qrels, Run
-from service.metrics.evaluate import EvalSettings, level_matrix, evaluation_topics
+from service.metrics.scoring import EvalSettings, level_matrix, evaluation_topics
 from service.metrics.lists import RankedLists, TopicStats
 from service.metrics.measures.common import safe_div
 from service.metrics.measures.cumgain import jk_discount
