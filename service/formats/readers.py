@@ -17,6 +17,7 @@ from typing import Literal
 import numpy as np
 
 from service.errors import InvalidInput
+from service.formats.keys import KeyTable, hash_ids, topic_keys
 from service.formats.tokenize import TokenTable, parse_floats, parse_ints, tokenize
 from service.formats.types import Qrels, Run, RunOrder
 
@@ -144,23 +145,6 @@ def read_qrels(path: str | os.PathLike[str], fmt: QrelsFormat = "auto") -> Qrels
 
 # ----------------------------------------------------------------------------- runs
 
-_FNV_PRIME = np.uint64(1099511628211)
-
-
-def _hash_rows(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """FNV-style 64-bit hash of each byte span, one column per pass."""
-    lengths = ends - starts
-    h = np.full(starts.shape[0], 14695981039346656037, dtype=np.uint64)
-    last = buffer.shape[0] - 1
-    width = int(lengths.max()) if starts.shape[0] else 0
-    with np.errstate(over="ignore"):
-        for j in range(width):
-            c = buffer[np.minimum(starts + j, last)].astype(np.uint64)
-            h = np.where(lengths > j, (h ^ c) * _FNV_PRIME, h)
-        h ^= lengths.astype(np.uint64)
-    return h
-
-
 def parse_run(
     data: bytes, source: str = "<run>", order: RunOrder | str = RunOrder.SCORE
 ) -> Run:
@@ -182,26 +166,23 @@ def parse_run(
     topics_raw = table.field_bytes(0)
     uniq, codes = _group_consecutive(topics_raw)
 
-    # Duplicate (topic, docno) pairs: sort hashed keys, confirm on the bytes.
-    dstart, dend = table.starts[:, 2], table.ends[:, 2]
-    key = _hash_rows(table.buffer, dstart, dend) ^ (codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    korder = np.argsort(key, kind="stable")
-    ks = key[korder]
-    cand = np.flatnonzero(ks[1:] == ks[:-1])
+    # Duplicate (topic, docno) pairs: equal 64-bit keys, confirmed on the bytes.
     docnos = table.field_bytes(2)
-    for i in cand.tolist():
-        a, b = sorted((int(korder[i]), int(korder[i + 1])))
-        if codes[a] == codes[b] and docnos[a] == docnos[b]:
-            raise InvalidInput(
-                source,
-                int(table.line_numbers[b]),
-                f"document {table.field_text(b, 2)!r} is retrieved twice for topic "
-                f"{table.field_text(b, 0)!r} (first on line {int(table.line_numbers[a])})",
-            )
+    doc_hashes = hash_ids(docnos, table.ends[:, 2] - table.starts[:, 2])
+    keys = KeyTable(topic_keys(doc_hashes, codes))
+    dup = _first_duplicate(keys.equal_pairs, codes, docnos)
+    if dup is not None:
+        a, b = dup
+        raise InvalidInput(
+            source,
+            int(table.line_numbers[b]),
+            f"document {table.field_text(b, 2)!r} is retrieved twice for topic "
+            f"{table.field_text(b, 0)!r} (first on line {int(table.line_numbers[a])})",
+        )
 
     perm = _rank_order(order, table, codes, scores, docnos)
     if perm is not None:
-        codes, scores, docnos = codes[perm], scores[perm], docnos[perm]
+        codes, scores, docnos, doc_hashes = codes[perm], scores[perm], docnos[perm], doc_hashes[perm]
     offsets = np.searchsorted(codes, np.arange(uniq.shape[0] + 1)).astype(np.int64)
     return Run(
         tag=table.field_text(0, 5),
@@ -210,7 +191,21 @@ def parse_run(
         docnos=docnos,
         scores=scores,
         source=source,
+        doc_hashes=doc_hashes,
     )
+
+
+def _first_duplicate(
+    pairs: list[tuple[int, int]], codes: np.ndarray, docnos: np.ndarray
+) -> tuple[int, int] | None:
+    """The duplicate (first line, repeated line) that repeats earliest in the file, if any."""
+    real = [(min(a, b), max(a, b)) for a, b in pairs if codes[a] == codes[b] and docnos[a] == docnos[b]]
+    if len(real) < len(pairs):
+        # A 64-bit collision between different ids: find duplicates exactly, by sorting.
+        order = np.lexsort((docnos, codes))
+        same = (codes[order][1:] == codes[order][:-1]) & (docnos[order][1:] == docnos[order][:-1])
+        real = [tuple(sorted((int(order[i]), int(order[i + 1])))) for i in np.flatnonzero(same).tolist()]
+    return min(real, key=lambda p: p[1]) if real else None
 
 
 def _rank_order(
@@ -231,19 +226,29 @@ def _rank_order(
         return np.lexsort((ranks, codes))
     # trec_eval: score descending, ties broken by docno descending.
     same = codes[1:] == codes[:-1]
-    ok = (codes[1:] > codes[:-1]) | (same & (scores[1:] < scores[:-1]))
-    tie = same & (scores[1:] == scores[:-1])
-    if np.any(tie):
-        t = np.flatnonzero(tie)
-        ok[t] = docnos[t + 1] < docnos[t]
-    if np.all(ok):
-        return None
-    perm = np.lexsort((-scores, codes))
-    cs, ss = codes[perm], scores[perm]
-    tied = (cs[1:] == cs[:-1]) & (ss[1:] == ss[:-1])
-    if not np.any(tied):
-        return perm
-    # Re-order each block of tied scores by docno descending.
+    grouped = bool(np.all(codes[1:] >= codes[:-1]))
+    if grouped and bool(np.all(~same | (scores[1:] <= scores[:-1]))):
+        # The usual file: topics grouped, scores already descending. Only blocks of
+        # tied scores may need re-ordering (by docno descending).
+        perm = np.arange(n)
+        tied = same & (scores[1:] == scores[:-1])
+        if not np.any(tied) or bool(np.all(docnos[1:][tied] < docnos[:-1][tied])):
+            return None
+    else:
+        perm = np.lexsort((-scores, codes))
+        cs, ss = codes[perm], scores[perm]
+        tied = (cs[1:] == cs[:-1]) & (ss[1:] == ss[:-1])
+        if not np.any(tied):
+            return perm
+    return _order_ties_by_docno_desc(perm, tied, docnos)
+
+
+def _order_ties_by_docno_desc(perm: np.ndarray, tied: np.ndarray, docnos: np.ndarray) -> np.ndarray:
+    """Within each block of equal (topic, score) in ``perm``, put docnos in descending byte order.
+
+    ``tied[i]`` says that positions i and i + 1 of ``perm`` hold equal scores.
+    """
+    n = perm.shape[0]
     in_block = np.zeros(n, dtype=bool)
     in_block[1:] |= tied
     in_block[:-1] |= tied
@@ -251,7 +256,9 @@ def _rank_order(
     block_head = np.ones(idx.shape[0], dtype=bool)
     block_head[1:] = ~tied[idx[1:] - 1]
     block_id = np.cumsum(block_head)
+    # lexsort: block descending, docno ascending; reversed: block ascending, docno descending.
     sub = np.lexsort((docnos[perm[idx]], -block_id))[::-1]
+    perm = perm.copy()
     perm[idx] = perm[idx][sub]
     return perm
 

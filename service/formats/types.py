@@ -13,6 +13,8 @@ from enum import Enum
 
 import numpy as np
 
+from service.formats.keys import KeyTable, hash_ids, topic_keys
+
 #: Level given to a retrieved document that has no judgment (not in the qrels,
 #: or pooled but unjudged: a negative qrels label).
 UNJUDGED = -1
@@ -41,6 +43,7 @@ class Qrels:
     levels: tuple[np.ndarray, ...]  # per topic, int64 aligned with docnos
     source: str = "<qrels>"
     _index: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    _cache: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._index.update({t: i for i, t in enumerate(self.topics)})
@@ -60,6 +63,25 @@ class Qrels:
             judged = lv[lv >= 0]
             out[i] = np.bincount(judged, minlength=max_level + 1)[: max_level + 1]
         return out
+
+    def key_table(self) -> tuple[KeyTable, np.ndarray, np.ndarray, np.ndarray] | None:
+        """Every judgment in one hash table keyed by (topic, docno).
+
+        Returns (table, levels, docnos, topic index), aligned with the table's
+        keys; None when there are no judgments or two judgments share a 64-bit
+        key (callers then use :meth:`lookup`, which compares strings).
+        """
+        if "key_table" not in self._cache:
+            counts = [d.shape[0] for d in self.docnos]
+            result = None
+            if sum(counts):
+                docs = np.concatenate([d.astype(f"S{max(d.dtype.itemsize for d in self.docnos)}") for d in self.docnos])
+                topic = np.repeat(np.arange(len(self.topics)), counts)
+                table = KeyTable(topic_keys(hash_ids(docs), topic))
+                if not table.equal_pairs:
+                    result = (table, np.concatenate(self.levels), docs, topic)
+            self._cache["key_table"] = result
+        return self._cache["key_table"]  # type: ignore[return-value]
 
     def lookup(self, topic_index: int, docnos: np.ndarray) -> np.ndarray:
         """Levels of ``docnos`` in a topic; UNJUDGED where absent or negative."""
@@ -105,6 +127,14 @@ class Run:
     docnos: np.ndarray  # bytes_ (lines,)
     scores: np.ndarray  # float64 (lines,)
     source: str = "<run>"
+    doc_hashes: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def hashes(self) -> np.ndarray:
+        """64-bit hashes of the docnos (computed by the reader, or here on demand)."""
+        if self.doc_hashes is None:
+            object.__setattr__(self, "doc_hashes", hash_ids(self.docnos))
+        assert self.doc_hashes is not None
+        return self.doc_hashes
 
     def ranking(self, topic: str) -> np.ndarray:
         i = self.topics.index(topic)

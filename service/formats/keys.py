@@ -1,0 +1,106 @@
+"""64-bit keys for (topic, document) pairs and a vectorised hash table over them.
+
+Matching five million run lines against the qrels, and checking them for
+duplicate documents, with string comparisons or sorts costs seconds. Here a
+document id is hashed once (a few whole-array passes over its bytes read as
+64-bit words), combined with a topic number, and looked up in an
+open-addressing table with linear probing, probed for all keys at once; each
+round handles only the keys still unresolved. Callers confirm every hash match
+on the bytes, so a collision can never change a result (it only sends the
+caller to a slower exact path).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a bijection on uint64 that spreads every input bit."""
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+def hash_ids(values: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarray:
+    """Hash a ``bytes_`` array of ids (no NUL bytes inside an id).
+
+    The id's bytes are read as little-endian 64-bit words; words past the id's
+    length are skipped, so the hash does not depend on the array's width.
+    """
+    n = values.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64)
+    width = values.dtype.itemsize
+    words = -(-width // 8)
+    u8 = np.zeros((n, words * 8), dtype=np.uint8)
+    u8[:, :width] = np.ascontiguousarray(values).view(np.uint8).reshape(n, width)
+    if lengths is None:
+        lengths = (u8 != 0).sum(axis=1)
+    w64 = u8.view("<u8")
+    h = lengths.astype(np.uint64) * _GOLDEN
+    with np.errstate(over="ignore"):
+        for k in range(words):
+            mixed = _mix((h ^ w64[:, k]) + np.uint64(k + 1) * _GOLDEN)
+            h = np.where(lengths > 8 * k, mixed, h)
+    return h
+
+
+def topic_keys(doc_hashes: np.ndarray, topic_index: np.ndarray) -> np.ndarray:
+    """One 64-bit key per (topic, document)."""
+    with np.errstate(over="ignore"):
+        return _mix(doc_hashes ^ ((topic_index.astype(np.uint64) + np.uint64(1)) * _GOLDEN))
+
+
+class KeyTable:
+    """An open-addressing table of uint64 keys, built and probed with array operations."""
+
+    def __init__(self, keys: np.ndarray) -> None:
+        n = keys.shape[0]
+        bits = max(4, int(np.ceil(np.log2(2 * n + 1))))  # load factor <= 1/2
+        self.mask = np.uint64((1 << bits) - 1)
+        self.keys = keys
+        self.slots = np.full(1 << bits, -1, dtype=np.int64)
+        #: (i, j) pairs with keys[i] == keys[j], i inserted first; empty when all distinct.
+        self.equal_pairs: list[tuple[int, int]] = []
+        pending = np.arange(n, dtype=np.int64)
+        pos = (keys & self.mask).astype(np.int64)
+        mask = int(self.mask)
+        while pending.shape[0]:
+            at = pos[pending]
+            occupant = self.slots[at]
+            free = occupant == -1
+            # Several pending keys may claim one free slot: the last write wins.
+            claim, claim_at = pending[free], at[free]
+            self.slots[claim_at] = claim
+            won = self.slots[claim_at] == claim
+            lost = np.concatenate([pending[~free], claim[~won]])
+            if lost.shape[0] == 0:
+                break
+            holder = self.slots[pos[lost]]
+            same = keys[holder] == keys[lost]
+            if same.any():
+                self.equal_pairs.extend(zip(holder[same].tolist(), lost[same].tolist()))
+            pending = lost[~same]
+            pos[pending] = (pos[pending] + 1) & mask
+
+    def find(self, queries: np.ndarray) -> np.ndarray:
+        """Index into ``keys`` of each query, -1 where absent."""
+        out = np.full(queries.shape[0], -1, dtype=np.int64)
+        active = np.arange(queries.shape[0], dtype=np.int64)
+        pos = (queries & self.mask).astype(np.int64)
+        mask = int(self.mask)
+        while active.shape[0]:
+            holder = self.slots[pos[active]]
+            empty = holder == -1
+            found = ~empty
+            found[found] = self.keys[holder[found]] == queries[active[found]]
+            out[active[found]] = holder[found]
+            active = active[~(empty | found)]
+            pos[active] = (pos[active] + 1) & mask
+        return out
