@@ -18,9 +18,14 @@ import pytest
 from service.formats.readers import read_qrels, read_run
 from service.metrics import EvalSettings, evaluate
 
-CONFORMANCE = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "trec_eval"
+from tests.conftest import require_shared, shared_dir
 
-pytestmark = pytest.mark.skipif(not CONFORMANCE.is_dir(), reason=f"{CONFORMANCE} not found (../shared beside the repo)")
+CONFORMANCE = shared_dir() / "conformance" / "trec_eval"
+
+
+@pytest.fixture(autouse=True)
+def _conformance_data() -> None:
+    require_shared("conformance/trec_eval")
 
 # trec_eval measure -> Cranfield metric (trec_eval's -l sets `rel` on the binary metrics).
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -97,7 +102,7 @@ def _evaluation(out_file: str):  # type: ignore[no-untyped-def]
     return _cache[out_file]
 
 
-@pytest.mark.parametrize(("out_file", "trec_measure"), _case_params() if CONFORMANCE.is_dir() else [])
+@pytest.mark.parametrize(("out_file", "trec_measure"), _case_params() if CONFORMANCE.is_dir() else [("missing", "missing")])
 def test_reproduces_trec_eval_10(out_file: str, trec_measure: str) -> None:
     rel = CASES[out_file][3]
     expected = read_expected(out_file)[trec_measure]
