@@ -1,0 +1,141 @@
+"""Meta-evaluation: what the papers measure about metrics.
+
+* Discriminative power (Sakai, SIGIR 2006, "Evaluating evaluation metrics based
+  on the bootstrap"): the share of run pairs whose bootstrap ASL is below alpha,
+  and the performance difference required for significance.
+* Kendall's rank correlation between the system rankings of two metrics.
+* Reduced qrels for the incompleteness experiments (Buckley & Voorhees 2004, as
+  the bpref paper (Sakai 2007, section 5) applies it).
+
+Procedures (the papers cite them without spelling them out):
+
+Discriminative power at alpha, for every pair of runs: Sakai's bootstrap test
+with B resamples of the topics (``pairwise.bootstrap``: one count matrix
+shared by all pairs), ASL = (#{|t*| >= |t|} + 1)/(B + 1); the power is the
+share of pairs with ASL < alpha. Difference required: for each pair, sort the B
+replicates of the shifted differences by |t*| in decreasing order, take the
+ceil(B * alpha)-th, and record |mean| of that replicate; the estimate is the
+largest of these over all pairs (as the MATTERS toolkit's discriminativePower).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from service.formats.types import Qrels
+from service.metrics.stats.common import as_rng, as_score_matrix, pair_indices
+from service.metrics.stats.pairwise import bootstrap
+
+
+@dataclass(frozen=True)
+class DiscriminativePower:
+    alpha: float
+    power: float  # share of pairs with ASL < alpha
+    significant_pairs: int
+    pairs: int
+    difference_required: float
+    asl: np.ndarray  # (pairs,) in pair_indices order
+    resamples: int
+
+
+def discriminative_power(
+    scores: np.ndarray,
+    *,
+    alpha: float = 0.05,
+    resamples: int = 1000,
+    seed: int | np.random.Generator | None = None,
+) -> DiscriminativePower:
+    x = as_score_matrix(scores).values
+    a, b = pair_indices(x.shape[1])
+    draws = bootstrap(x[:, a] - x[:, b], resamples=resamples, seed=as_rng(seed))
+    k = max(1, math.ceil(resamples * alpha))
+    # Per pair, the replicate with the k-th largest |t*|.
+    order = np.argsort(-np.abs(draws.t_star), axis=0, kind="stable")
+    chosen = order[k - 1]
+    required = np.abs(draws.mean_star[chosen, np.arange(chosen.shape[0])])
+    significant = int((draws.p < alpha).sum())
+    return DiscriminativePower(
+        alpha=alpha, power=significant / len(a), significant_pairs=significant, pairs=len(a),
+        difference_required=float(required.max()), asl=draws.p, resamples=resamples,
+    )
+
+
+def kendall_tau(x: np.ndarray, y: np.ndarray, variant: str = "b") -> float:
+    """Kendall's tau between two score vectors of the same systems (tau-b handles ties)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1 or x.shape[0] < 2:
+        raise ValueError("kendall_tau needs two score vectors of the same length >= 2")
+    i, j = np.triu_indices(x.shape[0], k=1)
+    sx = np.sign(x[i] - x[j])
+    sy = np.sign(y[i] - y[j])
+    s = float((sx * sy).sum())
+    n0 = len(i)
+    if variant == "a":
+        return s / n0
+    if variant != "b":
+        raise ValueError("variant is 'a' or 'b'")
+    tx, ty = float((sx != 0).sum()), float((sy != 0).sum())
+    if tx == 0 or ty == 0:
+        return float("nan")
+    return s / math.sqrt(tx * ty)
+
+
+def kendall_matrix(means: np.ndarray, variant: str = "b") -> np.ndarray:
+    """(metrics, metrics) Kendall's tau between the system rankings of every pair of metrics.
+
+    ``means`` is (metrics, runs): each metric's mean score per run.
+    """
+    means = np.asarray(means, dtype=np.float64)
+    k = means.shape[0]
+    out = np.ones((k, k))
+    for p in range(k):
+        for q in range(p + 1, k):
+            out[p, q] = out[q, p] = kendall_tau(means[p], means[q], variant)
+    return out
+
+
+def kendall_threshold(n_runs: int, alpha: float = 0.01) -> float:
+    """Smallest |tau| significant at alpha (two-sided normal approximation):
+    z_(1-alpha/2) * sqrt(2(2n + 5) / (9n(n - 1)))."""
+    if n_runs < 2:
+        raise ValueError("need at least 2 runs")
+    z = stats.norm.ppf(1 - alpha / 2)
+    return float(z * math.sqrt(2 * (2 * n_runs + 5) / (9 * n_runs * (n_runs - 1))))
+
+
+def _share(count: int, percent: float) -> int:
+    """trunc(count * percent / 100) in exact integer arithmetic (micro-percent resolution)."""
+    return (count * round(percent * 1_000_000)) // 100_000_000
+
+
+def reduce_qrels(qrels: Qrels, percent: float, seed: int = 0) -> Qrels:
+    """Buckley & Voorhees' reduced judgments, as the bpref paper (section 5) makes them.
+
+    Per topic, one seeded shuffle of its relevant (level >= 1) and one of its
+    judged non-relevant documents, the same for every ``percent``, so reduced
+    sets are nested. Keep the first max(1, trunc(R * j/100)) relevant and
+    max(10, trunc(N * j/100)) non-relevant documents (all of them when N < 10).
+    Pooled-but-unjudged labels are dropped (they are unjudged either way).
+    """
+    if not 0 < percent <= 100:
+        raise ValueError("the percentage kept must lie in (0, 100]")
+    docs_out, levels_out = [], []
+    for i, topic in enumerate(qrels.topics):
+        rng = np.random.default_rng(np.random.SeedSequence([seed, zlib.crc32(topic.encode("utf-8"))]))
+        docs, levels = qrels.docnos[i], qrels.levels[i]
+        rel = np.flatnonzero(levels >= 1)
+        non = np.flatnonzero(levels == 0)
+        rel = rel[rng.permutation(rel.shape[0])]
+        non = non[rng.permutation(non.shape[0])]
+        keep_rel = rel[: max(1, _share(rel.shape[0], percent))] if rel.shape[0] else rel
+        keep_non = non if non.shape[0] < 10 else non[: max(10, _share(non.shape[0], percent))]
+        keep = np.sort(np.concatenate([keep_rel, keep_non]))
+        docs_out.append(docs[keep])
+        levels_out.append(levels[keep])
+    return Qrels(topics=qrels.topics, docnos=tuple(docs_out), levels=tuple(levels_out), source=f"{qrels.source}@{percent}%")
