@@ -68,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--precision", type=int, default=6, help="decimals printed (default 6)")
 
     sub.add_parser("metrics", help="list the metrics, their parameters and aliases")
+
+    from service.cli_stats import add_parsers
+
+    add_parsers(sub)
     return parser
 
 
@@ -80,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "eval":
             return _cmd_eval(args, sys.stdout)
+        if args.command in ("compare", "metaeval"):
+            from service import cli_stats
+
+            return getattr(cli_stats, f"cmd_{args.command}")(args, sys.stdout)
         if args.command == "metrics":
             from service.metrics.spec import unknown_metric_message
 

@@ -1,0 +1,219 @@
+"""``cranfield compare`` and ``cranfield metaeval``: significance tests and meta-evaluation.
+
+Imported by service.cli only for these commands (they need scipy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+from service.errors import InvalidInput, InvalidMeasure
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    cmp_ = sub.add_parser("compare", help="significance tests between runs",
+                          description="Test every pair of runs on each metric.")
+    _inputs(cmp_)
+    cmp_.add_argument("--test", choices=("bootstrap", "t", "wilcoxon", "sign", "randomisation", "tukey"),
+                      default="bootstrap")
+    cmp_.add_argument("--B", type=int, default=1000, dest="resamples", help="resamples / permutations (default 1000)")
+    cmp_.add_argument("--exact", action="store_true", help="randomisation: enumerate all 2^n sign flips")
+    cmp_.add_argument("--alpha", type=float, default=0.05)
+    cmp_.add_argument("--correction", choices=("none", "holm", "bh"), default="none")
+    cmp_.add_argument("--interval", choices=("t", "anova"), default="t",
+                      help="each run's 95%% interval: t from its own scores, or the ANOVA margin of error")
+    cmp_.add_argument("--seed", type=int, default=0)
+    cmp_.add_argument("--format", choices=("tsv", "json"), default="tsv")
+
+    meta = sub.add_parser("metaeval", help="discriminative power and Kendall's tau between metrics",
+                          description="Meta-evaluate metrics: discriminative power, rank correlation, incompleteness.")
+    _inputs(meta, scores=False)
+    meta.add_argument("--alpha", type=float, default=0.05)
+    meta.add_argument("--B", type=int, default=1000, dest="resamples")
+    meta.add_argument("--seed", type=int, default=0)
+    meta.add_argument("--reduce", help="percentages of judgments kept, e.g. 90,70,50,30,10 (Buckley & Voorhees)")
+    meta.add_argument("--format", choices=("tsv", "json"), default="tsv")
+
+
+def _inputs(p: argparse.ArgumentParser, scores: bool = True) -> None:
+    p.add_argument("--qrels", help="qrels file: scores are computed from the runs")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="TREC run files (with --qrels)")
+    if scores:
+        p.add_argument("--scores", nargs="+", metavar="FILE",
+                       help="per-topic score files (topic,value per row; one file per system, named by its stem)")
+    p.add_argument("-m", "--measure", action="append", dest="measures", metavar="METRIC")
+    p.add_argument("--order", choices=("score", "rank", "file"), default="score")
+    p.add_argument("--missing", choices=("zero", "skip"), default="zero")
+    p.add_argument("--gains", help="gain of each level, e.g. 1=1,2=5,3=10")
+
+
+def _score_tables(args: argparse.Namespace) -> tuple[list[str], dict[str, np.ndarray], list[str]]:
+    """(metric names, {metric: (topics, runs) matrix}, run names) from runs or score files."""
+    if getattr(args, "scores", None):
+        if args.qrels or args.runs:
+            raise InvalidMeasure("give either --qrels with runs or --scores files, not both")
+        names, matrix = read_score_files([Path(p) for p in args.scores])
+        return ["score"], {"score": matrix}, names
+    if not args.qrels or not args.runs:
+        raise InvalidMeasure("give --qrels QRELS and at least two RUN files (or --scores FILE...)")
+    from service.formats.readers import read_qrels, read_run
+    from service.metrics import EvalSettings, evaluate, parse_measures
+
+    measures = parse_measures(args.measures or ["AP"])
+    gains = _gains(args.gains)
+    qrels = read_qrels(args.qrels)
+    runs = [read_run(p, args.order) for p in args.runs]
+    ev = evaluate(qrels, runs, measures, EvalSettings(missing=args.missing, gains=gains))
+    return [str(m) for m in measures], {str(m): ev.per_topic(m).T for m in measures}, list(ev.runs)
+
+
+def _gains(text: str | None) -> tuple[tuple[int, float], ...] | None:
+    from service.cli import _parse_gains
+
+    if not text:
+        return None
+    try:
+        return _parse_gains(text)
+    except argparse.ArgumentTypeError as exc:
+        raise InvalidMeasure(str(exc)) from None
+
+
+def read_score_files(paths: list[Path]) -> tuple[list[str], np.ndarray]:
+    """Per-topic score files -> run names and a (topics, runs) matrix (NaN where absent)."""
+    per_run: list[dict[str, float]] = []
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(str(path), None, f"cannot read the file: {exc}") from None
+        values: dict[str, float] = {}
+        header_seen = False
+        for no, line in enumerate(text.splitlines(), start=1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            parts = [p.strip() for p in (line.split(",") if "," in line else line.split())]
+            if len(parts) < 2:
+                raise InvalidInput(str(path), no, "expected 'topic,value'")
+            try:
+                value = float(parts[1])
+            except ValueError:
+                if not values and not header_seen:
+                    header_seen = True  # the first line may name the columns
+                    continue
+                raise InvalidInput(str(path), no, f"value {parts[1]!r} is not a number") from None
+            if parts[0] in values:
+                raise InvalidInput(str(path), no, f"topic {parts[0]!r} appears twice")
+            values[parts[0]] = value
+        if not values:
+            raise InvalidInput(str(path), None, "no scores found")
+        per_run.append(values)
+    names = [p.stem for p in paths]
+    if len(set(names)) != len(names):
+        raise InvalidMeasure("two score files have the same name (the system is named by the file's stem)")
+    topics = sorted(set().union(*per_run))
+    matrix = np.array([[run.get(t, np.nan) for run in per_run] for t in topics])
+    return names, matrix
+
+
+def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
+    from service.metrics.stats.anova import run_intervals
+    from service.metrics.stats.common import as_score_matrix
+    from service.metrics.stats.pairwise import pairwise
+
+    metrics, tables, runs = _score_tables(args)
+    if len(runs) < 2:
+        raise InvalidMeasure("compare needs at least two runs")
+    report = []
+    for metric in metrics:
+        try:
+            res = pairwise(tables[metric], runs, args.test, resamples=args.resamples, alpha=args.alpha,
+                           correction=args.correction, seed=args.seed, exact=args.exact)
+            kept = as_score_matrix(tables[metric], runs).values
+            ci = run_intervals(kept, method=args.interval)
+        except ValueError as exc:
+            raise InvalidMeasure(f"{metric}: {exc}") from None
+        report.append((metric, res, ci))
+    if args.format == "json":
+        doc = {
+            "test": args.test, "resamples": args.resamples, "alpha": args.alpha, "correction": args.correction,
+            "seed": args.seed, "interval": args.interval,
+            "metrics": {
+                metric: {
+                    "topics": res.n_topics, "notes": list(res.notes),
+                    "runs": [{"run": r, "mean": float(ci.mean[i]), "ci_low": float(ci.low[i]),
+                              "ci_high": float(ci.high[i])} for i, r in enumerate(res.runs)],
+                    "pairs": [{"run_a": res.runs[a], "run_b": res.runs[b], "mean_a": float(res.mean_a[k]),
+                               "mean_b": float(res.mean_b[k]), "diff": float(res.diff[k]),
+                               "statistic": float(res.statistic[k]), "p": float(res.p[k]),
+                               "p_adjusted": float(res.p_adjusted[k]), "significant": bool(res.significant[k])}
+                              for k, (a, b) in enumerate(zip(res.a.tolist(), res.b.tolist()))],
+                }
+                for metric, res, ci in report
+            },
+        }
+        json.dump(doc, out, indent=1)
+        out.write("\n")
+        return 0
+    out.write("run\tmetric\tmean\tci_low\tci_high\ttopics\n")
+    for metric, res, ci in report:
+        for i, r in enumerate(res.runs):
+            out.write(f"{r}\t{metric}\t{ci.mean[i]:.6f}\t{ci.low[i]:.6f}\t{ci.high[i]:.6f}\t{res.n_topics}\n")
+    out.write("\nrun_a\trun_b\tmetric\ttest\tmean_a\tmean_b\tdiff\tstatistic\tp\tp_adjusted\tsignificant\n")
+    for metric, res, _ in report:
+        for k, (a, b) in enumerate(zip(res.a.tolist(), res.b.tolist())):
+            out.write(
+                f"{res.runs[a]}\t{res.runs[b]}\t{metric}\t{res.test}\t{res.mean_a[k]:.6f}\t{res.mean_b[k]:.6f}\t"
+                f"{res.diff[k]:.6f}\t{res.statistic[k]:.6f}\t{res.p[k]:.6g}\t{res.p_adjusted[k]:.6g}\t"
+                f"{'yes' if res.significant[k] else 'no'}\n"
+            )
+    return 0
+
+
+def cmd_metaeval(args: argparse.Namespace, out: TextIO) -> int:
+    from service.formats.readers import read_qrels, read_run
+    from service.metrics import EvalSettings, evaluate, parse_measures
+    from service.metrics.stats.meta import discriminative_power, kendall_matrix, kendall_tau, kendall_threshold, reduce_qrels
+
+    if not args.qrels or len(args.runs) < 2:
+        raise InvalidMeasure("metaeval needs --qrels QRELS and at least two RUN files")
+    measures = parse_measures(args.measures or ["AP", "Q", "nDCG@1000"])
+    settings = EvalSettings(missing=args.missing, gains=_gains(args.gains))
+    qrels = read_qrels(args.qrels)
+    runs = [read_run(p, args.order) for p in args.runs]
+    levels = [100.0] + ([float(v) for v in args.reduce.split(",")] if args.reduce else [])
+    full_means = None
+    rows = []
+    for j in levels:
+        q = qrels if j == 100.0 else reduce_qrels(qrels, j, seed=args.seed)
+        ev = evaluate(q, runs, measures, settings)
+        means = np.vstack([ev.means(m) for m in measures])
+        if full_means is None:
+            full_means = means
+        for k, m in enumerate(measures):
+            dp = discriminative_power(ev.per_topic(m).T, alpha=args.alpha, resamples=args.resamples, seed=args.seed)
+            tau_full = kendall_tau(full_means[k], means[k]) if j != 100.0 else 1.0
+            rows.append({"kept": j, "metric": str(m), "power": dp.power, "significant_pairs": dp.significant_pairs,
+                         "pairs": dp.pairs, "difference_required": dp.difference_required, "tau_vs_full": tau_full})
+    tau = kendall_matrix(full_means)
+    names = [str(m) for m in measures]
+    threshold = kendall_threshold(len(runs), 0.01)
+    if args.format == "json":
+        json.dump({"alpha": args.alpha, "resamples": args.resamples, "seed": args.seed, "runs": len(runs),
+                   "discriminative_power": rows, "kendall_tau": {"metrics": names, "matrix": tau.tolist(),
+                   "significant_at_0.01_above": threshold}}, out, indent=1)
+        out.write("\n")
+        return 0
+    out.write("kept\tmetric\tdiscriminative_power\tsignificant_pairs\tpairs\tdifference_required\ttau_vs_full\n")
+    for r in rows:
+        out.write(f"{r['kept']:g}\t{r['metric']}\t{r['power']:.4f}\t{r['significant_pairs']}\t{r['pairs']}\t"
+                  f"{r['difference_required']:.4f}\t{r['tau_vs_full']:.4f}\n")
+    out.write(f"\n# Kendall's tau between system rankings ({len(runs)} runs; |tau| > {threshold:.3f} "
+              "is significant at alpha = 0.01)\nmetric\t" + "\t".join(names) + "\n")
+    for i, n in enumerate(names):
+        out.write(n + "\t" + "\t".join(f"{v:.4f}" for v in tau[i]) + "\n")
+    return 0
