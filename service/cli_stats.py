@@ -19,7 +19,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     cmp_ = sub.add_parser("compare", help="significance tests between runs",
                           description="Test every pair of runs on each metric.")
     _inputs(cmp_)
-    cmp_.add_argument("--test", choices=("bootstrap", "t", "wilcoxon", "sign", "randomisation", "tukey"),
+    cmp_.add_argument("--test", choices=("bootstrap", "t", "wilcoxon", "sign", "randomisation", "tukey", "friedman"),
                       default="bootstrap")
     cmp_.add_argument("--B", type=int, default=1000, dest="resamples", help="resamples / permutations (default 1000)")
     cmp_.add_argument("--exact", action="store_true", help="randomisation: enumerate all 2^n sign flips")
@@ -121,7 +121,7 @@ def read_score_files(paths: list[Path]) -> tuple[list[str], np.ndarray]:
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
-    from service.metrics.stats.anova import run_intervals
+    from service.metrics.stats.anova import effect_sizes, run_intervals
     from service.metrics.stats.common import as_score_matrix
     from service.metrics.stats.pairwise import pairwise
 
@@ -135,9 +135,10 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
                            correction=args.correction, seed=args.seed, exact=args.exact)
             kept = as_score_matrix(tables[metric], runs).values
             ci = run_intervals(kept, method=args.interval)
+            eff = effect_sizes(kept, resamples=args.resamples, seed=args.seed)
         except ValueError as exc:
             raise InvalidMeasure(f"{metric}: {exc}") from None
-        report.append((metric, res, ci))
+        report.append((metric, res, ci, eff))
     if args.format == "json":
         doc = {
             "test": args.test, "resamples": args.resamples, "alpha": args.alpha, "correction": args.correction,
@@ -150,27 +151,34 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
                     "pairs": [{"run_a": res.runs[a], "run_b": res.runs[b], "mean_a": float(res.mean_a[k]),
                                "mean_b": float(res.mean_b[k]), "diff": float(res.diff[k]),
                                "statistic": float(res.statistic[k]), "p": float(res.p[k]),
-                               "p_adjusted": float(res.p_adjusted[k]), "significant": bool(res.significant[k])}
+                               "p_adjusted": float(res.p_adjusted[k]), "significant": bool(res.significant[k]),
+                               "diff_ci_low": float(eff.ci_low[k]), "diff_ci_high": float(eff.ci_high[k]),
+                               "effect_size": float(eff.standardised[k])}
                               for k, (a, b) in enumerate(zip(res.a.tolist(), res.b.tolist()))],
                 }
-                for metric, res, ci in report
+                for metric, res, ci, eff in report
             },
         }
         json.dump(doc, out, indent=1)
         out.write("\n")
         return 0
     out.write("run\tmetric\tmean\tci_low\tci_high\ttopics\n")
-    for metric, res, ci in report:
+    for metric, res, ci, _ in report:
         for i, r in enumerate(res.runs):
             out.write(f"{r}\t{metric}\t{ci.mean[i]:.6f}\t{ci.low[i]:.6f}\t{ci.high[i]:.6f}\t{res.n_topics}\n")
-    out.write("\nrun_a\trun_b\tmetric\ttest\tmean_a\tmean_b\tdiff\tstatistic\tp\tp_adjusted\tsignificant\n")
-    for metric, res, _ in report:
+    out.write("\nrun_a\trun_b\tmetric\ttest\tmean_a\tmean_b\tdiff\tstatistic\tp\tp_adjusted\tsignificant"
+              "\tdiff_ci_low\tdiff_ci_high\teffect_size\n")
+    for metric, res, _, eff in report:
         for k, (a, b) in enumerate(zip(res.a.tolist(), res.b.tolist())):
             out.write(
                 f"{res.runs[a]}\t{res.runs[b]}\t{metric}\t{res.test}\t{res.mean_a[k]:.6f}\t{res.mean_b[k]:.6f}\t"
                 f"{res.diff[k]:.6f}\t{res.statistic[k]:.6f}\t{res.p[k]:.6g}\t{res.p_adjusted[k]:.6g}\t"
-                f"{'yes' if res.significant[k] else 'no'}\n"
+                f"{'yes' if res.significant[k] else 'no'}\t{eff.ci_low[k]:.6f}\t{eff.ci_high[k]:.6f}\t"
+                f"{eff.standardised[k]:.6f}\n"
             )
+    for metric, res, _, _ in report:
+        for note in res.notes:
+            out.write(f"# {metric}: {note}\n")
     return 0
 
 

@@ -62,7 +62,9 @@ class KeyTable:
 
     def __init__(self, keys: np.ndarray) -> None:
         n = keys.shape[0]
-        bits = max(4, int(np.ceil(np.log2(2 * n + 1))))  # load factor <= 1/2
+        # Load factor <= 1/8: linear probing then needs few rounds (each round is a
+        # handful of whole-array passes), at 64 bytes of table per key.
+        bits = max(4, int(np.ceil(np.log2(8 * n + 1))))
         self.mask = np.uint64((1 << bits) - 1)
         self.keys = keys
         self.slots = np.full(1 << bits, -1, dtype=np.int64)

@@ -38,8 +38,9 @@ DEFAULT_MEASURES = (
     "AP", "Q", "nDCG@1000", "nDCG@10", "MSnDCG@10", "nERR@10", "Pplus", "bpref", "Q'", "P@10", "RR",
 )
 
-#: Cells (rows x depth) evaluated at once; bounds memory on large collections.
-_CHUNK_CELLS = 4_000_000
+#: Cells (rows x depth) evaluated at once. Small enough that the cached float64
+#: arrays of a batch (about 2 MB each) stay in cache; bounds memory too.
+_CHUNK_CELLS = 250_000
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,14 @@ def test_compare_tsv_tables(capsys) -> None:  # type: ignore[no-untyped-def]
     runs_table, pairs_table = out.strip().split("\n\n")
     header, *rows = pairs_table.splitlines()
     assert header.split("\t") == ["run_a", "run_b", "metric", "test", "mean_a", "mean_b", "diff", "statistic", "p",
-                                  "p_adjusted", "significant"]
+                                  "p_adjusted", "significant", "diff_ci_low", "diff_ci_high", "effect_size"]
     assert len(rows) == 2 * 6  # 2 metrics x C(4, 2) pairs
     for row in rows:
         f = row.split("\t")
         assert float(f[9]) >= float(f[8])  # Holm never lowers a p-value
         assert f[10] == ("yes" if float(f[9]) < 0.05 else "no")
         assert float(f[6]) == pytest.approx(float(f[4]) - float(f[5]), abs=2e-6)
+        assert float(f[11]) <= float(f[6]) <= float(f[12])  # the bootstrap interval holds the difference
     assert len(runs_table.splitlines()) == 1 + 2 * 4
 
 
@@ -75,3 +76,11 @@ def test_metaeval_power_tau_and_reduction(capsys) -> None:  # type: ignore[no-un
     assert tau.shape == (2, 2) and np.allclose(np.diag(tau), 1)
     assert doc["kendall_tau"]["significant_at_0.01_above"] == pytest.approx(
         stats.norm.ppf(0.995) * np.sqrt(2 * (2 * 8 + 5) / (9 * 8 * 7)))
+
+
+def test_compare_friedman_reports_the_omnibus_test(capsys) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = run_cli(capsys, "compare", "--qrels", str(SAMPLE / "qrels.ntcir"), *RUNS, "--test", "friedman")
+    assert code == 0
+    assert "# AP: Friedman chi-square" in out
+    pairs = [line for line in out.splitlines() if "\tfriedman\t" in line]
+    assert len(pairs) == 28

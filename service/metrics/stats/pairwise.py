@@ -16,6 +16,8 @@ Tests
   randomisation Fisher's paired randomisation test: random sign flips of the
                 differences (or all 2^n of them with ``exact=True``)
   tukey         randomised Tukey HSD over all runs (see ``tukey.py``)
+  friedman      Friedman's test over all runs; per pair Nemenyi's post-hoc p and
+                the difference of mean ranks (see ``tukey.py``)
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ from service.metrics.stats.common import (
 )
 from service.metrics.stats.correction import Correction, adjust
 
-Test = Literal["t", "wilcoxon", "sign", "bootstrap", "randomisation", "tukey"]
-TESTS: tuple[str, ...] = ("bootstrap", "t", "wilcoxon", "sign", "randomisation", "tukey")
+Test = Literal["t", "wilcoxon", "sign", "bootstrap", "randomisation", "tukey", "friedman"]
+TESTS: tuple[str, ...] = ("bootstrap", "t", "wilcoxon", "sign", "randomisation", "tukey", "friedman")
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,12 @@ def pairwise(
 
         hsd = randomised_tukey_hsd(x, resamples=resamples, seed=seed)
         stat, p, used_b = means[a] - means[b], hsd.p[a, b], resamples
+    elif test == "friedman":
+        from service.metrics.stats.tukey import friedman
+
+        fr = friedman(x)
+        stat, p = fr.mean_ranks[b] - fr.mean_ranks[a], fr.posthoc_p[a, b]
+        notes += (f"Friedman chi-square {fr.statistic:.4f}, p = {fr.p:.4g} (all runs)",)
     else:
         z = x[:, a] - x[:, b]
         if test == "t":
