@@ -69,9 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("metrics", help="list the metrics, their parameters and aliases")
 
-    from service.cli_stats import add_parsers
+    from service import cli_service, cli_stats
 
-    add_parsers(sub)
+    cli_stats.add_parsers(sub)
+    cli_service.add_parsers(sub)
     return parser
 
 
@@ -84,6 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "eval":
             return _cmd_eval(args, sys.stdout)
+        if args.command in ("db", "worker", "beat", "load", "qrels", "reevaluate", "leaderboard", "jobs"):
+            from service import cli_service
+
+            return cli_service.run(args, sys.stdout)
         if args.command in ("compare", "metaeval"):
             from service import cli_stats
 

@@ -214,7 +214,6 @@ def _rank_order(
     """Permutation into (topic, rank) order, or None when the file already is."""
     n = codes.shape[0]
     if order is RunOrder.FILE:
-        same = codes[1:] == codes[:-1]
         if np.all(codes[1:] >= codes[:-1]):
             return None
         return np.argsort(codes, kind="stable")

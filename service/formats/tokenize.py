@@ -58,16 +58,6 @@ class TokenTable:
         lo, hi = int(self.starts[row, k]), int(self.ends[row, k])
         return self.buffer[lo:hi].tobytes().decode("utf-8")
 
-    def line_text(self, row: int) -> str:
-        """The whole data line ``row`` (for error messages)."""
-        lo = int(self.starts[row, 0])
-        data = self.buffer
-        hi = lo
-        n = data.shape[0]
-        while hi < n and data[hi] != 10:
-            hi += 1
-        return data[lo:hi].tobytes().decode("utf-8", "replace").rstrip()
-
 
 def gather_fixed_width(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Copy byte spans into a fixed-width ``bytes_`` array (one column per pass)."""

@@ -1,0 +1,222 @@
+"""Service commands: db, worker, beat, load, qrels add, reevaluate, leaderboard, jobs.
+
+Configuration comes from the environment (service/config.py). Work is enqueued only
+after the transaction that created it has committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+from typing import TextIO
+
+from service.errors import InvalidInput, InvalidMeasure
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    db = sub.add_parser("db", help="create or migrate the database schema")
+    db.add_argument("action", choices=("upgrade", "downgrade"))
+    db.add_argument("--revision", help="target revision (default: head for upgrade, base for downgrade)")
+
+    w = sub.add_parser("worker", help="start a Celery worker (evaluations, tests)")
+    w.add_argument("--concurrency", type=int, help="worker processes (default $CRANFIELD_WORKER_CONCURRENCY or 2)")
+    w.add_argument("--beat", action="store_true", help="also run the scheduler (sweeper, stale-result refresh)")
+    w.add_argument("--loglevel", default="INFO")
+    b = sub.add_parser("beat", help="start the scheduler: the sweeper and the refresh of stale results")
+    b.add_argument("--loglevel", default="INFO")
+
+    load = sub.add_parser("load", help="register a collection, a qrels version and runs; enqueue their evaluation")
+    load.add_argument("--collection", required=True)
+    load.add_argument("--qrels", required=True)
+    load.add_argument("--runs", nargs="+", required=True, metavar="PATH", help="run files or folders of run files")
+    load.add_argument("--team", help="team of every run (default: each run's tag names its team)")
+    load.add_argument("--official-metric", help="the leaderboard's metric (default AP)")
+    load.add_argument("--metric", action="append", dest="metrics", help="metrics to compute (default: the default set)")
+    load.add_argument("--actor", default="cli")
+
+    q = sub.add_parser("qrels", help="qrels versions")
+    qsub = q.add_subparsers(dest="qrels_command", required=True)
+    qa = qsub.add_parser("add", help="add a qrels version and enqueue the re-evaluation")
+    qa.add_argument("--collection", required=True)
+    qa.add_argument("file")
+    qa.add_argument("--actor", default="cli")
+
+    re = sub.add_parser("reevaluate", help="enqueue the evaluation of every run lacking current results")
+    re.add_argument("--collection", required=True)
+
+    lb = sub.add_parser("leaderboard", help="the stored leaderboard (never computed here)")
+    lb.add_argument("--collection", required=True)
+    lb.add_argument("-m", "--metric")
+    lb.add_argument("--format", choices=("tsv", "json"), default="tsv")
+
+    jb = sub.add_parser("jobs", help="evaluation jobs with status and progress")
+    jb.add_argument("--collection")
+    jb.add_argument("--format", choices=("tsv", "json"), default="tsv")
+
+
+COMMANDS = ("db", "worker", "beat", "load", "qrels", "reevaluate", "leaderboard", "jobs")
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    from service.config import settings
+
+    url = settings().store.database_url
+    if args.command == "db":
+        from service.store import migrate
+
+        if args.action == "upgrade":
+            migrate.upgrade(url, args.revision or "head")
+        else:
+            migrate.downgrade(url, args.revision or "base")
+        out.write(f"database {args.action}d: {_safe(url)}\n")
+        return 0
+    if args.command in ("worker", "beat"):
+        from workers.app import app
+
+        if args.command == "worker":
+            argv = ["worker", "-Q", settings().worker.queue, "--loglevel", args.loglevel,
+                    "-c", str(args.concurrency or settings().worker.concurrency)]
+            if args.beat:
+                argv.append("-B")
+            app.worker_main(argv)
+        else:
+            app.start(["beat", "--loglevel", args.loglevel])
+        return 0
+    return {"load": _load, "qrels": _qrels_add, "reevaluate": _reevaluate, "leaderboard": _leaderboard,
+            "jobs": _jobs}[args.command](args, out, url)
+
+
+def _safe(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _factory(url: str):  # type: ignore[no-untyped-def]
+    from service.store.db import session_factory
+
+    return session_factory(url)
+
+
+def _send(followups) -> None:  # type: ignore[no-untyped-def]
+    from workers.tasks import send
+
+    send(followups)
+
+
+def _run_files(paths: list[str]) -> list[Path]:
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files.extend(sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith(".")))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise InvalidInput(str(p), None, "no such file or folder")
+    if not files:
+        raise InvalidMeasure("no run files found")
+    return files
+
+
+def _read(path: str | Path) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InvalidInput(str(path), None, f"cannot read the file: {exc.strerror}") from None
+
+
+def _load(args: argparse.Namespace, out: TextIO, url: str) -> int:
+    from service.evaluation.pipeline import plan_job
+    from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection
+    from service.metrics.scoring import DEFAULT_MEASURES
+    from service.store.db import transaction
+
+    spec = None
+    if args.official_metric or args.metrics:
+        spec = ConfigSpec(official_metric=args.official_metric or "AP",
+                          metrics=tuple(args.metrics or DEFAULT_MEASURES))
+    qrels_data = _read(args.qrels)
+    files = _run_files(args.runs)
+    with transaction(_factory(url)) as s:  # all or nothing: a bad file stores nothing
+        coll = ensure_collection(s, args.collection, spec, args.actor)
+        current = coll.current_qrels
+        if current is None or current.checksum != hashlib.sha256(qrels_data).hexdigest():
+            previous = coll.current_qrels_id
+            version = add_qrels(s, coll, qrels_data, args.qrels, args.actor)
+        else:
+            previous, version = None, current
+        runs = [add_run(s, coll, _read(f), str(f), team=args.team, actor=args.actor) for f in files]
+        job, followups = plan_job(s, coll, "load", previous_qrels_id=previous)
+        job_id = job.id
+        summary = (f"collection {coll.name!r}: qrels version {version.version} ({version.n_judgments} judgments), "
+                   f"{len(runs)} runs stored; job {job_id} queued ({job.total} runs to evaluate)")
+    _send(followups)
+    out.write(summary + "\n")
+    return 0
+
+
+def _qrels_add(args: argparse.Namespace, out: TextIO, url: str) -> int:
+    from service.evaluation.pipeline import plan_job
+    from service.evaluation.setup import add_qrels, get_collection
+    from service.store.db import transaction
+
+    data = _read(args.file)
+    with transaction(_factory(url)) as s:
+        coll = get_collection(s, args.collection)
+        previous = coll.current_qrels_id
+        version = add_qrels(s, coll, data, args.file, args.actor)
+        job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
+        text = f"qrels version {version.version} of {coll.name!r}; job {job.id} re-evaluates {job.total} runs"
+    _send(followups)
+    out.write(text + "\n")
+    return 0
+
+
+def _reevaluate(args: argparse.Namespace, out: TextIO, url: str) -> int:
+    from service.evaluation.pipeline import plan_job
+    from service.evaluation.setup import get_collection
+    from service.store.db import transaction
+
+    with transaction(_factory(url)) as s:
+        coll = get_collection(s, args.collection)
+        job, followups = plan_job(s, coll, "manual")
+        text = f"job {job.id}: {job.total} runs to evaluate"
+    _send(followups)
+    out.write(text + "\n")
+    return 0
+
+
+def _leaderboard(args: argparse.Namespace, out: TextIO, url: str) -> int:
+    from service.evaluation.reading import leaderboard
+
+    with _factory(url)() as s:
+        metric, rows = leaderboard(s, args.collection, args.metric)
+    if args.format == "json":
+        json.dump({"collection": args.collection, "metric": metric, "rows": [r.__dict__ for r in rows]}, out, indent=1)
+        out.write("\n")
+        return 0
+    out.write("rank\trun\tteam\tmean\tci_low\tci_high\tn_topics\tqrels_version\n")
+    for r in rows:
+        out.write(f"{r.rank}\t{r.run}\t{r.team}\t{r.mean:.6f}\t{r.ci_low:.6f}\t{r.ci_high:.6f}\t{r.n_topics}\t"
+                  f"{r.qrels_version}\n")
+    return 0
+
+
+def _jobs(args: argparse.Namespace, out: TextIO, url: str) -> int:
+    from service.evaluation.reading import jobs
+
+    with _factory(url)() as s:
+        rows = jobs(s, args.collection)
+    if args.format == "json":
+        json.dump(rows, out, indent=1)
+        out.write("\n")
+        return 0
+    out.write("job\tkind\tstatus\tprogress\tfailed\tqrels_version\tcreated_at\tfinished_at\terror\n")
+    for j in rows:
+        out.write(f"{j['id']}\t{j['kind']}\t{j['status']}\t{j['done']}/{j['total']}\t{j['failed']}\t"
+                  f"{j['qrels_version']}\t{j['created_at']}\t{j['finished_at'] or ''}\t{j['error']}\n")
+    return 0
+
+

@@ -1,0 +1,205 @@
+"""Collections, their versioned configuration, qrels versions and runs: registering them.
+
+Every upload is validated by the core's readers *before* anything is stored, so a bad
+file leaves nothing behind; its error names the file and line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, insert, select
+from sqlalchemy.orm import Session
+
+import service
+from service.errors import InvalidInput, InvalidMeasure
+from service.formats.readers import parse_qrels, parse_run
+from service.formats.types import Qrels, Run as CoreRun
+from service.metrics import EvalSettings, parse_measures
+from service.metrics.scoring import DEFAULT_MEASURES
+from service.store.models import (
+    AuditEvent,
+    Collection,
+    CollectionConfig,
+    Judgment,
+    QrelsVersion,
+    Run,
+    Team,
+    Topic,
+)
+
+EVALUATOR_VERSION = service.__version__
+
+DEFAULT_SIGNIFICANCE = {"test": "bootstrap", "resamples": 1000, "alpha": 0.05, "correction": "none", "seed": 0}
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    """What an organiser chooses; becomes an immutable CollectionConfig version."""
+
+    official_metric: str = "AP"
+    metrics: tuple[str, ...] = DEFAULT_MEASURES
+    levels: tuple[dict[str, Any], ...] = ()  # [{"level": 1, "label": "B", "gain": 1}, ...]
+    evaluation: dict[str, Any] = field(default_factory=dict)  # order, missing, no_relevant, depth, max_level
+    significance: dict[str, Any] = field(default_factory=dict)
+
+    def normalised(self) -> dict[str, Any]:
+        """Canonical metric names (the official one first), defaults filled in; validated."""
+        try:
+            official = str(parse_measures([self.official_metric])[0])
+            metrics = [str(m) for m in parse_measures([official, *self.metrics])]
+        except InvalidMeasure:
+            raise
+        evaluation = {"order": "score", "missing": "zero", "no_relevant": "skip", "depth": None, "max_level": None,
+                      **self.evaluation}
+        significance = {**DEFAULT_SIGNIFICANCE, **self.significance}
+        try:
+            EvalSettings(missing=evaluation["missing"], no_relevant=evaluation["no_relevant"], depth=evaluation["depth"])
+        except ValueError as exc:
+            raise InvalidMeasure(str(exc)) from None
+        if evaluation["order"] not in ("score", "rank", "file"):
+            raise InvalidMeasure(f"order must be score, rank or file, not {evaluation['order']!r}")
+        return {"official_metric": official, "metrics": metrics, "levels": list(self.levels),
+                "evaluation": evaluation, "significance": significance}
+
+
+def settings_hash(cfg: dict[str, Any]) -> str:
+    """Hash of everything that changes a run's stored scores (not the test settings)."""
+    key = {"metrics": sorted(cfg["metrics"]), "evaluation": cfg["evaluation"],
+           "gains": [(lv["level"], lv.get("gain")) for lv in cfg["levels"]]}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+def eval_settings(config: CollectionConfig) -> EvalSettings:
+    ev = config.evaluation
+    gains = tuple((int(lv["level"]), float(lv["gain"])) for lv in config.levels if lv.get("gain") is not None)
+    return EvalSettings(
+        missing=ev.get("missing", "zero"), no_relevant=ev.get("no_relevant", "skip"), depth=ev.get("depth"),
+        gains=gains or None, max_level=ev.get("max_level"),
+    )
+
+
+def audit(session: Session, actor: str, action: str, collection_id: int | None, **details: Any) -> None:
+    session.add(AuditEvent(actor=actor, action=action, collection_id=collection_id, details=details))
+
+
+def get_collection(session: Session, name: str) -> Collection:
+    coll = session.scalar(select(Collection).where(Collection.name == name))
+    if coll is None:
+        raise InvalidMeasure(f"no collection named {name!r}")
+    return coll
+
+
+def ensure_collection(session: Session, name: str, spec: ConfigSpec | None, actor: str = "") -> Collection:
+    """The collection ``name``; created (with ``spec`` or defaults) if new. A differing spec
+    for an existing collection becomes its next configuration version."""
+    coll = session.scalar(select(Collection).where(Collection.name == name))
+    if coll is None:
+        coll = Collection(name=name)
+        session.add(coll)
+        session.flush()
+        audit(session, actor, "collection.create", coll.id, name=name)
+        set_config(session, coll, spec or ConfigSpec(), actor)
+    elif spec is not None:
+        set_config(session, coll, spec, actor)
+    return coll
+
+
+def set_config(session: Session, coll: Collection, spec: ConfigSpec, actor: str = "") -> CollectionConfig:
+    """A new configuration version, unless it equals the current one."""
+    cfg = spec.normalised()
+    current = coll.current_config
+    if current is not None and {
+        "official_metric": current.official_metric, "metrics": current.metrics, "levels": current.levels,
+        "evaluation": current.evaluation, "significance": current.significance,
+    } == cfg:
+        return current
+    version = (session.scalar(select(func.max(CollectionConfig.version)).where(
+        CollectionConfig.collection_id == coll.id)) or 0) + 1
+    row = CollectionConfig(collection_id=coll.id, version=version, settings_hash=settings_hash(cfg),
+                           created_by=actor, **cfg)
+    session.add(row)
+    session.flush()
+    if current is not None and current.official_metric != row.official_metric:
+        audit(session, actor, "config.official_metric", coll.id, old=current.official_metric, new=row.official_metric)
+    audit(session, actor, "config.update", coll.id, version=version)
+    coll.current_config = row
+    coll.current_config_id = row.id
+    return row
+
+
+def add_qrels(session: Session, coll: Collection, data: bytes, source: str, actor: str = "") -> QrelsVersion:
+    """Validate and store a new, immutable qrels version and make it current."""
+    qrels = parse_qrels(data, source)  # raises InvalidInput before anything is written
+    version = (session.scalar(select(func.max(QrelsVersion.version)).where(
+        QrelsVersion.collection_id == coll.id)) or 0) + 1
+    counts = {t: {str(int(lv)): int(c) for lv, c in zip(*np.unique(levels, return_counts=True))}
+              for t, levels in zip(qrels.topics, qrels.levels)}
+    row = QrelsVersion(
+        collection_id=coll.id, version=version, uploaded_by=actor, source_name=source,
+        checksum=hashlib.sha256(data).hexdigest(), n_judgments=int(sum(lv.shape[0] for lv in qrels.levels)),
+        level_counts=counts, file=zlib.compress(data, 6),
+    )
+    session.add(row)
+    session.flush()
+    session.execute(insert(Judgment), [
+        {"qrels_version_id": row.id, "topic": t, "docno": d, "level": lv}
+        for t, docs in qrels.to_mapping().items() for d, lv in docs.items()
+    ])
+    known = set(session.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
+    new_topics = [t for t in qrels.topics if t not in known]
+    if new_topics:
+        session.execute(insert(Topic), [{"collection_id": coll.id, "topic_id": t} for t in new_topics])
+    coll.current_qrels = row
+    coll.current_qrels_id = row.id
+    audit(session, actor, "qrels.upload", coll.id, version=version, checksum=row.checksum, judgments=row.n_judgments)
+    return row
+
+
+def add_run(
+    session: Session,
+    coll: Collection,
+    data: bytes,
+    source: str,
+    *,
+    team: str | None = None,
+    description: str = "",
+    baseline: bool = False,
+    actor: str = "",
+) -> Run:
+    """Validate and store a run (verbatim, compressed). Without ``team`` the run's tag names its team."""
+    order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
+    parsed = parse_run(data, source, order)  # raises InvalidInput before anything is written
+    if session.scalar(select(Run.id).where(Run.collection_id == coll.id, Run.tag == parsed.tag)) is not None:
+        raise InvalidInput(source, None, f"collection {coll.name!r} already has a run tagged {parsed.tag!r}")
+    team_name = team or parsed.tag
+    team_row = session.scalar(select(Team).where(Team.name == team_name))
+    if team_row is None:
+        team_row = Team(name=team_name)
+        session.add(team_row)
+        session.flush()
+    sizes = np.diff(parsed.offsets)
+    row = Run(
+        collection_id=coll.id, team_id=team_row.id, tag=parsed.tag, description=description, is_baseline=baseline,
+        submitted_by=actor, status="validated", source_name=source, checksum=hashlib.sha256(data).hexdigest(),
+        file=zlib.compress(data, 1), n_topics=len(parsed.topics), n_lines=int(parsed.docnos.shape[0]),
+        depth=int(sizes.max(initial=0)),
+    )
+    session.add(row)
+    session.flush()
+    audit(session, actor, "run.submit", coll.id, run=row.tag, team=team_name, checksum=row.checksum)
+    return row
+
+
+def load_qrels(version: QrelsVersion) -> Qrels:
+    """The stored upload, parsed again (the bytes were validated when stored)."""
+    return parse_qrels(zlib.decompress(version.file), f"qrels v{version.version}")
+
+
+def load_run(run: Run, order: str) -> CoreRun:
+    return parse_run(zlib.decompress(run.file), run.source_name or run.tag, order)

@@ -1,0 +1,1 @@
+"""The persistent store: models, engine and sessions. Knows nothing of HTTP or Celery."""

@@ -1,0 +1,263 @@
+"""The database schema (SQLAlchemy 2 typed declarative models).
+
+Knows nothing of HTTP, Celery or the metrics core. Storage shapes (docs/decisions.md):
+judgments are rows (versions are diffed in SQL); per-topic scores are one row per
+(run evaluation, metric) holding the mean, its interval and the per-topic values as a
+float64 array; pairwise test results are arrays over the pairs of one row per
+(qrels version, metric, test). 100 runs x 30 metrics is 3,000 score rows, and a
+4950-pair matrix is one row.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+# Deterministic constraint names keep Alembic's autogenerate stable across databases.
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Collection(Base):
+    """A task or track: its runs, its qrels versions and its current configuration."""
+
+    __tablename__ = "collections"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    visibility: Mapped[str] = mapped_column(String(20), default="private")  # private | public
+    current_config_id: Mapped[int | None] = mapped_column(
+        ForeignKey("collection_configs.id", use_alter=True, name="fk_collections_current_config")
+    )
+    current_qrels_id: Mapped[int | None] = mapped_column(
+        ForeignKey("qrels_versions.id", use_alter=True, name="fk_collections_current_qrels")
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    current_config: Mapped[CollectionConfig | None] = relationship(foreign_keys=[current_config_id], post_update=True)
+    current_qrels: Mapped[QrelsVersion | None] = relationship(foreign_keys=[current_qrels_id], post_update=True)
+
+
+class CollectionConfig(Base):
+    """An immutable version of a collection's evaluation configuration."""
+
+    __tablename__ = "collection_configs"
+    __table_args__ = (UniqueConstraint("collection_id", "version"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    version: Mapped[int] = mapped_column(Integer)
+    levels: Mapped[list[Any]] = mapped_column(default=list)  # [{"level": 1, "label": "B", "gain": 1}, ...]
+    official_metric: Mapped[str] = mapped_column(String(200))
+    metrics: Mapped[list[Any]] = mapped_column(default=list)  # canonical metric names
+    evaluation: Mapped[dict[str, Any]] = mapped_column(default=dict)  # order, missing, no_relevant, depth, max_level
+    significance: Mapped[dict[str, Any]] = mapped_column(default=dict)  # test, resamples, alpha, correction, seed
+    settings_hash: Mapped[str] = mapped_column(String(64))  # of what changes a run's scores
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_by: Mapped[str] = mapped_column(String(200), default="")
+
+
+class Topic(Base):
+    __tablename__ = "topics"
+    __table_args__ = (UniqueConstraint("collection_id", "topic_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    topic_id: Mapped[str] = mapped_column(String(200))
+
+
+class QrelsVersion(Base):
+    """One upload of judgments: immutable; a new upload is a new version."""
+
+    __tablename__ = "qrels_versions"
+    __table_args__ = (UniqueConstraint("collection_id", "version"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    version: Mapped[int] = mapped_column(Integer)
+    uploaded_by: Mapped[str] = mapped_column(String(200), default="")
+    uploaded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    source_name: Mapped[str] = mapped_column(String(500), default="")
+    checksum: Mapped[str] = mapped_column(String(64))  # sha256 of the uploaded bytes
+    n_judgments: Mapped[int] = mapped_column(Integer)
+    level_counts: Mapped[dict[str, Any]] = mapped_column(default=dict)  # topic -> {level: count}
+    file: Mapped[bytes] = mapped_column(LargeBinary)  # the upload, zlib-compressed, verbatim
+
+
+class Judgment(Base):
+    __tablename__ = "judgments"
+    qrels_version_id: Mapped[int] = mapped_column(
+        ForeignKey("qrels_versions.id", ondelete="CASCADE"), primary_key=True
+    )
+    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    docno: Mapped[str] = mapped_column(String(500), primary_key=True)
+    level: Mapped[int] = mapped_column(Integer)
+
+
+class Team(Base):
+    __tablename__ = "teams"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+
+
+class Run(Base):
+    """A submitted run: the file kept verbatim (compressed) and its parsed metadata."""
+
+    __tablename__ = "runs"
+    __table_args__ = (UniqueConstraint("collection_id", "tag"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
+    tag: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str] = mapped_column(Text, default="")
+    is_baseline: Mapped[bool] = mapped_column(Boolean, default=False)
+    submitted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    submitted_by: Mapped[str] = mapped_column(String(200), default="")
+    # received | validated | evaluating | evaluated | failed
+    status: Mapped[str] = mapped_column(String(20), default="received")
+    status_reason: Mapped[str] = mapped_column(Text, default="")
+    source_name: Mapped[str] = mapped_column(String(500), default="")
+    checksum: Mapped[str] = mapped_column(String(64))
+    file: Mapped[bytes] = mapped_column(LargeBinary)  # zlib-compressed, verbatim
+    n_topics: Mapped[int] = mapped_column(Integer, default=0)
+    n_lines: Mapped[int] = mapped_column(Integer, default=0)
+    depth: Mapped[int] = mapped_column(Integer, default=0)
+
+    team: Mapped[Team] = relationship()
+
+
+class RunEvaluation(Base):
+    """The scores of one run on one qrels version under one configuration, written at once."""
+
+    __tablename__ = "run_evaluations"
+    __table_args__ = (UniqueConstraint("run_id", "qrels_version_id", "settings_hash", "evaluator_version"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    qrels_version_id: Mapped[int] = mapped_column(ForeignKey("qrels_versions.id", ondelete="CASCADE"))
+    config_id: Mapped[int] = mapped_column(ForeignKey("collection_configs.id"))
+    settings_hash: Mapped[str] = mapped_column(String(64))
+    evaluator_version: Mapped[str] = mapped_column(String(40))
+    topics: Mapped[list[Any]] = mapped_column(default=list)  # the order of every Score.values
+    computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    seconds: Mapped[float] = mapped_column(Float, default=0.0)
+
+    scores: Mapped[list[Score]] = relationship(back_populates="evaluation", cascade="all, delete-orphan")
+
+
+class Score(Base):
+    """One metric of one run evaluation: the mean, its 95% t interval, and per-topic values."""
+
+    __tablename__ = "scores"
+    run_evaluation_id: Mapped[int] = mapped_column(
+        ForeignKey("run_evaluations.id", ondelete="CASCADE"), primary_key=True
+    )
+    metric: Mapped[str] = mapped_column(String(200), primary_key=True)  # canonical name
+    mean: Mapped[float] = mapped_column(Float)
+    ci_low: Mapped[float] = mapped_column(Float)
+    ci_high: Mapped[float] = mapped_column(Float)
+    n_topics: Mapped[int] = mapped_column(Integer)
+    values: Mapped[bytes] = mapped_column(LargeBinary)  # float64 little-endian, NaN = not evaluated
+
+    evaluation: Mapped[RunEvaluation] = relationship(back_populates="scores")
+
+
+class Significance(Base):
+    """One test of every pair of runs on one metric, with each run's interval (arrays over pairs)."""
+
+    __tablename__ = "significance"
+    __table_args__ = (
+        UniqueConstraint("qrels_version_id", "metric", "test", "settings_hash", "evaluator_version", "runs_hash"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    qrels_version_id: Mapped[int] = mapped_column(ForeignKey("qrels_versions.id", ondelete="CASCADE"))
+    metric: Mapped[str] = mapped_column(String(200))
+    test: Mapped[str] = mapped_column(String(40))
+    settings_hash: Mapped[str] = mapped_column(String(64))
+    evaluator_version: Mapped[str] = mapped_column(String(40))
+    runs_hash: Mapped[str] = mapped_column(String(64))
+    params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    run_ids: Mapped[list[Any]] = mapped_column(default=list)  # pairs are (a, b), a < b, in this order
+    n_topics: Mapped[int] = mapped_column(Integer)
+    diff: Mapped[bytes] = mapped_column(LargeBinary)
+    statistic: Mapped[bytes] = mapped_column(LargeBinary)
+    p: Mapped[bytes] = mapped_column(LargeBinary)
+    p_adjusted: Mapped[bytes] = mapped_column(LargeBinary)
+    computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Job(Base):
+    """An evaluation job: runs to (re-)evaluate, then the pairwise tests; progress counters."""
+
+    __tablename__ = "jobs"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(20))  # load | qrels | scheduled | manual
+    qrels_version_id: Mapped[int] = mapped_column(ForeignKey("qrels_versions.id", ondelete="CASCADE"))
+    previous_qrels_id: Mapped[int | None] = mapped_column(ForeignKey("qrels_versions.id", ondelete="SET NULL"))
+    config_id: Mapped[int] = mapped_column(ForeignKey("collection_configs.id"))
+    # queued | running | testing | done | failed
+    status: Mapped[str] = mapped_column(String(20), default="queued")
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    done: Mapped[int] = mapped_column(Integer, default=0)
+    failed: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    tests_queued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    report: Mapped[dict[str, Any]] = mapped_column(default=dict)  # rank changes of the official metric
+    error: Mapped[str] = mapped_column(Text, default="")
+
+
+class JobItem(Base):
+    """One run of a job. The database, not the broker, says what remains to be done."""
+
+    __tablename__ = "job_items"
+    __table_args__ = (UniqueConstraint("job_id", "run_id"), Index("ix_job_items_status", "status"))
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(20), default="queued")  # queued | evaluating | done | failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    error: Mapped[str] = mapped_column(Text, default="")
+
+
+class AuditEvent(Base):
+    """Who changed what, when."""
+
+    __tablename__ = "audit_events"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    actor: Mapped[str] = mapped_column(String(200), default="")
+    action: Mapped[str] = mapped_column(String(60))  # qrels.upload | run.submit | run.delete | config.update | ...
+    collection_id: Mapped[int | None] = mapped_column(ForeignKey("collections.id", ondelete="SET NULL"))
+    details: Mapped[dict[str, Any]] = mapped_column(default=dict)

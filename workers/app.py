@@ -1,0 +1,55 @@
+"""The Celery application, configured from service.config (environment variables)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from celery import Celery
+from celery.signals import worker_process_init
+
+from service.config import settings
+
+QUEUE_TASKS = ("cranfield.evaluate_item", "cranfield.run_tests", "cranfield.sweep", "cranfield.refresh")
+
+
+def make_app() -> Celery:
+    cfg = settings().worker
+    app = Celery("cranfield", include=["workers.tasks"])
+    transport_options: dict[str, object] = {}
+    if cfg.broker_folder is not None:
+        # The server-less broker of the embedded default: messages are files in one folder.
+        cfg.broker_folder.mkdir(parents=True, exist_ok=True)
+        folder = str(cfg.broker_folder)
+        transport_options = {"data_folder_in": folder, "data_folder_out": folder, "store_processed": False}
+    app.conf.update(
+        broker_url=cfg.broker_url,
+        broker_transport_options=transport_options,
+        broker_connection_retry_on_startup=True,
+        result_backend=cfg.result_backend,
+        task_ignore_result=True,
+        task_default_queue=cfg.queue,
+        # A task is acknowledged only when it has finished, and a worker that dies mid-task
+        # hands it back; the sweeper covers brokers that lose such messages anyway.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        worker_concurrency=cfg.concurrency,
+        task_serializer="json",
+        accept_content=["json"],
+        beat_schedule={
+            "sweep-stuck-work": {"task": "cranfield.sweep", "schedule": timedelta(seconds=cfg.sweep_interval)},
+            "refresh-stale-results": {"task": "cranfield.refresh", "schedule": timedelta(seconds=cfg.refresh_interval)},
+        },
+    )
+    return app
+
+
+app = make_app()
+
+
+@worker_process_init.connect
+def _fresh_connections(**_: object) -> None:
+    """A forked worker process must not reuse its parent's database connections."""
+    from service.store.db import reset_after_fork
+
+    reset_after_fork()
