@@ -11,6 +11,7 @@
 | CRANFIELD_SWEEP_INTERVAL | 60 | seconds between sweeps (celery beat) |
 | CRANFIELD_REFRESH_INTERVAL | 3600 | seconds between scheduled refreshes of stale results |
 | CRANFIELD_MAX_ATTEMPTS | 3 | attempts before a run's evaluation is marked failed |
+| CRANFIELD_TASK_DELAY | 0 | testing only: seconds an evaluation waits after claiming its run (failure-recovery tests) |
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class WorkerSettings:
     sweep_interval: float
     refresh_interval: float
     max_attempts: int
+    task_delay: float
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ def load_settings() -> Settings:
             sweep_interval=float(_env("CRANFIELD_SWEEP_INTERVAL", "60")),
             refresh_interval=float(_env("CRANFIELD_REFRESH_INTERVAL", "3600")),
             max_attempts=int(_env("CRANFIELD_MAX_ATTEMPTS", "3")),
+            task_delay=float(_env("CRANFIELD_TASK_DELAY", "0")),
         ),
     )
 

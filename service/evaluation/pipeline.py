@@ -112,8 +112,14 @@ def _qrels_for(session: Session, version_id: int) -> Qrels:
     return _QRELS_CACHE[key]
 
 
-def evaluate_item(factory: sessionmaker[Session], item_id: int, max_attempts: int = 3) -> list[Followup]:
-    """Evaluate one job item's run on the job's qrels version and configuration."""
+def evaluate_item(
+    factory: sessionmaker[Session], item_id: int, max_attempts: int = 3, pause: float = 0.0
+) -> list[Followup]:
+    """Evaluate one job item's run on the job's qrels version and configuration.
+
+    ``pause`` (tests only) waits between claiming the item and computing, so that a
+    test can kill a worker while items are "evaluating".
+    """
     with transaction(factory) as s:  # claim the item
         item = s.get(JobItem, item_id)
         if item is None or item.status in ("done", "failed"):
@@ -134,6 +140,8 @@ def evaluate_item(factory: sessionmaker[Session], item_id: int, max_attempts: in
         with transaction(factory) as s:
             return _finish_item(s, s.get(JobItem, item_id), ok=True)
 
+    if pause:
+        time.sleep(pause)
     started = time.perf_counter()
     try:
         with factory() as s:

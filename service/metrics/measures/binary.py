@@ -10,6 +10,7 @@ import numpy as np
 
 from service.metrics.lists import RankedLists, Scale
 from service.metrics.measures.common import (
+    rowsum,
     BINARY,
     NORM,
     REL,
@@ -31,7 +32,7 @@ def average_precision(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarra
     """
     rel, k = m.get("rel"), m.cutoff
     top = lists.top(k)
-    num = (top.is_rel(rel) * top.count(rel) / top.ranks()).sum(axis=1)
+    num = rowsum(top.is_rel(rel) * top.count(rel) / top.ranks())
     r = rows_num_rel(lists, rel)
     den = np.minimum(r, k) if (k is not None and m.get("norm") == "minRk") else r
     return safe_div(num, den)
@@ -113,14 +114,14 @@ def bpref(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     _, is_rel, above, r, n = _bpref_parts(lists, m)
     min_rn = np.minimum(r, n)[:, None]
     penalty = safe_div(np.minimum(r[:, None], above), min_rn)
-    return safe_div((is_rel * (1.0 - penalty)).sum(axis=1), r)
+    return safe_div(rowsum(is_rel * (1.0 - penalty)), r)
 
 
 def bpref_n(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     """bpref_N = (1/R) sum isrel(r') (1 - (r' - count(r'))/N)  (Eq. 11; trec_eval 8's bpref_allnonrel)."""
     _, is_rel, above, r, n = _bpref_parts(lists, m)
     penalty = safe_div(above, n[:, None])
-    return safe_div((is_rel * (1.0 - penalty)).sum(axis=1), r)
+    return safe_div(rowsum(is_rel * (1.0 - penalty)), r)
 
 
 def bpref_relative(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
@@ -129,7 +130,7 @@ def bpref_relative(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     penalty = safe_div(above, cond.ranks() - 1.0)
     terms = is_rel * (1.0 - penalty)
     terms[:, :1] = 0.0  # the document at rank 1 is ignored by definition
-    return safe_div(terms.sum(axis=1), r)
+    return safe_div(rowsum(terms), r)
 
 
 register(MetricDef("AP", average_precision, (*BINARY, NORM), "average precision", ideal_is_one=True, family="binary"),

@@ -18,7 +18,7 @@ import numpy as np
 
 from service.formats.types import UNJUDGED
 from service.metrics.lists import RankedLists, Scale
-from service.metrics.measures.common import GRADED, PERSISTENCE, STOP, gain_table, safe_div
+from service.metrics.measures.common import GRADED, PERSISTENCE, STOP, gain_table, rowsum, safe_div
 from service.metrics.spec import Measure, MetricDef, Param, register
 
 
@@ -39,7 +39,7 @@ def _err_of(stop: np.ndarray) -> np.ndarray:
     reach = np.ones_like(stop)
     reach[:, 1:] = np.cumprod(1.0 - stop[:, :-1], axis=1)  # P(user reaches rank r)
     ranks = np.arange(1, stop.shape[1] + 1, dtype=np.float64)[None, :]
-    return (stop * reach / ranks).sum(axis=1)
+    return rowsum(stop * reach / ranks)
 
 
 def _err_rows(lists: RankedLists, m: Measure, scale: Scale) -> tuple[np.ndarray, tuple[float, ...]]:
@@ -84,7 +84,7 @@ def rbp(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
         gmax = np.asarray(table, dtype=np.float64)[top_level][lists.row_topic]
     else:
         gmax = np.full(lists.n_rows, table[scale.max_level])
-    return safe_div(top.gains(table) @ weights, gmax)
+    return safe_div(rowsum(top.gains(table) * weights), gmax)
 
 
 def rbp_residual(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
@@ -93,7 +93,7 @@ def rbp_residual(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     top = lists.top(m.cutoff)
     weights = (1.0 - p) * p ** np.arange(top.depth, dtype=np.float64)
     unjudged = (top.levels == UNJUDGED).astype(np.float64)
-    return p ** top.lengths.astype(np.float64) + unjudged @ weights
+    return p ** top.lengths.astype(np.float64) + rowsum(unjudged * weights)
 
 
 register(MetricDef("ERR", err, (*GRADED, STOP), "expected reciprocal rank"))

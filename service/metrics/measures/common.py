@@ -65,6 +65,19 @@ def safe_div(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
     return out
 
 
+def rowsum(a: np.ndarray) -> np.ndarray:
+    """Sum of each row, added left to right.
+
+    numpy's ``sum`` adds pairwise in blocks whose layout depends on the row length, so
+    the padding of a batch (set by its longest list) would change the last bits of a
+    run's score with the runs evaluated beside it. A running sum does not change when
+    zeros are appended: a run's scores are bit-identical whatever it is evaluated with.
+    """
+    if a.shape[1] == 0:
+        return np.zeros(a.shape[0])
+    return np.cumsum(a, axis=1)[:, -1]
+
+
 def last(a: np.ndarray) -> np.ndarray:
     """The last column of a (rows, D) cumulative quantity."""
     return a[:, -1]

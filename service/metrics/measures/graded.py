@@ -14,6 +14,7 @@ import numpy as np
 
 from service.metrics.lists import RankedLists, Scale
 from service.metrics.measures.common import (
+    rowsum,
     BETA,
     GAINS,
     GRADED,
@@ -41,7 +42,7 @@ def q_measure(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     """
     k = m.cutoff
     top = lists.top(k)
-    num = (top.is_rel(1) * _blended_ratio(top, m, scale)).sum(axis=1)
+    num = rowsum(top.is_rel(1) * _blended_ratio(top, m, scale))
     r = rows_num_rel(lists)
     den = np.minimum(r, k) if (k is not None and m.get("norm") == "minRk") else r
     return safe_div(num, den)
@@ -67,7 +68,7 @@ def gen_ap(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     table = gain_table(m, scale)
     k = m.cutoff
     top = lists.top(k)
-    num = (top.is_rel(1) * top.cum_gains(table) / top.ranks()).sum(axis=1)
+    num = rowsum(top.is_rel(1) * top.cum_gains(table) / top.ranks())
     r = rows_num_rel(lists).astype(np.int64)
     upto = np.minimum(r, k) if (k is not None and m.get("norm") == "minRk") else r
 
@@ -105,7 +106,7 @@ def p_plus(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     top = lists.top(m.cutoff)
     rp = _preferred_rank(top)
     upto = top.ranks() <= rp[:, None]
-    num = (top.is_rel(1) * upto * _blended_ratio(top, m, scale)).sum(axis=1)
+    num = rowsum(top.is_rel(1) * upto * _blended_ratio(top, m, scale))
     return safe_div(num, at_rank(top.count(1), rp))
 
 
@@ -136,7 +137,7 @@ def rpref_n(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     cond, g, penalty, ideal_total = _rpref_parts(lists, m, scale)
     n_prime = rows_num_rel(lists) + rows_num_nonrel(lists) - safe_div(ideal_total, table[scale.max_level])
     terms = g * (1.0 - safe_div(penalty, n_prime[:, None]))
-    return safe_div(terms.sum(axis=1), ideal_total)
+    return safe_div(rowsum(terms), ideal_total)
 
 
 def rpref_relative(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
@@ -144,14 +145,14 @@ def rpref_relative(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     cond, g, penalty, ideal_total = _rpref_parts(lists, m, scale)
     terms = g * (1.0 - safe_div(penalty, cond.ranks() - 1.0))
     terms[:, :1] = 0.0
-    return safe_div(terms.sum(axis=1), ideal_total)
+    return safe_div(rowsum(terms), ideal_total)
 
 
 def rpref_relative2(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     """rpref_relative2 = (1/cg_I(R)) sum g(r') (1 - penalty(r')/r')  (Eq. 19)."""
     cond, g, penalty, ideal_total = _rpref_parts(lists, m, scale)
     terms = g * (1.0 - penalty / cond.ranks())
-    return safe_div(terms.sum(axis=1), ideal_total)
+    return safe_div(rowsum(terms), ideal_total)
 
 
 register(MetricDef("Q", q_measure, (*GRADED, BETA, NORM), "Q-measure (Sakai)", ideal_is_one=True),
