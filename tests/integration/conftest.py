@@ -1,0 +1,150 @@
+"""Real components for the store and worker tests: PostgreSQL, Redis, SQLite, Celery workers.
+
+PostgreSQL (127.0.0.1:5432, trust auth) and Redis (127.0.0.1:6379) must be running; locally a
+missing service skips its tests with the reason, under CI=true it fails them. Each test gets a
+fresh database (created and dropped here) and its own Celery queue, migrated with Alembic.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PG_ADMIN = os.environ.get("CRANFIELD_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+REDIS = os.environ.get("CRANFIELD_TEST_REDIS", "redis://127.0.0.1:6379/0")
+
+
+def _unavailable(what: str, exc: Exception) -> None:
+    message = f"{what} is not reachable ({type(exc).__name__}: {exc})"
+    if os.environ.get("CI"):
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+def _pg_admin():  # type: ignore[no-untyped-def]
+    from sqlalchemy import create_engine
+
+    return create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+
+
+@dataclass
+class Backend:
+    name: str
+    database_url: str
+    env: dict[str, str]
+    tmp: Path
+    workers: list[subprocess.Popen] = field(default_factory=list)
+
+    def activate(self) -> None:
+        """Point this process's settings at the backend."""
+        from service.config import settings
+
+        os.environ.update(self.env)
+        settings.cache_clear()
+
+    def celery(self):  # type: ignore[no-untyped-def]
+        from workers.app import make_app
+
+        self.activate()
+        return make_app()
+
+    def factory(self):  # type: ignore[no-untyped-def]
+        from service.store.db import session_factory
+
+        return session_factory(self.database_url)
+
+    def start_worker(self, *, concurrency: int = 2, **extra_env: str) -> subprocess.Popen:
+        env = {**os.environ, **self.env, **extra_env, "PYTHONPATH": str(REPO)}
+        log = open(self.tmp / f"worker-{len(self.workers)}.log", "w")  # noqa: SIM115
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", self.env["CRANFIELD_QUEUE"],
+             "-c", str(concurrency), "-B", "-s", str(self.tmp / f"beat-{len(self.workers)}"),
+             "--loglevel", "INFO", "-n", f"w{len(self.workers)}-{uuid.uuid4().hex[:6]}@%h"],
+            cwd=self.tmp, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self.workers.append(proc)
+        return proc
+
+    def kill(self, proc: subprocess.Popen) -> None:
+        """SIGKILL the worker and every process it forked."""
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=30)
+
+    def stop_all(self) -> None:
+        for proc in self.workers:
+            if proc.poll() is None:
+                self.kill(proc)
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text()[-4000:] for p in sorted(self.tmp.glob("worker-*.log")))
+
+
+def _sqlite_backend(tmp: Path) -> Backend:
+    url = f"sqlite:///{tmp / 'cranfield.sqlite'}"
+    env = {"CRANFIELD_DATABASE_URL": url, "CRANFIELD_BROKER_URL": "filesystem://",
+           "CRANFIELD_BROKER_FOLDER": str(tmp / "broker"), "CRANFIELD_QUEUE": f"q-{uuid.uuid4().hex[:8]}"}
+    return Backend("sqlite", url, env, tmp)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    from service.store.migrate import upgrade
+
+    saved = dict(os.environ)
+    if request.param == "sqlite":
+        be = _sqlite_backend(tmp_path)
+        name = None
+    else:
+        try:
+            import redis
+
+            redis.Redis.from_url(REDIS, socket_connect_timeout=3).ping()
+        except Exception as exc:  # noqa: BLE001
+            _unavailable(f"Redis at {REDIS}", exc)
+        name = f"cranfield_test_{uuid.uuid4().hex[:10]}"
+        try:
+            with _pg_admin().connect() as conn:
+                conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        except Exception as exc:  # noqa: BLE001
+            _unavailable(f"PostgreSQL at {PG_ADMIN}", exc)
+        url = PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
+        be = Backend("postgres", url, {"CRANFIELD_DATABASE_URL": url, "CRANFIELD_BROKER_URL": REDIS,
+                                       "CRANFIELD_QUEUE": f"q-{uuid.uuid4().hex[:8]}"}, tmp_path)
+    upgrade(be.database_url)
+    be.activate()
+    try:
+        yield be
+    finally:
+        be.stop_all()
+        from service.store.db import engine_for
+
+        engine_for(be.database_url).dispose()
+        os.environ.clear()
+        os.environ.update(saved)
+        if name is not None:
+            with _pg_admin().connect() as conn:
+                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def wait_for(predicate, timeout: float, what: str, backend: Backend | None = None, every: float = 0.3):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    logs = backend.logs() if backend else ""
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{logs}")
