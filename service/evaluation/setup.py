@@ -147,10 +147,7 @@ def add_qrels(session: Session, coll: Collection, data: bytes, source: str, acto
     )
     session.add(row)
     session.flush()
-    session.execute(insert(Judgment), [
-        {"qrels_version_id": row.id, "topic": t, "docno": d, "level": lv}
-        for t, docs in qrels.to_mapping().items() for d, lv in docs.items()
-    ])
+    _store_judgments(session, row.id, qrels)
     known = set(session.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
     new_topics = [t for t in qrels.topics if t not in known]
     if new_topics:
@@ -159,6 +156,25 @@ def add_qrels(session: Session, coll: Collection, data: bytes, source: str, acto
     coll.current_qrels_id = row.id
     audit(session, actor, "qrels.upload", coll.id, version=version, checksum=row.checksum, judgments=row.n_judgments)
     return row
+
+
+def _store_judgments(session: Session, version_id: int, qrels: Qrels) -> None:
+    """Insert a version's judgments: PostgreSQL's COPY (about ten times faster than batched
+    INSERTs for a 100k-judgment upload), batched INSERTs elsewhere."""
+    rows = (
+        (version_id, topic, docno.decode("utf-8"), level)
+        for i, topic in enumerate(qrels.topics)
+        for docno, level in zip(qrels.docnos[i].tolist(), qrels.levels[i].tolist())
+    )
+    connection = session.connection()
+    if connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg":
+        cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        with cursor.copy("COPY judgments (qrels_version_id, topic, docno, level) FROM STDIN") as copy:
+            for r in rows:
+                copy.write_row(r)
+        return
+    session.execute(insert(Judgment), [{"qrels_version_id": v, "topic": t, "docno": d, "level": lv}
+                                       for v, t, d, lv in rows])
 
 
 def add_run(
