@@ -85,9 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "eval":
             return _cmd_eval(args, sys.stdout)
-        if args.command in ("db", "worker", "beat", "load", "qrels", "reevaluate", "leaderboard", "jobs"):
-            from service import cli_service
+        from service import cli_service
 
+        if args.command in cli_service.COMMANDS:
             return cli_service.run(args, sys.stdout)
         if args.command in ("compare", "metaeval"):
             from service import cli_stats

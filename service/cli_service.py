@@ -51,12 +51,18 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     lb.add_argument("-m", "--metric")
     lb.add_argument("--format", choices=("tsv", "json"), default="tsv")
 
+    demo = sub.add_parser("demo", help="the whole service on the embedded default: migrate, load the sample "
+                                       "collection, evaluate it with a worker, print the leaderboard")
+    demo.add_argument("--sample", default="samples/ntcir-like", help="folder with qrels.ntcir and runs/")
+    demo.add_argument("--collection", default="sample")
+    demo.add_argument("--serve", action="store_true", help="keep the worker (and scheduler) running afterwards")
+
     jb = sub.add_parser("jobs", help="evaluation jobs with status and progress")
     jb.add_argument("--collection")
     jb.add_argument("--format", choices=("tsv", "json"), default="tsv")
 
 
-COMMANDS = ("db", "worker", "beat", "load", "qrels", "reevaluate", "leaderboard", "jobs")
+COMMANDS = ("db", "worker", "beat", "load", "qrels", "reevaluate", "leaderboard", "jobs", "demo")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -85,7 +91,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             app.start(["beat", "--loglevel", args.loglevel])
         return 0
     return {"load": _load, "qrels": _qrels_add, "reevaluate": _reevaluate, "leaderboard": _leaderboard,
-            "jobs": _jobs}[args.command](args, out, url)
+            "jobs": _jobs, "demo": _demo}[args.command](args, out, url)
 
 
 def _safe(url: str) -> str:
@@ -220,3 +226,70 @@ def _jobs(args: argparse.Namespace, out: TextIO, url: str) -> int:
     return 0
 
 
+
+
+def _demo(args: argparse.Namespace, out: TextIO, url: str) -> int:
+    """db upgrade + load + a real worker process + the stored leaderboard, in one command."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from service.config import settings
+    from service.store import migrate
+    from service.store.db import session_factory
+    from service.store.models import Job
+
+    sample = Path(args.sample)
+    if not (sample / "qrels.ntcir").is_file():
+        raise InvalidInput(str(sample), None, "no qrels.ntcir here: run the demo from the repository's top folder "
+                                              "or give --sample")
+    migrate.upgrade(url)
+    out.write(f"database: {_safe(url)}\nbroker: {settings().worker.broker_url} "
+              f"{settings().worker.broker_folder or ''}\n")
+    from sqlalchemy import select
+
+    from service.store.models import Collection
+
+    with session_factory(url)() as s:
+        exists = s.scalar(select(Collection.id).where(Collection.name == args.collection)) is not None
+    if exists:
+        _reevaluate(argparse.Namespace(collection=args.collection), out, url)
+    else:
+        _load(argparse.Namespace(collection=args.collection, qrels=str(sample / "qrels.ntcir"),
+                                 runs=[str(sample / "runs")], team=None, official_metric="AP", metrics=None,
+                                 actor="demo"), out, url)
+    out.flush()
+    log = Path("cranfield-worker.log").open("a")  # noqa: SIM115 (closed with the worker)
+    out.write(f"worker: started, logging to {log.name}\n")
+    worker = subprocess.Popen([sys.executable, "-m", "service.cli", "worker", "--beat", "--loglevel", "INFO"],
+                              start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            with session_factory(url)() as s:
+                job = s.scalars(select(Job).order_by(Job.id.desc())).first()
+                if job is not None and job.status in ("done", "failed"):
+                    break
+            time.sleep(0.3)
+        else:
+            raise InvalidMeasure("the worker did not finish within 5 minutes; see `cranfield jobs`")
+        _jobs(argparse.Namespace(collection=args.collection, format="tsv"), out, url)
+        out.write("\n")
+        _leaderboard(argparse.Namespace(collection=args.collection, metric=None, format="tsv"), out, url)
+        if args.serve:
+            out.write("\nworker and scheduler running; Ctrl-C stops them\n")
+            out.flush()
+            worker.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if worker.poll() is None:
+            os.kill(worker.pid, signal.SIGTERM)  # a warm shutdown of the worker and its pool
+            try:
+                worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
+        log.close()
+    return 0

@@ -9,7 +9,6 @@ from celery.signals import worker_process_init
 
 from service.config import settings
 
-QUEUE_TASKS = ("cranfield.evaluate_item", "cranfield.run_tests", "cranfield.sweep", "cranfield.refresh")
 
 
 def make_app() -> Celery:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from celery import Celery
 from sqlalchemy.exc import OperationalError
 
 from service.config import settings
@@ -14,10 +15,11 @@ def _factory():  # type: ignore[no-untyped-def]
     return session_factory(settings().store.database_url)
 
 
-def send(followups: list[pipeline.Followup]) -> None:
+def send(followups: list[pipeline.Followup], celery_app: Celery | None = None) -> None:
     """Enqueue follow-up work; callers invoke this only after their transaction committed."""
+    target = celery_app or app
     for f in followups:
-        TASKS[f.task].apply_async(args=[f.id], queue=settings().worker.queue)
+        target.send_task(TASK_NAMES[f.task], args=[f.id], queue=settings().worker.queue)
 
 
 # Retries are narrow: only a database that is briefly unreachable. Anything else is recorded
@@ -27,7 +29,8 @@ _RETRY = {"autoretry_for": (OperationalError,), "retry_backoff": True, "max_retr
 
 @app.task(name="cranfield.evaluate_item", **_RETRY)
 def evaluate_item(item_id: int) -> None:
-    send(pipeline.evaluate_item(_factory(), item_id, settings().worker.max_attempts))
+    cfg = settings().worker
+    send(pipeline.evaluate_item(_factory(), item_id, cfg.max_attempts, pause=cfg.task_delay))
 
 
 @app.task(name="cranfield.run_tests", **_RETRY)
@@ -46,4 +49,4 @@ def refresh() -> None:
     send(pipeline.refresh_stale(_factory()))
 
 
-TASKS = {"evaluate_item": evaluate_item, "run_tests": run_tests}
+TASK_NAMES = {"evaluate_item": "cranfield.evaluate_item", "run_tests": "cranfield.run_tests"}

@@ -248,3 +248,22 @@ def test_embedded_default_commands(tmp_path: Path) -> None:
     assert rows[0] == ["rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "qrels_version"]
     assert [r[1] for r in rows[1:3]] == ["RUN-01", "RUN-02"] and len(rows) == 9
     assert (tmp_path / "cranfield.sqlite").exists() and (tmp_path / "cranfield-broker").is_dir()
+
+
+def test_demo_command_runs_the_embedded_service(tmp_path: Path) -> None:
+    """The README's first command: `cranfield demo` from a folder holding the sample."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.integration.conftest import REPO
+
+    shutil.copytree(REPO / "samples", tmp_path / "samples")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRANFIELD_")}
+    env["PYTHONPATH"] = str(REPO)
+    out = subprocess.run([sys.executable, "-m", "service.cli", "demo"], cwd=tmp_path, env=env, check=True,
+                         capture_output=True, text=True, timeout=300).stdout
+    board = out[out.index("rank\trun"):].strip().splitlines()
+    assert len(board) == 9 and board[1].startswith("1\tRUN-01\t")
+    assert "\tdone\t8/8\t0\t1\t" in out
