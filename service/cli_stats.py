@@ -37,6 +37,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     meta.add_argument("--B", type=int, default=1000, dest="resamples")
     meta.add_argument("--seed", type=int, default=0)
     meta.add_argument("--reduce", help="percentages of judgments kept, e.g. 90,70,50,30,10 (Buckley & Voorhees)")
+    meta.add_argument("--stability", action="store_true",
+                      help="Buckley & Voorhees' stability: minority and tie rates over B bootstrap samples")
+    meta.add_argument("--fuzziness", type=float, default=0.05, help="stability: relative difference counted as a tie")
+    meta.add_argument("--swap", action="store_true", help="Voorhees & Buckley's swap rates and the difference required")
+    meta.add_argument("--swap-sizes", help="topic set sizes c, e.g. 5,10,15,20,25 (default: steps of 5 up to n/2)")
+    meta.add_argument("--swap-sampling", choices=("disjoint", "bootstrap"), default="disjoint")
+    meta.add_argument("--bin-width", type=float, default=0.01)
+    meta.add_argument("--top-heaviness", type=int, metavar="R",
+                      help="each metric's value for one relevant document at rank 1..--depth, with R relevant")
+    meta.add_argument("--depth", type=int, default=20, help="--top-heaviness: ranks shown")
+    meta.add_argument("--session-sep", default=":", help=argparse.SUPPRESS)
     meta.add_argument("--format", choices=("tsv", "json"), default="tsv")
 
 
@@ -187,9 +198,11 @@ def cmd_metaeval(args: argparse.Namespace, out: TextIO) -> int:
     from service.metrics import EvalSettings, evaluate, parse_measures
     from service.metrics.stats.meta import discriminative_power, kendall_matrix, kendall_tau, kendall_threshold, reduce_qrels
 
-    if not args.qrels or len(args.runs) < 2:
-        raise InvalidMeasure("metaeval needs --qrels QRELS and at least two RUN files")
     measures = parse_measures(args.measures or ["AP", "Q", "nDCG@1000"])
+    if args.top_heaviness is not None and not args.runs:
+        return _top_heaviness(args, measures, out)
+    if not args.qrels or len(args.runs) < 2:
+        raise InvalidMeasure("metaeval needs --qrels QRELS and at least two RUN files (or only --top-heaviness R)")
     settings = EvalSettings(missing=args.missing, gains=_gains(args.gains))
     qrels = read_qrels(args.qrels)
     runs = [read_run(p, args.order) for p in args.runs]
@@ -210,10 +223,14 @@ def cmd_metaeval(args: argparse.Namespace, out: TextIO) -> int:
     tau = kendall_matrix(full_means)
     names = [str(m) for m in measures]
     threshold = kendall_threshold(len(runs), 0.01)
+    full = evaluate(qrels, runs, measures, settings)
+    reliability = _reliability(args, full, measures)
+    heaviness = _heaviness_rows(args, measures) if args.top_heaviness is not None else None
     if args.format == "json":
         json.dump({"alpha": args.alpha, "resamples": args.resamples, "seed": args.seed, "runs": len(runs),
                    "discriminative_power": rows, "kendall_tau": {"metrics": names, "matrix": tau.tolist(),
-                   "significant_at_0.01_above": threshold}}, out, indent=1)
+                   "significant_at_0.01_above": threshold}, **reliability,
+                   **({"top_heaviness": heaviness} if heaviness is not None else {})}, out, indent=1)
         out.write("\n")
         return 0
     out.write("kept\tmetric\tdiscriminative_power\tsignificant_pairs\tpairs\tdifference_required\ttau_vs_full\n")
@@ -224,4 +241,73 @@ def cmd_metaeval(args: argparse.Namespace, out: TextIO) -> int:
               "is significant at alpha = 0.01)\nmetric\t" + "\t".join(names) + "\n")
     for i, n in enumerate(names):
         out.write(n + "\t" + "\t".join(f"{v:.4f}" for v in tau[i]) + "\n")
+    if "stability" in reliability:
+        out.write(f"\n# stability (Buckley & Voorhees; B = {args.resamples} bootstrap samples, fuzziness "
+                  f"{args.fuzziness:g})\nmetric\tminority_rate\ttie_rate\tobservations\n")
+        for r in reliability["stability"]:
+            out.write(f"{r['metric']}\t{r['minority_rate']:.4f}\t{r['tie_rate']:.4f}\t{r['observations']}\n")
+    if "swap" in reliability:
+        out.write(f"\n# swap method (Voorhees & Buckley; {args.resamples} trials per size, bin width "
+                  f"{args.bin_width:g}, extrapolated to all topics)\nmetric\tdifference_required\tsensitivity\n")
+        for r in reliability["swap"]:
+            req = "none" if r["difference_required"] is None else f"{r['difference_required']:.4f}"
+            out.write(f"{r['metric']}\t{req}\t{r['sensitivity']:.4f}\n")
+    if heaviness is not None:
+        _write_heaviness(heaviness, out)
+    return 0
+
+
+def _reliability(args: argparse.Namespace, ev, measures) -> dict:  # type: ignore[no-untyped-def]
+    from service.metrics.stats.reliability import stability, swap_rates
+
+    out: dict = {}
+    if args.stability:
+        out["stability"] = []
+        for m in measures:
+            st = stability(ev.per_topic(m).T, samples=args.resamples, fuzziness=args.fuzziness, seed=args.seed)
+            out["stability"].append({"metric": str(m), "minority_rate": st.minority_rate, "tie_rate": st.tie_rate,
+                                     "observations": st.observations})
+    if args.swap:
+        sizes = [int(v) for v in args.swap_sizes.split(",")] if args.swap_sizes else None
+        out["swap"] = []
+        for m in measures:
+            try:
+                sw = swap_rates(ev.per_topic(m).T, sizes=sizes, trials=args.resamples, bin_width=args.bin_width,
+                                sampling=args.swap_sampling, seed=args.seed)
+            except ValueError as exc:
+                raise InvalidMeasure(f"--swap: {exc}") from None
+            rates = sw.rates
+            out["swap"].append({
+                "metric": str(m),
+                "difference_required": sw.difference_required if np.isfinite(sw.difference_required) else None,
+                "sensitivity": sw.sensitivity,
+                "sizes": list(sw.sizes), "bin_low": sw.bin_low.tolist(),
+                "swap_rates": [[None if np.isnan(v) else float(v) for v in row] for row in rates],
+                "extrapolated": [None if np.isnan(v) else float(v) for v in sw.extrapolated],
+            })
+    return out
+
+
+def _heaviness_rows(args: argparse.Namespace, measures) -> dict:  # type: ignore[no-untyped-def]
+    from service.metrics.stats.reliability import top_heaviness
+
+    values = top_heaviness([str(m) for m in measures], args.top_heaviness, args.depth)
+    return {"num_rel": args.top_heaviness, "ranks": list(range(1, args.depth + 1)),
+            "values": {k: v.tolist() for k, v in values.items()}}
+
+
+def _write_heaviness(h: dict, out: TextIO) -> None:
+    out.write(f"\n# top-heaviness: one relevant document at rank r, R = {h['num_rel']}\nrank\t"
+              + "\t".join(h["values"]) + "\n")
+    for i, r in enumerate(h["ranks"]):
+        out.write(f"{r}\t" + "\t".join(f"{v[i]:.4f}" for v in h["values"].values()) + "\n")
+
+
+def _top_heaviness(args: argparse.Namespace, measures, out: TextIO) -> int:  # type: ignore[no-untyped-def]
+    h = _heaviness_rows(args, measures)
+    if args.format == "json":
+        json.dump({"top_heaviness": h}, out, indent=1)
+        out.write("\n")
+    else:
+        _write_heaviness(h, out)
     return 0

@@ -24,6 +24,7 @@ from typing import Literal
 import numpy as np
 
 import service.metrics.measures  # noqa: F401  (registers the metrics)
+import service.metrics.sessions  # noqa: F401  (registers the session metrics)
 from service.errors import InvalidMeasure
 from service.formats.keys import topic_keys
 from service.formats.types import ABSENT, UNJUDGED, Qrels, Run
@@ -52,6 +53,7 @@ class EvalSettings:
     depth: int | None = None
     gains: tuple[tuple[int, float], ...] | None = None  # level:gain; default level n -> n
     max_level: int | None = None  # H as declared; default: the largest level in the qrels
+    session_sep: str = ":"  # session metrics: run topic ids are SESSION<sep>POSITION
 
     def __post_init__(self) -> None:
         if self.missing not in ("zero", "skip"):
@@ -141,6 +143,20 @@ def evaluate(
     if n_topics == 0 or not runs:
         return Evaluation(topics, tuple(r.tag for r in runs), ms, scores, settings)
 
+    session_ms = [m for m in ms if m.definition.family == "session"]
+    if session_ms:
+        from service.metrics.sessions import session_scores
+
+        for m in session_ms:
+            values, present = session_scores(qrels, runs, m, scale, topic_idx, depth=settings.depth,
+                                             sep=settings.session_sep)
+            scores[m][:] = np.where(present, values, np.nan) if settings.missing == "skip" else values
+        ms_ranked = tuple(m for m in ms if m.definition.family != "session")
+    else:
+        ms_ranked = ms
+    if not ms_ranked:
+        return Evaluation(topics, tuple(r.tag for r in runs), ms, scores, settings)
+
     # Map each run's topics to evaluation columns once.
     col_of = {qrels.topics[qi]: c for c, qi in enumerate(topic_idx)}
     chunk_runs = _chunk_size(runs, n_topics, settings.depth)
@@ -149,7 +165,7 @@ def evaluate(
         levels, present = level_matrix(qrels, batch, topic_idx, col_of, settings.depth)
         row_topic = np.tile(np.arange(n_topics), len(batch))
         lists = RankedLists(levels, row_topic, stats)
-        for m in ms:
+        for m in ms_ranked:
             target = lists.condensed() if m.get("judged_only") is True else lists
             values = np.asarray(m.definition.kernel(target, m, scale), dtype=np.float64).reshape(len(batch), n_topics)
             if settings.missing == "skip":
