@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--depth", type=_positive_int, help="evaluate only the top K documents of each list")
     ev.add_argument("--qrels-format", choices=("auto", "trec", "ntcir"), default="auto")
     ev.add_argument("--precision", type=int, default=6, help="decimals printed (default 6)")
+    ev.add_argument("--session-sep", default=":",
+                    help="session metrics (sDCG, nsDCG): run topic ids are SESSION<sep>POSITION (default ':')")
 
     sub.add_parser("metrics", help="list the metrics, their parameters and aliases")
 
@@ -119,7 +121,7 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     try:
         settings = EvalSettings(
             missing=args.missing, no_relevant=args.no_relevant, depth=args.depth,
-            gains=args.gains, max_level=args.max_level,
+            gains=args.gains, max_level=args.max_level, session_sep=args.session_sep,
         )
     except ValueError as exc:
         raise InvalidMeasure(str(exc)) from None

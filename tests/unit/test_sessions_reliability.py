@@ -140,3 +140,12 @@ def test_metaeval_reliability_cli(capsys) -> None:  # type: ignore[no-untyped-de
     code = main(["metaeval", "--top-heaviness", "5", "-m", "RR", "--depth", "3"])
     out = capsys.readouterr().out
     assert code == 0 and out.strip().splitlines()[-1] == "3\t0.3333"
+
+
+def test_eval_cli_computes_session_metrics(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "q").write_text("s1 0 a 2\ns1 0 b 1\n")
+    (tmp_path / "r").write_text("s1/1 Q0 x 1 2 sys\ns1/1 Q0 b 2 1 sys\ns1/2 Q0 a 1 1 sys\n")
+    code = main(["eval", "--qrels", str(tmp_path / "q"), str(tmp_path / "r"), "-m", "sDCG@10", "--per-topic",
+                 "--session-sep", "/"])
+    out = capsys.readouterr().out
+    assert code == 0 and f"sys\ts1\tsDCG@10\t{1 + 2 / 1.5:.6f}" in out
