@@ -60,6 +60,18 @@ def load(be: Backend, qrels: str, runs: dict[str, str]) -> int:
     return job_id
 
 
+def upload_corrected_qrels(be: Backend, qrels: str) -> int:
+    """A new qrels version of the collection, and the job re-evaluating it (sent after commit)."""
+    with transaction(be.factory()) as s:
+        coll = ensure_collection(s, "task", None)
+        previous = coll.current_qrels_id
+        add_qrels(s, coll, qrels.encode(), "qrels-v2", "organiser")
+        job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
+        job_id = job.id
+    send(followups, be.celery())
+    return job_id
+
+
 def job_done(be: Backend, job_id: int) -> Job | None:
     with be.factory()() as s:
         job = s.get(Job, job_id)
@@ -94,13 +106,7 @@ def test_load_evaluate_correct_qrels_and_rank_changes(backend: Backend) -> None:
     check_scores_equal_the_core(backend, qrels1, runs, 1)
 
     # A corrected qrels version: a new immutable version, and the whole collection re-evaluated.
-    with transaction(backend.factory()) as s:
-        coll = ensure_collection(s, "task", None)
-        previous = coll.current_qrels_id
-        add_qrels(s, coll, qrels2.encode(), "qrels-v2", "organiser")
-        job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
-        job2 = job.id
-    send(followups, backend.celery())
+    job2 = upload_corrected_qrels(backend, qrels2)
     done = wait_for(lambda: job_done(backend, job2), 120, "the re-evaluation", backend)
     check_scores_equal_the_core(backend, qrels2, runs, 2)
     check_scores_equal_the_core(backend, qrels1, runs, 1)  # nothing of the old results is lost
@@ -129,13 +135,7 @@ def test_sigkill_mid_reevaluation_loses_and_duplicates_nothing(backend: Backend)
     slow = backend.start_worker(CRANFIELD_TASK_DELAY="0.7", CRANFIELD_SWEEP_INTERVAL="1",
                                 CRANFIELD_STUCK_TIMEOUT="4")
     wait_for(lambda: job_done(backend, job1), 180, "the first evaluation", backend)
-    with transaction(backend.factory()) as s:
-        coll = ensure_collection(s, "task", None)
-        previous = coll.current_qrels_id
-        add_qrels(s, coll, qrels2.encode(), "qrels-v2", "organiser")
-        job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
-        job2 = job.id
-    send(followups, backend.celery())
+    job2 = upload_corrected_qrels(backend, qrels2)
 
     def some_done_some_evaluating() -> bool:
         with backend.factory()() as s:
