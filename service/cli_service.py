@@ -18,7 +18,8 @@ from service.errors import InvalidInput, InvalidMeasure
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     db = sub.add_parser("db", help="create or migrate the database schema")
     db.add_argument("action", choices=("upgrade", "downgrade"))
-    db.add_argument("--revision", help="target revision (default: head for upgrade, base for downgrade)")
+    db.add_argument("--revision", help="target revision (default: head for upgrade, one step back for downgrade)")
+    db.add_argument("--yes", action="store_true", help="confirm a downgrade to base (drops every table)")
 
     w = sub.add_parser("worker", help="start a Celery worker (evaluations, tests)")
     w.add_argument("--concurrency", type=int, help="worker processes (default $CRANFIELD_WORKER_CONCURRENCY or 2)")
@@ -75,7 +76,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         if args.action == "upgrade":
             migrate.upgrade(url, args.revision or "head")
         else:
-            migrate.downgrade(url, args.revision or "base")
+            if args.revision == "base" and not args.yes:
+                raise InvalidMeasure("downgrading to base drops every table and all results: add --yes to confirm")
+            migrate.downgrade(url, args.revision or "-1")
         out.write(f"database {args.action}d: {_safe(url)}\n")
         return 0
     if args.command in ("worker", "beat"):
@@ -139,21 +142,34 @@ def _load(args: argparse.Namespace, out: TextIO, url: str) -> int:
     from service.metrics.scoring import DEFAULT_MEASURES
     from service.store.db import transaction
 
+    from sqlalchemy import select
+
+    from service.formats.readers import parse_qrels, parse_run
+    from service.store.models import Collection
+
     spec = None
     if args.official_metric or args.metrics:
         spec = ConfigSpec(official_metric=args.official_metric or "AP",
                           metrics=tuple(args.metrics or DEFAULT_MEASURES))
+    with _factory(url)() as s:  # the collection's rank order, if it exists already
+        existing = s.scalar(select(Collection).where(Collection.name == args.collection))
+        config = existing.current_config if existing is not None else None
+        order = config.evaluation.get("order", "score") if config is not None else "score"
+    # Validate every file before the write transaction: errors name file and line, and the
+    # database's write lock is held only while storing.
     qrels_data = _read(args.qrels)
-    files = _run_files(args.runs)
+    qrels = parse_qrels(qrels_data, args.qrels)
+    uploads = [(str(f), data, parse_run(data, str(f), order)) for f in _run_files(args.runs) for data in [_read(f)]]
     with transaction(_factory(url)) as s:  # all or nothing: a bad file stores nothing
         coll = ensure_collection(s, args.collection, spec, args.actor)
         current = coll.current_qrels
         if current is None or current.checksum != hashlib.sha256(qrels_data).hexdigest():
             previous = coll.current_qrels_id
-            version = add_qrels(s, coll, qrels_data, args.qrels, args.actor)
+            version = add_qrels(s, coll, qrels_data, args.qrels, args.actor, parsed=qrels)
         else:
             previous, version = None, current
-        runs = [add_run(s, coll, _read(f), str(f), team=args.team, actor=args.actor) for f in files]
+        runs = [add_run(s, coll, data, name, team=args.team, actor=args.actor, parsed=parsed)
+                for name, data, parsed in uploads]
         job, followups = plan_job(s, coll, "load", previous_qrels_id=previous)
         job_id = job.id
         summary = (f"collection {coll.name!r}: qrels version {version.version} ({version.n_judgments} judgments), "
@@ -204,8 +220,12 @@ def _leaderboard(args: argparse.Namespace, out: TextIO, url: str) -> int:
         out.write("\n")
         return 0
     out.write("rank\trun\tteam\tmean\tci_low\tci_high\tn_topics\tqrels_version\n")
+
+    def num(v: float | None) -> str:
+        return "" if v is None else f"{v:.6f}"
+
     for r in rows:
-        out.write(f"{r.rank}\t{r.run}\t{r.team}\t{r.mean:.6f}\t{r.ci_low:.6f}\t{r.ci_high:.6f}\t{r.n_topics}\t"
+        out.write(f"{r.rank}\t{r.run}\t{r.team}\t{num(r.mean)}\t{num(r.ci_low)}\t{num(r.ci_high)}\t{r.n_topics}\t"
                   f"{r.qrels_version}\n")
     return 0
 
@@ -269,7 +289,8 @@ def _demo(args: argparse.Namespace, out: TextIO, url: str) -> int:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             with session_factory(url)() as s:
-                job = s.scalars(select(Job).order_by(Job.id.desc())).first()
+                job = s.scalars(select(Job).join(Collection, Collection.id == Job.collection_id)
+                                .where(Collection.name == args.collection).order_by(Job.id.desc())).first()
                 if job is not None and job.status in ("done", "failed"):
                     break
             time.sleep(0.3)

@@ -19,7 +19,8 @@ def make_app() -> Celery:
         # The server-less broker of the embedded default: messages are files in one folder.
         cfg.broker_folder.mkdir(parents=True, exist_ok=True)
         folder = str(cfg.broker_folder)
-        transport_options = {"data_folder_in": folder, "data_folder_out": folder, "store_processed": False}
+        transport_options = {"data_folder_in": folder, "data_folder_out": folder, "store_processed": False,
+                             "control_folder": str(cfg.broker_folder / "control")}
     app.conf.update(
         broker_url=cfg.broker_url,
         broker_transport_options=transport_options,

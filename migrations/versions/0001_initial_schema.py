@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-21 22:57:56.554261
+Create Date: 2026-11-21 23:21:59.507294
 """
 
 from __future__ import annotations
@@ -115,6 +115,7 @@ def upgrade() -> None:
     sa.Column('qrels_version_id', sa.Integer(), nullable=False),
     sa.Column('previous_qrels_id', sa.Integer(), nullable=True),
     sa.Column('config_id', sa.Integer(), nullable=False),
+    sa.Column('evaluator_version', sa.String(length=40), nullable=False),
     sa.Column('status', sa.String(length=20), nullable=False),
     sa.Column('total', sa.Integer(), nullable=False),
     sa.Column('done', sa.Integer(), nullable=False),
@@ -122,10 +123,11 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('finished_at', sa.DateTime(timezone=True), nullable=True),
     sa.Column('tests_queued_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('tests_attempts', sa.Integer(), nullable=False),
     sa.Column('report', sa.JSON(), nullable=False),
     sa.Column('error', sa.Text(), nullable=False),
     sa.ForeignKeyConstraint(['collection_id'], ['collections.id'], name=op.f('fk_jobs_collection_id_collections'), ondelete='CASCADE'),
-    sa.ForeignKeyConstraint(['config_id'], ['collection_configs.id'], name=op.f('fk_jobs_config_id_collection_configs')),
+    sa.ForeignKeyConstraint(['config_id'], ['collection_configs.id'], name=op.f('fk_jobs_config_id_collection_configs'), ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['previous_qrels_id'], ['qrels_versions.id'], name=op.f('fk_jobs_previous_qrels_id_qrels_versions'), ondelete='SET NULL'),
     sa.ForeignKeyConstraint(['qrels_version_id'], ['qrels_versions.id'], name=op.f('fk_jobs_qrels_version_id_qrels_versions'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_jobs'))
@@ -148,7 +150,7 @@ def upgrade() -> None:
     sa.Column('topics', sa.JSON(), nullable=False),
     sa.Column('computed_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('seconds', sa.Float(), nullable=False),
-    sa.ForeignKeyConstraint(['config_id'], ['collection_configs.id'], name=op.f('fk_run_evaluations_config_id_collection_configs')),
+    sa.ForeignKeyConstraint(['config_id'], ['collection_configs.id'], name=op.f('fk_run_evaluations_config_id_collection_configs'), ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['qrels_version_id'], ['qrels_versions.id'], name=op.f('fk_run_evaluations_qrels_version_id_qrels_versions'), ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['run_id'], ['runs.id'], name=op.f('fk_run_evaluations_run_id_runs'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_run_evaluations')),
@@ -163,6 +165,7 @@ def upgrade() -> None:
     sa.Column('settings_hash', sa.String(length=64), nullable=False),
     sa.Column('evaluator_version', sa.String(length=40), nullable=False),
     sa.Column('runs_hash', sa.String(length=64), nullable=False),
+    sa.Column('params_hash', sa.String(length=64), nullable=False),
     sa.Column('params', sa.JSON(), nullable=False),
     sa.Column('run_ids', sa.JSON(), nullable=False),
     sa.Column('n_topics', sa.Integer(), nullable=False),
@@ -174,7 +177,7 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['collection_id'], ['collections.id'], name=op.f('fk_significance_collection_id_collections'), ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['qrels_version_id'], ['qrels_versions.id'], name=op.f('fk_significance_qrels_version_id_qrels_versions'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_significance')),
-    sa.UniqueConstraint('qrels_version_id', 'metric', 'test', 'settings_hash', 'evaluator_version', 'runs_hash', name=op.f('uq_significance_qrels_version_id_metric_test_settings_hash_evaluator_version_runs_hash'))
+    sa.UniqueConstraint('qrels_version_id', 'metric', 'test', 'settings_hash', 'evaluator_version', 'runs_hash', 'params_hash', name=op.f('uq_significance_qrels_version_id_metric_test_settings_hash_evaluator_version_runs_hash_params_hash'))
     )
     op.create_table('job_items',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -197,9 +200,9 @@ def upgrade() -> None:
     op.create_table('scores',
     sa.Column('run_evaluation_id', sa.Integer(), nullable=False),
     sa.Column('metric', sa.String(length=200), nullable=False),
-    sa.Column('mean', sa.Float(), nullable=False),
-    sa.Column('ci_low', sa.Float(), nullable=False),
-    sa.Column('ci_high', sa.Float(), nullable=False),
+    sa.Column('mean', sa.Float(), nullable=True),
+    sa.Column('ci_low', sa.Float(), nullable=True),
+    sa.Column('ci_high', sa.Float(), nullable=True),
     sa.Column('n_topics', sa.Integer(), nullable=False),
     sa.Column('values', sa.LargeBinary(), nullable=False),
     sa.ForeignKeyConstraint(['run_evaluation_id'], ['run_evaluations.id'], name=op.f('fk_scores_run_evaluation_id_run_evaluations'), ondelete='CASCADE'),

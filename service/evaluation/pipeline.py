@@ -8,17 +8,22 @@ Guarantees:
 - Results of a run are written in one transaction (RunEvaluation + every Score), keyed
   by (run, qrels version, settings hash, evaluator version): a killed worker leaves
   nothing, a duplicate execution writes nothing twice.
+- Every state change of an item is a conditional UPDATE (``WHERE status = ...``): two
+  deliveries of one message, a sweeper and a slow worker can race, and exactly one of
+  them moves the item on; counters are incremented only by that one.
 - The database says what remains to be done: a job's items move queued -> evaluating ->
   done | failed, and the sweeper re-queues items that stay "evaluating" (or a stalled
   job's "queued" items) past the timeout, so a lost broker message or a killed worker
   delays an evaluation but never loses it.
-- The pairwise tests of a job run once every item is done or failed (a counter updated
-  in the items' own transactions plays the part of a Celery chord, without needing a
-  result backend).
+- The pairwise tests of a job run once no item is queued or evaluating any more (checked
+  in the items' own transactions: a Celery chord without a result backend); a test that
+  cannot run (too few topics, say) is reported on the job, which always finishes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -26,14 +31,13 @@ from typing import Any
 
 import numpy as np
 from scipy import stats
-from sqlalchemy import select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.evaluation.setup import EVALUATOR_VERSION, eval_settings, load_qrels, load_run
 from service.formats.types import Qrels
 from service.metrics import evaluate
-from service.metrics.stats.common import pair_indices
 from service.metrics.stats.pairwise import pairwise
 from service.store.arrays import pack, unpack
 from service.store.db import as_utc, transaction
@@ -50,7 +54,9 @@ from service.store.models import (
     utcnow,
 )
 
-ACTIVE = ("queued", "running", "testing")
+ACTIVE = ("running", "testing")
+PENDING = ("queued", "evaluating")
+TEST_PARAMS = ("test", "resamples", "alpha", "correction", "seed")
 
 
 @dataclass(frozen=True)
@@ -61,35 +67,52 @@ class Followup:
     id: int
 
 
+def params_hash(significance: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps({k: significance.get(k) for k in TEST_PARAMS}, sort_keys=True).encode()).hexdigest()
+
+
+def runs_hash(run_ids: list[int]) -> str:
+    return hashlib.sha256(",".join(map(str, sorted(run_ids))).encode()).hexdigest()
+
+
 # ------------------------------------------------------------------------------ planning
-def plan_job(session: Session, coll: Collection, kind: str, previous_qrels_id: int | None = None) -> tuple[Job, list[Followup]]:
+def plan_job(
+    s: Session, coll: Collection, kind: str, previous_qrels_id: int | None = None, *, retry_failed: bool = True
+) -> tuple[Job, list[Followup]]:
     """A job evaluating every run of ``coll`` that lacks current results, then the tests.
 
-    Deduplicated: an active job for the same (collection, qrels version, configuration)
-    is returned instead of a new one.
+    Runs already queued or evaluating in an active job with the same key are not queued
+    again (the active job is returned when it covers everything). ``retry_failed=False``
+    (the scheduled refresh) leaves out runs that already failed under the same key.
     """
     if coll.current_qrels_id is None or coll.current_config_id is None:
         raise ValueError(f"collection {coll.name!r} has no qrels yet")
-    config = session.get(CollectionConfig, coll.current_config_id)
+    # Serialise planners of one collection (PostgreSQL row lock; SQLite's BEGIN IMMEDIATE).
+    s.execute(select(Collection.id).where(Collection.id == coll.id).with_for_update())
+    config = s.get(CollectionConfig, coll.current_config_id)
     assert config is not None
-    active = session.scalar(select(Job).where(
-        Job.collection_id == coll.id, Job.qrels_version_id == coll.current_qrels_id,
-        Job.config_id == config.id, Job.status.in_(ACTIVE)))
-    if active is not None:
-        return active, []
-    evaluated = set(session.scalars(select(RunEvaluation.run_id).join(Run).where(
+    same_key = (Job.collection_id == coll.id, Job.qrels_version_id == coll.current_qrels_id,
+                Job.config_id == config.id, Job.evaluator_version == EVALUATOR_VERSION)
+    evaluated = set(s.scalars(select(RunEvaluation.run_id).join(Run).where(
         Run.collection_id == coll.id, RunEvaluation.qrels_version_id == coll.current_qrels_id,
         RunEvaluation.settings_hash == config.settings_hash, RunEvaluation.evaluator_version == EVALUATOR_VERSION)))
-    run_ids = [r for r in session.scalars(select(Run.id).where(Run.collection_id == coll.id).order_by(Run.id))
-               if r not in evaluated]
+    pending = set(s.scalars(select(JobItem.run_id).join(Job).where(
+        *same_key, Job.status.in_(ACTIVE), JobItem.status.in_(PENDING))))
+    failed = set() if retry_failed else set(s.scalars(select(JobItem.run_id).join(Job).where(
+        *same_key, JobItem.status == "failed")))
+    all_runs = list(s.scalars(select(Run.id).where(Run.collection_id == coll.id).order_by(Run.id)))
+    run_ids = [r for r in all_runs if r not in evaluated and r not in pending and r not in failed]
+    active = s.scalars(select(Job).where(*same_key, Job.status.in_(ACTIVE)).order_by(Job.id.desc())).first()
+    if not run_ids and active is not None:
+        return active, []
     job = Job(collection_id=coll.id, kind=kind, qrels_version_id=coll.current_qrels_id,
-              previous_qrels_id=previous_qrels_id, config_id=config.id, status="running" if run_ids else "testing",
-              total=len(run_ids))
-    session.add(job)
-    session.flush()
+              previous_qrels_id=previous_qrels_id, config_id=config.id, evaluator_version=EVALUATOR_VERSION,
+              status="running" if run_ids else "testing", total=len(run_ids))
+    s.add(job)
+    s.flush()
     items = [JobItem(job_id=job.id, run_id=r) for r in run_ids]
-    session.add_all(items)
-    session.flush()
+    s.add_all(items)
+    s.flush()
     if not run_ids:
         job.tests_queued_at = utcnow()
         return job, [Followup("run_tests", job.id)]
@@ -97,15 +120,13 @@ def plan_job(session: Session, coll: Collection, kind: str, previous_qrels_id: i
 
 
 # ---------------------------------------------------------------------------- evaluating
-_QRELS_CACHE: dict[tuple[str, int], Qrels] = {}
+_QRELS_CACHE: dict[tuple[str, int, str], Qrels] = {}
 
 
-def _qrels_for(session: Session, version_id: int) -> Qrels:
+def _qrels_for(s: Session, version: QrelsVersion) -> Qrels:
     """Qrels versions are immutable: each worker process parses one at most once."""
-    key = (str(session.get_bind().url), version_id)
+    key = (str(s.get_bind().url), version.id, version.checksum)
     if key not in _QRELS_CACHE:
-        version = session.get(QrelsVersion, version_id)
-        assert version is not None
         if len(_QRELS_CACHE) >= 4:
             _QRELS_CACHE.pop(next(iter(_QRELS_CACHE)))
         _QRELS_CACHE[key] = load_qrels(version)
@@ -120,13 +141,19 @@ def evaluate_item(
     ``pause`` (tests only) waits between claiming the item and computing, so that a
     test can kill a worker while items are "evaluating".
     """
-    with transaction(factory) as s:  # claim the item
+    with transaction(factory) as s:  # claim the item: only a queued item can be claimed
         item = s.get(JobItem, item_id)
-        if item is None or item.status in ("done", "failed"):
-            return []
+        if item is None or item.status != "queued":
+            return []  # a duplicate delivery, or the item was already handled
         if item.attempts >= max_attempts:
             return _finish_item(s, item, ok=False, error=f"gave up after {item.attempts} attempts")
-        item.status, item.started_at, item.attempts = "evaluating", utcnow(), item.attempts + 1
+        claimed = s.execute(
+            update(JobItem).where(JobItem.id == item_id, JobItem.status == "queued")
+            .values(status="evaluating", started_at=utcnow(), attempts=JobItem.attempts + 1)
+            .execution_options(synchronize_session=False)
+        ).rowcount
+        if claimed != 1:
+            return []
         job = s.get(Job, item.job_id)
         run = s.get(Run, item.run_id)
         assert job is not None and run is not None
@@ -136,41 +163,56 @@ def evaluate_item(
         key = dict(run_id=run.id, qrels_version_id=job.qrels_version_id, settings_hash=config.settings_hash,
                    evaluator_version=EVALUATOR_VERSION)
         already = s.scalar(select(RunEvaluation.id).filter_by(**key))
+        config_id, order, settings, metrics = config.id, config.evaluation.get("order", "score"), \
+            eval_settings(config), list(config.metrics)
     if already is not None:  # computed before (a retry, or another job): nothing to redo
         with transaction(factory) as s:
             return _finish_item(s, s.get(JobItem, item_id), ok=True)
-
     if pause:
         time.sleep(pause)
+
     started = time.perf_counter()
+    with factory() as s:  # read the inputs, then compute with no transaction open
+        version = s.get(QrelsVersion, key["qrels_version_id"])
+        qrels = _qrels_for(s, version)
+        run = s.get(Run, key["run_id"])
+        blob, source, tag = run.file, run.source_name, run.tag
     try:
-        with factory() as s:
-            config = s.get(CollectionConfig, job.config_id)
-            run = s.get(Run, item.run_id)
-            qrels = _qrels_for(s, job.qrels_version_id)
-            core_run = load_run(run, config.evaluation.get("order", "score"))
-            result = evaluate(qrels, [core_run], config.metrics, eval_settings(config))
+        core_run = load_run(blob, source or tag, order)
+        result = evaluate(qrels, [core_run], metrics, settings)
+        rows = _score_rows(result)
+    except SQLAlchemyError:
+        raise
     except Exception as exc:  # a run that cannot be evaluated fails alone; the others go on
         with transaction(factory) as s:
             return _finish_item(s, s.get(JobItem, item_id), ok=False, error=f"{type(exc).__name__}: {exc}")
-
     seconds = time.perf_counter() - started
+
     try:
         with transaction(factory) as s:
             fresh = s.get(JobItem, item_id)
-            if fresh is None or fresh.status in ("done", "failed"):
-                return []
-            evaluation = RunEvaluation(config_id=config.id, topics=list(result.topics), seconds=seconds, **key)
+            if fresh is None or fresh.status != "evaluating":
+                return []  # the sweeper handed it to another worker, which will finish it
+            evaluation = RunEvaluation(config_id=config_id, topics=list(result.topics), seconds=seconds, **key)
             s.add(evaluation)
             s.flush()
-            s.add_all(_score_rows(evaluation.id, result))
+            for row in rows:
+                row.run_evaluation_id = evaluation.id
+            s.add_all(rows)
             return _finish_item(s, fresh, ok=True)
-    except IntegrityError:  # another worker stored the same results first
+    except IntegrityError as exc:
         with transaction(factory) as s:
-            return _finish_item(s, s.get(JobItem, item_id), ok=True)
+            stored = s.scalar(select(RunEvaluation.id).filter_by(**key)) is not None
+            # Stored by another worker first: done. Anything else is this run's failure.
+            return _finish_item(s, s.get(JobItem, item_id), ok=stored,
+                                error="" if stored else f"could not store the results: {exc.orig}")
 
 
-def _score_rows(evaluation_id: int, result: Any) -> list[Score]:
+def _finite(v: float) -> float | None:
+    return v if np.isfinite(v) else None
+
+
+def _score_rows(result: Any) -> list[Score]:
     rows = []
     for m in result.measures:
         values = result.per_topic(m)[0]
@@ -181,18 +223,19 @@ def _score_rows(evaluation_id: int, result: Any) -> list[Score]:
             half = float(stats.t.ppf(0.975, n - 1) * kept.std(ddof=1) / np.sqrt(n))
         else:
             half = float("nan")
-        rows.append(Score(run_evaluation_id=evaluation_id, metric=str(m), mean=mean, ci_low=mean - half,
-                          ci_high=mean + half, n_topics=n, values=pack(values)))
+        rows.append(Score(metric=str(m), mean=_finite(mean), ci_low=_finite(mean - half),
+                          ci_high=_finite(mean + half), n_topics=n, values=pack(values)))
     return rows
 
 
 def _finish_item(s: Session, item: JobItem | None, *, ok: bool, error: str = "") -> list[Followup]:
-    """Mark an item done/failed (once) and count it on its job; start the tests when all are in."""
+    """Mark an item done/failed (once) and count it on its job; start the tests when none is pending."""
     if item is None:
         return []
     changed = s.execute(
-        update(JobItem).where(JobItem.id == item.id, JobItem.status.not_in(("done", "failed")))
+        update(JobItem).where(JobItem.id == item.id, JobItem.status.in_(PENDING))
         .values(status="done" if ok else "failed", finished_at=utcnow(), error=error)
+        .execution_options(synchronize_session=False)
     ).rowcount
     if not changed:
         return []
@@ -200,66 +243,83 @@ def _finish_item(s: Session, item: JobItem | None, *, ok: bool, error: str = "")
     if run is not None:
         run.status, run.status_reason = ("evaluated", "") if ok else ("failed", error)
     counter = Job.done if ok else Job.failed
-    s.execute(update(Job).where(Job.id == item.job_id).values({counter: counter + 1}))
+    s.execute(update(Job).where(Job.id == item.job_id).values({counter: counter + 1})
+              .execution_options(synchronize_session=False))
     return _maybe_start_tests(s, item.job_id)
 
 
 def _maybe_start_tests(s: Session, job_id: int) -> list[Followup]:
-    job = s.get(Job, job_id, populate_existing=True)
-    if job is None or job.done + job.failed < job.total or job.tests_queued_at is not None:
+    pending = s.scalar(select(func.count()).select_from(JobItem).where(
+        JobItem.job_id == job_id, JobItem.status.in_(PENDING)))
+    if pending:
         return []
-    job.status, job.tests_queued_at = "testing", utcnow()
-    return [Followup("run_tests", job.id)]
+    started = s.execute(
+        update(Job).where(Job.id == job_id, Job.status == "running", Job.tests_queued_at.is_(None))
+        .values(status="testing", tests_queued_at=utcnow()).execution_options(synchronize_session=False)
+    ).rowcount
+    return [Followup("run_tests", job_id)] if started else []
 
 
 # ------------------------------------------------------------------------ pairwise tests
 def run_tests(factory: sessionmaker[Session], job_id: int) -> list[Followup]:
-    """The pairwise significance tests of the job's metrics, then the rank-change report."""
+    """The pairwise significance tests of the job's metrics, then the rank-change report.
+
+    Always finishes the job: a metric whose test cannot run is reported in ``job.report``.
+    """
     with factory() as s:
         job = s.get(Job, job_id)
-        if job is None or job.status in ("done", "failed"):
+        if job is None or job.status != "testing":
             return []
         config = s.get(CollectionConfig, job.config_id)
         assert config is not None
-        sig = config.significance
+        sig = dict(config.significance)
         metrics = sig.get("metrics") or [config.official_metric]
-        rows = _stored_scores(s, job.collection_id, job.qrels_version_id, config.settings_hash, metrics)
-    results = []
-    for metric, (run_ids, topics, matrix) in rows.items():
+        tables = _stored_scores(s, job.collection_id, job.qrels_version_id, config.settings_hash, metrics)
+        qrels_id, collection_id, settings = job.qrels_version_id, job.collection_id, config.settings_hash
+    results, errors = [], {}
+    for metric in metrics:
+        run_ids, _topics, matrix = tables.get(metric, ([], [], np.zeros((0, 0))))
         if len(run_ids) < 2:
+            errors[metric] = f"{len(run_ids)} evaluated run(s): nothing to compare"
             continue
-        res = pairwise(matrix, [str(r) for r in run_ids], sig["test"], resamples=int(sig["resamples"]),
-                       alpha=float(sig["alpha"]), correction=sig["correction"], seed=int(sig["seed"]))
+        try:
+            res = pairwise(matrix, [str(r) for r in run_ids], sig["test"], resamples=int(sig["resamples"]),
+                           alpha=float(sig["alpha"]), correction=sig["correction"], seed=int(sig["seed"]))
+        except ValueError as exc:
+            errors[metric] = str(exc)
+            continue
         results.append((metric, run_ids, res))
-    with transaction(factory) as s:
-        job = s.get(Job, job_id)
-        if job is None or job.status in ("done", "failed"):
-            return []
-        for metric, run_ids, res in results:
-            runs_hash = _runs_hash(run_ids)
-            exists = s.scalar(select(Significance.id).where(
-                Significance.qrels_version_id == job.qrels_version_id, Significance.metric == metric,
-                Significance.test == res.test, Significance.settings_hash == config.settings_hash,
-                Significance.evaluator_version == EVALUATOR_VERSION, Significance.runs_hash == runs_hash))
-            if exists is None:
-                s.add(Significance(
-                    collection_id=job.collection_id, qrels_version_id=job.qrels_version_id, metric=metric,
-                    test=res.test, settings_hash=config.settings_hash, evaluator_version=EVALUATOR_VERSION,
-                    runs_hash=runs_hash, params={k: sig[k] for k in ("resamples", "alpha", "correction", "seed")},
-                    run_ids=list(run_ids), n_topics=res.n_topics, diff=pack(res.diff), statistic=pack(res.statistic),
-                    p=pack(res.p), p_adjusted=pack(res.p_adjusted)))
-        job.report = rank_changes(s, job, config) if job.previous_qrels_id else {}
-        job.status = "done"
-        if job.failed:
-            job.error = f"{job.failed} of {job.total} runs failed; see their status"
-        job.finished_at = utcnow()
+    phash = params_hash(sig)
+    try:
+        with transaction(factory) as s:
+            job = s.get(Job, job_id)
+            if job is None or job.status != "testing":
+                return []
+            for metric, run_ids, res in results:
+                rhash = runs_hash(run_ids)
+                exists = s.scalar(select(Significance.id).where(
+                    Significance.qrels_version_id == qrels_id, Significance.metric == metric,
+                    Significance.test == res.test, Significance.settings_hash == settings,
+                    Significance.evaluator_version == EVALUATOR_VERSION, Significance.runs_hash == rhash,
+                    Significance.params_hash == phash))
+                if exists is None:
+                    s.add(Significance(
+                        collection_id=collection_id, qrels_version_id=qrels_id, metric=metric, test=res.test,
+                        settings_hash=settings, evaluator_version=EVALUATOR_VERSION, runs_hash=rhash,
+                        params_hash=phash, params={k: sig.get(k) for k in TEST_PARAMS}, run_ids=list(run_ids),
+                        n_topics=res.n_topics, diff=pack(res.diff), statistic=pack(res.statistic), p=pack(res.p),
+                        p_adjusted=pack(res.p_adjusted)))
+            report = rank_changes(s, job, config) if job.previous_qrels_id else {}
+            if errors:
+                report = {**report, "test_errors": errors}
+            job.report = report
+            job.error = "; ".join(filter(None, [
+                f"{job.failed} of {job.total} runs failed; see their status" if job.failed else "",
+                "tests not run for " + ", ".join(errors) if errors else ""]))
+            job.status, job.finished_at = "done", utcnow()
+    except IntegrityError:
+        return []  # a concurrent run_tests stored the same matrices and finished the job
     return []
-
-
-def _runs_hash(run_ids: list[int]) -> str:
-    import hashlib
-
-    return hashlib.sha256(",".join(map(str, run_ids)).encode()).hexdigest()
 
 
 def _stored_scores(
@@ -284,18 +344,22 @@ def rank_changes(s: Session, job: Job, config: CollectionConfig) -> dict[str, An
     """Each run's old and new rank and mean on the official metric, between two qrels versions."""
     metric = config.official_metric
 
-    def ranking(qrels_id: int) -> dict[int, float]:
-        q = (select(RunEvaluation.run_id, Score.mean, RunEvaluation.computed_at).join(Score)
-             .join(Run, Run.id == RunEvaluation.run_id)
+    def ranking(qrels_id: int, current: bool) -> dict[int, float]:
+        q = (select(RunEvaluation.run_id, Score.mean).join(Score).join(Run, Run.id == RunEvaluation.run_id)
              .where(Run.collection_id == job.collection_id, RunEvaluation.qrels_version_id == qrels_id,
-                    Score.metric == metric).order_by(RunEvaluation.computed_at))
-        return {run_id: mean for run_id, mean, _ in s.execute(q)}  # the latest evaluation wins
+                    Score.metric == metric, Score.mean.is_not(None)).order_by(RunEvaluation.computed_at))
+        if current:
+            q = q.where(RunEvaluation.settings_hash == config.settings_hash,
+                        RunEvaluation.evaluator_version == EVALUATOR_VERSION)
+        return {run_id: mean for run_id, mean in s.execute(q)}  # the latest evaluation wins
 
-    old, new = ranking(job.previous_qrels_id), ranking(job.qrels_version_id)
+    assert job.previous_qrels_id is not None
+    old, new = ranking(job.previous_qrels_id, False), ranking(job.qrels_version_id, True)
     old_rank, new_rank = _ranks(old), _ranks(new)
     tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(set(old) | set(new)))).all())
     rows = [{"run": tags[r], "old_rank": old_rank.get(r), "new_rank": new_rank.get(r),
-             "old_mean": old.get(r), "new_mean": new.get(r)} for r in sorted(set(old) | set(new), key=lambda r: new_rank.get(r, 10**9))]
+             "old_mean": old.get(r), "new_mean": new.get(r)}
+            for r in sorted(set(old) | set(new), key=lambda r: (new_rank.get(r, 10**9), tags[r]))]
     old_v = s.get(QrelsVersion, job.previous_qrels_id)
     new_v = s.get(QrelsVersion, job.qrels_version_id)
     return {"metric": metric, "old_qrels_version": old_v.version if old_v else None,
@@ -314,31 +378,45 @@ def _ranks(means: dict[int, float]) -> dict[int, int]:
 # -------------------------------------------------------------------- sweeping, refreshing
 def sweep(factory: sessionmaker[Session], timeout: float, max_attempts: int = 3) -> list[Followup]:
     """Re-queue work that is stuck: items evaluating past ``timeout`` seconds, queued items
-    of jobs without progress for that long, and tests queued that long ago."""
+    of jobs without progress for that long, and tests queued that long ago (given up, with
+    the job failed, after ``max_attempts``)."""
     now = utcnow()
     limit = now - timedelta(seconds=timeout)
     followups: list[Followup] = []
     with transaction(factory) as s:
         for item in s.scalars(select(JobItem).where(JobItem.status == "evaluating")):
-            if as_utc(item.started_at) and as_utc(item.started_at) < limit:
-                if item.attempts >= max_attempts:
-                    followups += _finish_item(s, item, ok=False,
-                                              error=f"no result after {item.attempts} attempts (worker lost or too slow)")
-                else:
-                    item.status, item.queued_at = "queued", now
-                    followups.append(Followup("evaluate_item", item.id))
-        for job in s.scalars(select(Job).where(Job.status.in_(("queued", "running")))):
+            started = as_utc(item.started_at)
+            if started is not None and started >= limit:
+                continue
+            if item.attempts >= max_attempts:
+                followups += _finish_item(s, item, ok=False,
+                                          error=f"no result after {item.attempts} attempts (worker lost or too slow)")
+                continue
+            same_claim = (JobItem.started_at.is_(None) if item.started_at is None
+                          else JobItem.started_at == item.started_at)  # not re-claimed meanwhile
+            if s.execute(update(JobItem).where(JobItem.id == item.id, JobItem.status == "evaluating", same_claim)
+                         .values(status="queued", queued_at=now)
+                         .execution_options(synchronize_session=False)).rowcount:
+                followups.append(Followup("evaluate_item", item.id))
+        for job in s.scalars(select(Job).where(Job.status == "running")):
             items = list(s.scalars(select(JobItem).where(JobItem.job_id == job.id)))
             marks = [as_utc(t) for it in items for t in (it.queued_at, it.started_at, it.finished_at) if t]
             if marks and max(marks) < limit:  # no progress for `timeout`: the messages were lost
                 for it in items:
-                    if it.status == "queued":
-                        it.queued_at = now
+                    if it.status == "queued" and s.execute(
+                            update(JobItem).where(JobItem.id == it.id, JobItem.status == "queued")
+                            .values(queued_at=now).execution_options(synchronize_session=False)).rowcount:
                         followups.append(Followup("evaluate_item", it.id))
-            if job.done + job.failed >= job.total and job.tests_queued_at is None:
-                followups += _maybe_start_tests(s, job.id)
+            followups += _maybe_start_tests(s, job.id)
         for job in s.scalars(select(Job).where(Job.status == "testing")):
-            if job.tests_queued_at is None or as_utc(job.tests_queued_at) < limit:
+            queued = as_utc(job.tests_queued_at)
+            if queued is not None and queued >= limit:
+                continue
+            if job.tests_attempts >= max_attempts:
+                job.status, job.finished_at = "failed", now
+                job.error = f"the significance tests did not complete after {job.tests_attempts} attempts"
+            else:
+                job.tests_attempts += 1
                 job.tests_queued_at = now
                 followups.append(Followup("run_tests", job.id))
     return followups
@@ -346,21 +424,50 @@ def sweep(factory: sessionmaker[Session], timeout: float, max_attempts: int = 3)
 
 def refresh_stale(factory: sessionmaker[Session]) -> list[Followup]:
     """Plan a job for every collection whose stored results are stale: an older qrels
-    version, another metric set or settings, or an older evaluator version."""
+    version, another metric set or settings, another test configuration, or an older
+    evaluator version. Runs that already failed under the current key are not retried
+    (`cranfield reevaluate` does that)."""
     followups: list[Followup] = []
     with transaction(factory) as s:
         for coll in s.scalars(select(Collection).where(Collection.current_qrels_id.is_not(None))):
             config = s.get(CollectionConfig, coll.current_config_id)
-            n_runs = len(s.scalars(select(Run.id).where(Run.collection_id == coll.id)).all())
-            fresh = len(s.scalars(select(RunEvaluation.id).join(Run).where(
+            assert config is not None
+            key = (Job.collection_id == coll.id, Job.qrels_version_id == coll.current_qrels_id,
+                   Job.config_id == config.id, Job.evaluator_version == EVALUATOR_VERSION)
+            if s.scalar(select(Job.id).where(*key, Job.status.in_(ACTIVE))) is not None:
+                continue  # being brought up to date already
+            failed = set(s.scalars(select(JobItem.run_id).join(Job).where(*key, JobItem.status == "failed")))
+            runs = [r for r in s.scalars(select(Run.id).where(Run.collection_id == coll.id)) if r not in failed]
+            fresh = set(s.scalars(select(RunEvaluation.run_id).join(Run).where(
                 Run.collection_id == coll.id, RunEvaluation.qrels_version_id == coll.current_qrels_id,
                 RunEvaluation.settings_hash == config.settings_hash,
-                RunEvaluation.evaluator_version == EVALUATOR_VERSION)).all())
-            tested = s.scalar(select(Significance.id).where(
-                Significance.qrels_version_id == coll.current_qrels_id,
-                Significance.settings_hash == config.settings_hash,
-                Significance.evaluator_version == EVALUATOR_VERSION))
-            if n_runs and (fresh < n_runs or (n_runs > 1 and tested is None)):
-                _, more = plan_job(s, coll, "scheduled")
+                RunEvaluation.evaluator_version == EVALUATOR_VERSION)))
+            stale = any(r not in fresh for r in runs) or (
+                len(fresh) > 1 and not _tests_current(s, coll, config, sorted(fresh))
+                and not _tests_attempted_since_last_result(s, coll, key))
+            if stale:
+                _, more = plan_job(s, coll, "scheduled", retry_failed=False)
                 followups += more
     return followups
+
+
+def _tests_attempted_since_last_result(s: Session, coll: Collection, key: tuple) -> bool:  # type: ignore[type-arg]
+    """A job with this key finished after the newest stored result: its tests ran (or could
+    not run, as its report says); planning them again would only repeat that."""
+    last_result = s.scalar(select(func.max(RunEvaluation.computed_at)).join(Run).where(
+        Run.collection_id == coll.id, RunEvaluation.qrels_version_id == coll.current_qrels_id))
+    last_job = s.scalar(select(func.max(Job.finished_at)).where(*key, Job.status == "done"))
+    return last_result is not None and last_job is not None and as_utc(last_job) >= as_utc(last_result)
+
+
+def _tests_current(s: Session, coll: Collection, config: CollectionConfig, run_ids: list[int]) -> bool:
+    """Whether every configured test matrix exists for these runs and test settings."""
+    sig = config.significance
+    for metric in sig.get("metrics") or [config.official_metric]:
+        if s.scalar(select(Significance.id).where(
+                Significance.qrels_version_id == coll.current_qrels_id, Significance.metric == metric,
+                Significance.settings_hash == config.settings_hash,
+                Significance.evaluator_version == EVALUATOR_VERSION,
+                Significance.runs_hash == runs_hash(run_ids), Significance.params_hash == params_hash(sig))) is None:
+            return False
+    return True

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from service.errors import InvalidMeasure
 from service.evaluation.setup import EVALUATOR_VERSION, get_collection
 from service.metrics import parse_measure
+from service.store.db import as_utc
 from service.store.models import CollectionConfig, Job, QrelsVersion, Run, RunEvaluation, Score, Team
 
 
@@ -20,8 +21,8 @@ class LeaderboardRow:
     run: str
     team: str
     mean: float
-    ci_low: float
-    ci_high: float
+    ci_low: float | None  # None when fewer than two topics were scored
+    ci_high: float | None
     n_topics: int
     qrels_version: int
     baseline: bool
@@ -46,7 +47,7 @@ def leaderboard(s: Session, collection: str, metric: str | None = None) -> tuple
                 RunEvaluation.evaluator_version == EVALUATOR_VERSION, Score.metric == name)
          .order_by(Score.mean.desc(), Run.tag))
     rows: list[LeaderboardRow] = []
-    for i, (tag, team, base, mean, lo, hi, n) in enumerate(s.execute(q)):
+    for i, (tag, team, base, mean, lo, hi, n) in enumerate(s.execute(q.where(Score.mean.is_not(None)))):
         rank = i + 1 if not rows or mean != rows[-1].mean else rows[-1].rank  # ties share a rank
         rows.append(LeaderboardRow(rank, tag, team, mean, lo, hi, n, version.version if version else 0, base))
     return name, rows
@@ -61,7 +62,7 @@ def jobs(s: Session, collection: str | None = None) -> list[dict[str, Any]]:
         qv = s.get(QrelsVersion, job.qrels_version_id)
         out.append({"id": job.id, "collection_id": job.collection_id, "kind": job.kind, "status": job.status,
                     "done": job.done, "failed": job.failed, "total": job.total,
-                    "qrels_version": qv.version if qv else None, "created_at": job.created_at.isoformat(),
-                    "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+                    "qrels_version": qv.version if qv else None, "created_at": as_utc(job.created_at).isoformat(),
+                    "finished_at": as_utc(job.finished_at).isoformat() if job.finished_at else None,
                     "error": job.error, "report": job.report})
     return out

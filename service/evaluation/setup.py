@@ -58,6 +58,7 @@ class ConfigSpec:
         evaluation = {"order": "score", "missing": "zero", "no_relevant": "skip", "depth": None, "max_level": None,
                       **self.evaluation}
         significance = {**DEFAULT_SIGNIFICANCE, **self.significance}
+        _check_significance(significance)
         try:
             EvalSettings(missing=evaluation["missing"], no_relevant=evaluation["no_relevant"], depth=evaluation["depth"])
         except ValueError as exc:
@@ -66,6 +67,23 @@ class ConfigSpec:
             raise InvalidMeasure(f"order must be score, rank or file, not {evaluation['order']!r}")
         return {"official_metric": official, "metrics": metrics, "levels": list(self.levels),
                 "evaluation": evaluation, "significance": significance}
+
+
+def _check_significance(sig: dict[str, Any]) -> None:
+    from service.metrics.stats.pairwise import TESTS
+
+    if sig["test"] not in TESTS:
+        raise InvalidMeasure(f"significance test must be one of {', '.join(TESTS)}, not {sig['test']!r}")
+    if sig["correction"] not in ("none", "holm", "bh"):
+        raise InvalidMeasure(f"correction must be none, holm or bh, not {sig['correction']!r}")
+    if not isinstance(sig["resamples"], int) or sig["resamples"] < 1:
+        raise InvalidMeasure("resamples must be a positive integer")
+    if not 0 < float(sig["alpha"]) < 1:
+        raise InvalidMeasure("alpha must lie strictly between 0 and 1")
+    if not isinstance(sig["seed"], int):
+        raise InvalidMeasure("seed must be an integer")
+    if "metrics" in sig:
+        sig["metrics"] = [str(m) for m in parse_measures(sig["metrics"])]
 
 
 def settings_hash(cfg: dict[str, Any]) -> str:
@@ -133,9 +151,14 @@ def set_config(session: Session, coll: Collection, spec: ConfigSpec, actor: str 
     return row
 
 
-def add_qrels(session: Session, coll: Collection, data: bytes, source: str, actor: str = "") -> QrelsVersion:
-    """Validate and store a new, immutable qrels version and make it current."""
-    qrels = parse_qrels(data, source)  # raises InvalidInput before anything is written
+def add_qrels(
+    session: Session, coll: Collection, data: bytes, source: str, actor: str = "", *, parsed: Qrels | None = None
+) -> QrelsVersion:
+    """Validate and store a new, immutable qrels version and make it current.
+
+    ``parsed`` is ``parse_qrels(data, source)`` done beforehand (outside the transaction).
+    """
+    qrels = parsed if parsed is not None else parse_qrels(data, source)  # InvalidInput before any write
     version = (session.scalar(select(func.max(QrelsVersion.version)).where(
         QrelsVersion.collection_id == coll.id)) or 0) + 1
     counts = {t: {str(int(lv)): int(c) for lv, c in zip(*np.unique(levels, return_counts=True))}
@@ -168,10 +191,10 @@ def _store_judgments(session: Session, version_id: int, qrels: Qrels) -> None:
     )
     connection = session.connection()
     if connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg":
-        cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
-        with cursor.copy("COPY judgments (qrels_version_id, topic, docno, level) FROM STDIN") as copy:
-            for r in rows:
-                copy.write_row(r)
+        with connection.connection.driver_connection.cursor() as cursor:  # type: ignore[union-attr]
+            with cursor.copy("COPY judgments (qrels_version_id, topic, docno, level) FROM STDIN") as copy:
+                for r in rows:
+                    copy.write_row(r)
         return
     session.execute(insert(Judgment), [{"qrels_version_id": v, "topic": t, "docno": d, "level": lv}
                                        for v, t, d, lv in rows])
@@ -187,10 +210,15 @@ def add_run(
     description: str = "",
     baseline: bool = False,
     actor: str = "",
+    parsed: CoreRun | None = None,
 ) -> Run:
-    """Validate and store a run (verbatim, compressed). Without ``team`` the run's tag names its team."""
+    """Validate and store a run (verbatim, compressed). Without ``team`` the run's tag names its team.
+
+    ``parsed`` is the run already parsed (outside the transaction) in the collection's order.
+    """
     order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
-    parsed = parse_run(data, source, order)  # raises InvalidInput before anything is written
+    if parsed is None:
+        parsed = parse_run(data, source, order)  # raises InvalidInput before anything is written
     if session.scalar(select(Run.id).where(Run.collection_id == coll.id, Run.tag == parsed.tag)) is not None:
         raise InvalidInput(source, None, f"collection {coll.name!r} already has a run tagged {parsed.tag!r}")
     team_name = team or parsed.tag
@@ -217,5 +245,6 @@ def load_qrels(version: QrelsVersion) -> Qrels:
     return parse_qrels(zlib.decompress(version.file), f"qrels v{version.version}")
 
 
-def load_run(run: Run, order: str) -> CoreRun:
-    return parse_run(zlib.decompress(run.file), run.source_name or run.tag, order)
+def load_run(blob: bytes, source: str, order: str) -> CoreRun:
+    """A stored run (compressed bytes, validated when stored), parsed again."""
+    return parse_run(zlib.decompress(blob), source, order)

@@ -24,10 +24,12 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
         @event.listens_for(engine, "begin")
-        def _sqlite_begin_immediate(conn):  # type: ignore[no-untyped-def]
-            # Take the write lock at BEGIN: read-then-write transactions then cannot
-            # deadlock on a lock upgrade when two workers finish at once.
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        def _sqlite_begin(conn):  # type: ignore[no-untyped-def]
+            # Write transactions (``transaction()``) take the write lock at BEGIN, so a
+            # read-then-write cannot deadlock on a lock upgrade when two workers finish at
+            # once; reads begin deferred and never block anyone (WAL).
+            immediate = conn.get_execution_options().get("sqlite_immediate", False)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
         # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite's own is disabled).
         @event.listens_for(engine, "connect", insert=True)
@@ -61,8 +63,9 @@ def session_factory(url: str) -> sessionmaker[Session]:
 
 @contextmanager
 def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
-    """A session in one transaction: committed on success, rolled back on any error."""
+    """A session in one write transaction: committed on success, rolled back on any error."""
     with factory() as session, session.begin():
+        session.connection(execution_options={"sqlite_immediate": True})
         yield session
 
 

@@ -161,7 +161,7 @@ class RunEvaluation(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     qrels_version_id: Mapped[int] = mapped_column(ForeignKey("qrels_versions.id", ondelete="CASCADE"))
-    config_id: Mapped[int] = mapped_column(ForeignKey("collection_configs.id"))
+    config_id: Mapped[int] = mapped_column(ForeignKey("collection_configs.id", ondelete="CASCADE"))
     settings_hash: Mapped[str] = mapped_column(String(64))
     evaluator_version: Mapped[str] = mapped_column(String(40))
     topics: Mapped[list[Any]] = mapped_column(default=list)  # the order of every Score.values
@@ -179,9 +179,10 @@ class Score(Base):
         ForeignKey("run_evaluations.id", ondelete="CASCADE"), primary_key=True
     )
     metric: Mapped[str] = mapped_column(String(200), primary_key=True)  # canonical name
-    mean: Mapped[float] = mapped_column(Float)
-    ci_low: Mapped[float] = mapped_column(Float)
-    ci_high: Mapped[float] = mapped_column(Float)
+    # NULL when undefined (no topic scored; an interval needs two): SQLite cannot store NaN.
+    mean: Mapped[float | None] = mapped_column(Float)
+    ci_low: Mapped[float | None] = mapped_column(Float)
+    ci_high: Mapped[float | None] = mapped_column(Float)
     n_topics: Mapped[int] = mapped_column(Integer)
     values: Mapped[bytes] = mapped_column(LargeBinary)  # float64 little-endian, NaN = not evaluated
 
@@ -193,7 +194,9 @@ class Significance(Base):
 
     __tablename__ = "significance"
     __table_args__ = (
-        UniqueConstraint("qrels_version_id", "metric", "test", "settings_hash", "evaluator_version", "runs_hash"),
+        UniqueConstraint(
+            "qrels_version_id", "metric", "test", "settings_hash", "evaluator_version", "runs_hash", "params_hash"
+        ),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
@@ -203,6 +206,7 @@ class Significance(Base):
     settings_hash: Mapped[str] = mapped_column(String(64))
     evaluator_version: Mapped[str] = mapped_column(String(40))
     runs_hash: Mapped[str] = mapped_column(String(64))
+    params_hash: Mapped[str] = mapped_column(String(64))  # of the test settings (test, B, alpha, correction, seed)
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
     run_ids: Mapped[list[Any]] = mapped_column(default=list)  # pairs are (a, b), a < b, in this order
     n_topics: Mapped[int] = mapped_column(Integer)
@@ -222,15 +226,17 @@ class Job(Base):
     kind: Mapped[str] = mapped_column(String(20))  # load | qrels | scheduled | manual
     qrels_version_id: Mapped[int] = mapped_column(ForeignKey("qrels_versions.id", ondelete="CASCADE"))
     previous_qrels_id: Mapped[int | None] = mapped_column(ForeignKey("qrels_versions.id", ondelete="SET NULL"))
-    config_id: Mapped[int] = mapped_column(ForeignKey("collection_configs.id"))
-    # queued | running | testing | done | failed
-    status: Mapped[str] = mapped_column(String(20), default="queued")
+    config_id: Mapped[int] = mapped_column(ForeignKey("collection_configs.id", ondelete="CASCADE"))
+    evaluator_version: Mapped[str] = mapped_column(String(40), default="")
+    # running | testing | done | failed
+    status: Mapped[str] = mapped_column(String(20), default="running")
     total: Mapped[int] = mapped_column(Integer, default=0)
     done: Mapped[int] = mapped_column(Integer, default=0)
     failed: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     tests_queued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    tests_attempts: Mapped[int] = mapped_column(Integer, default=0)
     report: Mapped[dict[str, Any]] = mapped_column(default=dict)  # rank changes of the official metric
     error: Mapped[str] = mapped_column(Text, default="")
 

@@ -72,7 +72,9 @@ def as_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
 
 def at_least(stat: np.ndarray, observed: np.ndarray) -> np.ndarray:
     """stat >= observed, counting values equal up to float round-off as ties."""
-    tol = TIE_RTOL * np.maximum(np.abs(observed), 1e-12)
+    observed = np.asarray(observed, dtype=np.float64)
+    finite = np.isfinite(observed)
+    tol = np.where(finite, TIE_RTOL * np.maximum(np.abs(np.where(finite, observed, 0.0)), 1e-12), 0.0)
     return stat >= observed - tol
 
 
