@@ -176,9 +176,17 @@ def test_db_downgrade_needs_confirmation_for_base(backend: Backend, capsys) -> N
     assert main(["db", "upgrade"]) == 0
 
 
-def test_filesystem_broker_keeps_its_control_files_in_its_folder(backend: Backend, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    if backend.name != "sqlite":
-        pytest.skip("the filesystem broker is the embedded default's")
-    app = backend.celery()
-    folder = backend.env["CRANFIELD_BROKER_FOLDER"]
-    assert app.conf.broker_transport_options["control_folder"].startswith(folder)
+def test_filesystem_broker_keeps_its_control_files_in_its_folder(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from service.config import settings
+    from workers.app import make_app
+
+    monkeypatch.setenv("CRANFIELD_BROKER_URL", "filesystem://")
+    monkeypatch.setenv("CRANFIELD_BROKER_FOLDER", str(tmp_path / "broker"))
+    settings.cache_clear()
+    try:
+        options = make_app().conf.broker_transport_options
+    finally:
+        monkeypatch.undo()
+        settings.cache_clear()
+    assert options["control_folder"] == str(tmp_path / "broker" / "control")
+    assert options["data_folder_in"] == options["data_folder_out"] == str(tmp_path / "broker")
