@@ -26,6 +26,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -56,6 +57,12 @@ class Collection(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     description: Mapped[str] = mapped_column(Text, default="")
     visibility: Mapped[str] = mapped_column(String(20), default="private")  # private | public
+    # Submissions: an open window (None = unbounded) and a per-team quota of valid runs per UTC day.
+    submission_opens_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    submission_closes_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    daily_run_quota: Mapped[int | None] = mapped_column(Integer)
+    # Participants see every team's scores only once the organisers release the leaderboard.
+    leaderboard_released: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     current_config_id: Mapped[int | None] = mapped_column(
         ForeignKey("collection_configs.id", use_alter=True, name="fk_collections_current_config")
     )
@@ -138,6 +145,7 @@ class Run(Base):
     tag: Mapped[str] = mapped_column(String(200))
     description: Mapped[str] = mapped_column(Text, default="")
     is_baseline: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_primary: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     submitted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     submitted_by: Mapped[str] = mapped_column(String(200), default="")
     # received | validated | evaluating | evaluated | failed
@@ -255,6 +263,29 @@ class JobItem(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     error: Mapped[str] = mapped_column(Text, default="")
+
+
+class ApiToken(Base):
+    """A bearer token, stored as its sha256 only: the secret is shown once, at creation."""
+
+    __tablename__ = "api_tokens"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))  # the secret's first characters, to recognise it
+    name: Mapped[str] = mapped_column(String(200), default="")
+    role: Mapped[str] = mapped_column(String(20))  # admin | organiser | participant
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))  # participants
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_by: Mapped[str] = mapped_column(String(200), default="")
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class CollectionOrganiser(Base):
+    """Which organiser tokens organise which collections."""
+
+    __tablename__ = "collection_organisers"
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"), primary_key=True)
 
 
 class AuditEvent(Base):

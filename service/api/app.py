@@ -1,0 +1,448 @@
+"""The Litestar application: thin handlers over service.evaluation, one error table.
+
+The API never computes a metric: uploads are validated and stored, evaluation work is
+handed to the workers through ``dispatch`` (injected by the composition root, so this
+package does not import the workers), and reads come from stored results.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from litestar import Litestar, Request, Response, delete, get, patch, post
+from litestar.di import NamedDependency, Provide
+from litestar.exceptions import HTTPException
+from litestar.openapi import OpenAPIConfig
+from litestar.params import FromPath, FromQuery, JSONBody
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+import service
+from service.errors import InvalidInput, InvalidMeasure
+from service.evaluation import access
+from service.evaluation.access import Conflict, Forbidden, NotFound, Principal, Unauthenticated
+from service.evaluation.pipeline import Followup, plan_job
+from service.evaluation.reading import jobs as list_jobs
+from service.evaluation.reading import leaderboard as read_leaderboard
+from service.evaluation.setup import ConfigSpec, add_qrels, add_run, audit, set_config
+from service.formats.readers import parse_qrels, parse_run
+from service.store.db import as_utc, session_factory, transaction
+from service.store.models import Collection, Job, QrelsVersion, Run, Team
+
+Dispatch = Callable[[list[Followup]], None]
+DEFAULT_MAX_BODY = 256 * 1024 * 1024
+
+
+# ------------------------------------------------------------------------------- errors
+def _error(status: int, code: str, message: str, **details: Any) -> Response[dict[str, Any]]:
+    return Response({"error": {"code": code, "message": message, **details}}, status_code=status)
+
+
+def _handlers() -> dict[Any, Callable[[Request, Exception], Response[Any]]]:
+    def invalid_input(_: Request, exc: Exception) -> Response[Any]:
+        assert isinstance(exc, InvalidInput)
+        return _error(422, "invalid_input", exc.reason, source=exc.source, line=exc.line)
+
+    def table(status: int, code: str) -> Callable[[Request, Exception], Response[Any]]:
+        return lambda _, exc: _error(status, code, str(exc))
+
+    def http(_: Request, exc: Exception) -> Response[Any]:
+        assert isinstance(exc, HTTPException)
+        return _error(exc.status_code, "http_error", str(exc.detail))
+
+    return {
+        InvalidInput: invalid_input,
+        InvalidMeasure: table(400, "bad_request"),
+        ValueError: table(400, "bad_request"),
+        Unauthenticated: table(401, "unauthenticated"),
+        Forbidden: table(403, "forbidden"),
+        NotFound: table(404, "not_found"),
+        Conflict: table(409, "conflict"),
+        HTTPException: http,
+    }
+
+
+# ------------------------------------------------------------------------- dependencies
+def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT_MAX_BODY,
+               readiness: Callable[[], dict[str, bool]] | None = None) -> Litestar:
+    factory: sessionmaker[Session] = session_factory(database_url)
+
+    def db(request: Request) -> Iterator[Session]:
+        with factory() as s:
+            if request.method not in ("GET", "HEAD"):
+                # A writing request takes SQLite's write lock when it begins (no lock upgrade
+                # to fail midway); a no-op on PostgreSQL.
+                s.connection(execution_options={"sqlite_immediate": True})
+            yield s
+
+    def caller(request: Request, s: NamedDependency[Session]) -> Principal:
+        return access.principal_for(s, request.headers.get("authorization"))
+
+    def send(followups: list[Followup]) -> None:
+        dispatch(followups)
+
+    # ------------------------------------------------------------------- health
+    @get("/health/live", sync_to_thread=False)
+    def live() -> dict[str, str]:
+        return {"status": "ok", "version": service.__version__}
+
+    @get("/health/ready", sync_to_thread=True)
+    def ready(s: NamedDependency[Session]) -> Response[dict[str, Any]]:
+        checks = {"database": True}
+        try:
+            s.execute(select(1))
+        except Exception:  # noqa: BLE001
+            checks["database"] = False
+        if readiness is not None:
+            checks.update(readiness())
+        return Response({"ready": all(checks.values()), "checks": checks},
+                        status_code=200 if all(checks.values()) else 503)
+
+    # --------------------------------------------------------------- teams, tokens
+    @post("/api/teams", sync_to_thread=True)
+    def create_team(data: JSONBody[dict[str, Any]], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        if not (me.is_admin or me.role == "organiser"):
+            me.require_authenticated()
+            raise Forbidden("only admins and organisers create teams")
+        name = str(data.get("name", "")).strip()
+        if not name:
+            raise InvalidMeasure("a team needs a name")
+        if s.scalar(select(Team.id).where(Team.name == name)) is not None:
+            raise Conflict(f"team {name!r} exists")
+        team = Team(name=name)
+        s.add(team)
+        s.commit()
+        return {"id": team.id, "name": team.name}
+
+    @post("/api/tokens", sync_to_thread=True)
+    def create_token(data: JSONBody[dict[str, Any]], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        role = data.get("role")
+        collections = [int(c) for c in data.get("collections", [])]
+        me.require_authenticated()
+        if me.is_admin:
+            pass
+        elif me.role == "organiser" and role == "participant":
+            pass  # organisers give their participants tokens
+        else:
+            raise Forbidden("admins create any token; organisers create participant tokens")
+        secret, token = access.create_token(s, str(role), name=str(data.get("name", "")), team=data.get("team"),
+                                            collections=collections, actor=me.name)
+        s.commit()
+        return {"id": token.id, "token": secret, "role": token.role, "prefix": token.prefix,
+                "note": "the token is shown only once"}
+
+    # ----------------------------------------------------------------- collections
+    def _denied(me: Principal, what: str) -> Exception:
+        """Every denial is 401 (no credentials) or 403 (not allowed), never a silent 404."""
+        return Unauthenticated(f"{what} needs a bearer token") if me.role is None else Forbidden(f"{what} is not yours")
+
+    def _collection(s: Session, cid: int, me: Principal) -> Collection:
+        coll = s.get(Collection, cid)
+        if coll is None:
+            raise NotFound(f"no collection {cid}")
+        if not me.can_see_collection(coll):
+            raise _denied(me, f"collection {cid}")
+        return coll
+
+    def _collection_doc(coll: Collection, me: Principal) -> dict[str, Any]:
+        cfg = coll.current_config
+        doc = {"id": coll.id, "name": coll.name, "description": coll.description, "visibility": coll.visibility,
+               "official_metric": cfg.official_metric if cfg else None, "metrics": cfg.metrics if cfg else [],
+               "submission_opens_at": _iso(coll.submission_opens_at),
+               "submission_closes_at": _iso(coll.submission_closes_at),
+               "daily_run_quota": coll.daily_run_quota, "leaderboard_released": coll.leaderboard_released}
+        if me.can_organise(coll.id) and cfg is not None:
+            doc.update(levels=cfg.levels, evaluation=cfg.evaluation, significance=cfg.significance,
+                       config_version=cfg.version)
+        return doc
+
+    @post("/api/collections", sync_to_thread=True)
+    def create_collection(data: JSONBody[dict[str, Any]], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        me.require_admin()
+        name = str(data.get("name", "")).strip()
+        if not name:
+            raise InvalidMeasure("a collection needs a name")
+        if s.scalar(select(Collection.id).where(Collection.name == name)) is not None:
+            raise Conflict(f"collection {name!r} exists")
+        coll = Collection(name=name, description=str(data.get("description", "")))
+        s.add(coll)
+        s.flush()
+        _apply_settings(s, coll, data, me, new=True)
+        audit(s, me.name, "collection.create", coll.id, name=name)
+        s.commit()
+        return _collection_doc(coll, me)
+
+    @get("/api/collections", sync_to_thread=True)
+    def list_collections(s: NamedDependency[Session], me: NamedDependency[Principal], offset: FromQuery[int] = 0, limit: FromQuery[int] = 50) -> dict[str, Any]:
+        rows = [c for c in s.scalars(select(Collection).order_by(Collection.id)) if me.can_see_collection(c)]
+        page = rows[max(offset, 0): max(offset, 0) + min(max(limit, 1), 200)]
+        return {"total": len(rows), "offset": offset, "items": [_collection_doc(c, me) for c in page]}
+
+    @get("/api/collections/{cid:int}", sync_to_thread=True)
+    def get_collection(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        return _collection_doc(_collection(s, cid, me), me)
+
+    @patch("/api/collections/{cid:int}", sync_to_thread=True)
+    def update_collection(cid: FromPath[int], data: JSONBody[dict[str, Any]], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        coll = _collection(s, cid, me)
+        me.require_organiser(coll.id)
+        _apply_settings(s, coll, data, me, new=False)
+        s.commit()
+        return _collection_doc(coll, me)
+
+    def _apply_settings(s: Session, coll: Collection, data: dict[str, Any], me: Principal, new: bool) -> None:
+        cfg = coll.current_config
+        keys = ("official_metric", "metrics", "levels", "evaluation", "significance")
+        if new or any(k in data for k in keys):
+            spec = ConfigSpec(
+                official_metric=data.get("official_metric", cfg.official_metric if cfg else "AP"),
+                metrics=tuple(data.get("metrics", cfg.metrics if cfg else ConfigSpec().metrics)),
+                levels=tuple(data.get("levels", cfg.levels if cfg else ())),
+                evaluation=data.get("evaluation", cfg.evaluation if cfg else {}),
+                significance=data.get("significance", cfg.significance if cfg else {}),
+            )
+            set_config(s, coll, spec, me.name)
+        if "visibility" in data:
+            if data["visibility"] not in ("public", "private"):
+                raise InvalidMeasure("visibility is public or private")
+            coll.visibility = data["visibility"]
+        for key in ("submission_opens_at", "submission_closes_at"):
+            if key in data:
+                setattr(coll, key, _parse_time(data[key], key))
+        if "daily_run_quota" in data:
+            quota = data["daily_run_quota"]
+            if quota is not None and (not isinstance(quota, int) or quota < 1):
+                raise InvalidMeasure("daily_run_quota is a positive integer or null")
+            coll.daily_run_quota = quota
+        if "leaderboard_released" in data:
+            coll.leaderboard_released = bool(data["leaderboard_released"])
+            audit(s, me.name, "leaderboard.release", coll.id, released=coll.leaderboard_released)
+        if "description" in data:
+            coll.description = str(data["description"])
+
+    # ------------------------------------------------------------------------ qrels
+    @get("/api/collections/{cid:int}/qrels", sync_to_thread=True)
+    def list_qrels(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        coll = _collection(s, cid, me)
+        me.require_organiser(coll.id)
+        versions = s.scalars(select(QrelsVersion).where(QrelsVersion.collection_id == cid).order_by(QrelsVersion.version))
+        return {"current": coll.current_qrels.version if coll.current_qrels else None, "items": [
+            {"version": v.version, "uploaded_by": v.uploaded_by, "uploaded_at": _iso(v.uploaded_at),
+             "checksum": v.checksum, "judgments": v.n_judgments, "level_counts": v.level_counts} for v in versions]}
+
+    # ------------------------------------------------------------------------- runs
+    def _run(s: Session, rid: int, me: Principal) -> tuple[Run, Collection]:
+        run = s.get(Run, rid)
+        coll = s.get(Collection, run.collection_id) if run is not None else None
+        if run is None or coll is None:
+            raise NotFound(f"no run {rid}")
+        if not me.can_see_run(run, coll):
+            raise _denied(me, f"run {rid}")
+        return run, coll
+
+    def _run_doc(run: Run) -> dict[str, Any]:
+        return {"id": run.id, "collection_id": run.collection_id, "tag": run.tag, "team": run.team.name,
+                "status": run.status, "reason": run.status_reason, "submitted_at": _iso(run.submitted_at),
+                "topics": run.n_topics, "depth": run.depth, "lines": run.n_lines, "baseline": run.is_baseline,
+                "primary": run.is_primary, "description": run.description}
+
+    @get("/api/collections/{cid:int}/runs", sync_to_thread=True)
+    def list_runs(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal], offset: FromQuery[int] = 0, limit: FromQuery[int] = 100) -> dict[str, Any]:
+        coll = _collection(s, cid, me)
+        me.require_authenticated()
+        runs = [r for r in s.scalars(select(Run).where(Run.collection_id == cid).order_by(Run.id))
+                if me.can_organise(cid) or r.team_id == me.team_id]
+        page = runs[max(offset, 0): max(offset, 0) + min(max(limit, 1), 500)]
+        return {"total": len(runs), "offset": offset, "items": [_run_doc(r) for r in page],
+                **_quota_doc(s, coll, me)}
+
+    @get("/api/runs/{rid:int}", sync_to_thread=True)
+    def get_run(rid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        return _run_doc(_run(s, rid, me)[0])
+
+    @get("/api/runs/{rid:int}/file", sync_to_thread=True, media_type="text/plain")
+    def download_run(rid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> Response[bytes]:
+        run, coll = _run(s, rid, me)
+        if not (me.can_organise(coll.id) or (me.role == "participant" and run.team_id == me.team_id)):
+            raise Forbidden("only the submitting team and the organisers may download a run")
+        import zlib
+
+        return Response(zlib.decompress(run.file), media_type="text/plain")
+
+    @delete("/api/runs/{rid:int}", sync_to_thread=True, status_code=200)
+    def delete_run(rid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        run, coll = _run(s, rid, me)
+        me.require_organiser(coll.id)
+        audit(s, me.name, "run.delete", coll.id, run=run.tag, checksum=run.checksum)
+        s.delete(run)
+        s.commit()
+        return {"deleted": rid}
+
+    # -------------------------------------------------------------------- reading
+    @get("/api/collections/{cid:int}/leaderboard", sync_to_thread=True)
+    def leaderboard(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal], metric: FromQuery[str | None] = None,
+                    format: FromQuery[str] = "json") -> Response[Any]:  # noqa: A002
+        coll = _collection(s, cid, me)
+        if not (me.can_organise(cid) or coll.leaderboard_released or me.role == "participant"):
+            raise _denied(me, f"the leaderboard of collection {cid}")
+        name, rows = read_leaderboard(s, coll.name, metric)
+        visible = [r for r in rows if me.can_organise(cid) or coll.leaderboard_released
+                   or r.team == _team_name(s, me)]
+        running = s.scalar(select(func.count()).select_from(Job).where(
+            Job.collection_id == cid, Job.status.in_(("running", "testing"))))
+        doc = {"collection": coll.name, "metric": name, "released": coll.leaderboard_released,
+               "qrels_version": coll.current_qrels.version if coll.current_qrels else None,
+               "reevaluation_in_progress": bool(running),
+               "rows": [{"rank": r.rank, "run": r.run, "team": r.team, "mean": r.mean, "ci_low": r.ci_low,
+                         "ci_high": r.ci_high, "n_topics": r.n_topics, "baseline": r.baseline} for r in visible]}
+        if format == "csv":
+            out = io.StringIO()
+            w = csv.writer(out)
+            w.writerow(["rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "baseline"])
+            for r in doc["rows"]:
+                w.writerow([r["rank"], r["run"], r["team"], r["mean"], r["ci_low"], r["ci_high"], r["n_topics"],
+                            r["baseline"]])
+            return Response(out.getvalue(), media_type="text/csv")
+        if format != "json":
+            raise InvalidMeasure("format is json or csv")
+        return Response(doc)
+
+    @get("/api/jobs/{jid:int}", sync_to_thread=True)
+    def get_job(jid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        job = s.get(Job, jid)
+        if job is None:
+            raise NotFound(f"no job {jid}")
+        me.require_organiser(job.collection_id)
+        coll = s.get(Collection, job.collection_id)
+        return next(j for j in list_jobs(s, coll.name) if j["id"] == jid)
+
+    # The uploads read the body asynchronously (size-limited), then run a sync use case.
+    @post("/api/collections/{cid:int}/qrels")
+    async def upload_qrels_handler(cid: FromPath[int], request: Request) -> dict[str, Any]:
+        body = await request.body()
+        return await _in_thread(lambda: _upload_qrels(cid, body, request.headers.get("authorization")))
+
+    def _upload_qrels(cid: FromPath[int], body: bytes, auth: str | None) -> dict[str, Any]:
+        with factory() as s:  # authorise and validate before taking any write lock
+            me = access.principal_for(s, auth)
+            me.require_organiser(_collection(s, cid, me).id)
+        parsed = parse_qrels(body, "qrels upload")  # 422 with the line before anything is stored
+        with transaction(factory) as s:
+            coll = s.get(Collection, cid)
+            previous = coll.current_qrels_id
+            version = add_qrels(s, coll, body, "qrels upload", me.name, parsed=parsed)
+            job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
+            doc = {"version": version.version, "judgments": version.n_judgments, "job": job.id}
+        send(followups)
+        return doc
+
+    @post("/api/collections/{cid:int}/runs")
+    async def submit_run_handler(cid: FromPath[int], request: Request) -> dict[str, Any]:
+        body = await request.body()
+        team = request.query_params.get("team")
+        return await _in_thread(lambda: _submit_run(cid, body, request.headers.get("authorization"), team))
+
+    def _submit_run(cid: FromPath[int], body: bytes, auth: str | None, team_param: str | None) -> dict[str, Any]:
+        with transaction(factory) as s:
+            me = access.principal_for(s, auth)
+            coll = _collection(s, cid, me)
+            me.require_authenticated()
+            if me.role == "participant":
+                team = s.get(Team, me.team_id)
+                _check_window(coll)
+                _check_quota(s, coll, team.id)
+            elif me.can_organise(cid):
+                if not team_param:
+                    raise InvalidMeasure("organisers submit for a team: add ?team=NAME")
+                team = s.scalar(select(Team).where(Team.name == team_param))
+                if team is None:
+                    raise NotFound(f"no team named {team_param!r}")
+            else:
+                raise Forbidden("only participants and this collection's organisers submit runs")
+            if coll.current_qrels_id is None:
+                raise Conflict("the collection has no qrels yet")
+            order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
+            parsed = parse_run(body, "run upload", order)
+            unknown = sorted(set(parsed.topics) - {t for t in _topic_ids(s, cid)})
+            if unknown:
+                raise InvalidInput("run upload", None, f"unknown topics: {', '.join(unknown[:20])}")
+            run = add_run(s, coll, body, "run upload", team=team.name, actor=me.name, parsed=parsed)
+            job, followups = plan_job(s, coll, "submission")
+            doc = {**_run_doc(run), "job": job.id}
+        send(followups)
+        return doc
+
+    def _topic_ids(s: Session, cid: int) -> list[str]:
+        from service.store.models import Topic
+
+        return list(s.scalars(select(Topic.topic_id).where(Topic.collection_id == cid)))
+
+    def _check_window(coll: Collection) -> None:
+        now = datetime.now(UTC)
+        opens, closes = as_utc(coll.submission_opens_at), as_utc(coll.submission_closes_at)
+        if (opens and now < opens) or (closes and now >= closes):
+            raise Conflict(f"submissions are closed (window {_iso(opens)} - {_iso(closes)})")
+
+    def _quota_doc(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
+        if coll.daily_run_quota is None or me.team_id is None:
+            return {}
+        used = _runs_today(s, coll.id, me.team_id)
+        return {"quota": {"per_day": coll.daily_run_quota, "used_today": used, "resets_at": _next_midnight()}}
+
+    def _check_quota(s: Session, coll: Collection, team_id: int) -> None:
+        if coll.daily_run_quota is not None and _runs_today(s, coll.id, team_id) >= coll.daily_run_quota:
+            raise Conflict(f"the team's quota of {coll.daily_run_quota} runs a day is used; it resets at "
+                           f"{_next_midnight()}")
+
+    def _runs_today(s: Session, cid: int, team_id: int) -> int:
+        midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        return sum(1 for t in s.scalars(select(Run.submitted_at).where(Run.collection_id == cid,
+                                                                       Run.team_id == team_id))
+                   if as_utc(t) >= midnight)
+
+    def _team_name(s: Session, me: Principal) -> str | None:
+        team = s.get(Team, me.team_id) if me.team_id else None
+        return team.name if team else None
+
+    handlers = [live, ready, create_team, create_token, create_collection, list_collections, get_collection,
+                update_collection, list_qrels, list_runs, get_run, download_run, delete_run, leaderboard, get_job,
+                upload_qrels_handler, submit_run_handler]
+    return Litestar(
+        route_handlers=handlers,
+        dependencies={"s": Provide(db), "me": Provide(caller, sync_to_thread=True)},
+        exception_handlers=_handlers(),
+        request_max_body_size=max_body,
+        openapi_config=OpenAPIConfig(title="Cranfield", version=service.__version__, path="/schema"),
+    )
+
+
+async def _in_thread(fn: Callable[[], Any]) -> Any:
+    import anyio
+
+    return await anyio.to_thread.run_sync(fn)
+
+
+def _iso(value: datetime | None) -> str | None:
+    value = as_utc(value)
+    return value.isoformat() if value else None
+
+
+def _parse_time(value: Any, key: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(str(value))
+    except ValueError:
+        raise InvalidMeasure(f"{key} is an ISO 8601 time, not {value!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _next_midnight() -> str:
+    from datetime import timedelta
+
+    now = datetime.now(UTC)
+    return (now.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)).isoformat()

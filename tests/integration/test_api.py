@@ -1,0 +1,215 @@
+"""The HTTP API on both databases: the flow, every role against every endpoint, bad uploads.
+
+Evaluation work the API hands out is run in-process here (what a worker does); the store,
+the migrations and the use cases are real.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from litestar.testing import TestClient
+
+from service.api.app import create_app
+from service.evaluation.access import create_token
+from service.evaluation.pipeline import Followup, evaluate_item, run_tests
+from service.sample import CollectionSpec, generate
+from service.store.db import transaction
+from tests.integration.conftest import Backend
+
+SPEC = CollectionSpec(topics=6, runs=3, depth=20, docs_per_topic=60, judged_per_topic=30, seed=3)
+
+
+@dataclass
+class World:
+    client: TestClient
+    tokens: dict[str, str]  # role name -> secret
+    cid: int
+    other_cid: int
+    runs: dict[str, str]  # tag -> run text
+    qrels: str
+    run_ids: dict[str, int]
+
+
+def auth(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+@pytest.fixture
+def world(backend: Backend) -> Iterator[World]:
+    factory = backend.factory()
+
+    def dispatch(followups: list[Followup]) -> None:  # the worker's part, in-process
+        queue = list(followups)
+        while queue:
+            f = queue.pop(0)
+            queue += evaluate_item(factory, f.id) if f.task == "evaluate_item" else run_tests(factory, f.id)
+
+    with transaction(factory) as s:
+        admin, _ = create_token(s, "admin", name="root")
+    app = create_app(backend.database_url, dispatch)
+    with TestClient(app=app) as client:
+        a = auth(admin)
+        for team in ("alpha", "beta"):
+            assert client.post("/api/teams", json={"name": team}, headers=a).status_code == 201
+        cid = client.post("/api/collections", json={"name": "task", "official_metric": "nDCG@10",
+                                                    "metrics": ["AP", "nDCG@10"]}, headers=a).json()["id"]
+        other = client.post("/api/collections", json={"name": "other"}, headers=a).json()["id"]
+        tokens = {"admin": admin}
+        tokens["organiser"] = client.post("/api/tokens", json={"role": "organiser", "collections": [cid]},
+                                          headers=a).json()["token"]
+        tokens["other_organiser"] = client.post("/api/tokens", json={"role": "organiser", "collections": [other]},
+                                                headers=a).json()["token"]
+        for team in ("alpha", "beta"):
+            tokens[team] = client.post("/api/tokens", json={"role": "participant", "team": team},
+                                       headers=auth(tokens["organiser"])).json()["token"]
+        qrels, runs = generate(SPEC)
+        r = client.post(f"/api/collections/{cid}/qrels", content=qrels, headers=auth(tokens["organiser"]))
+        assert r.status_code == 201, r.text
+        run_ids = {}
+        for (tag, text), team in zip(runs.items(), ("alpha", "alpha", "beta")):
+            r = client.post(f"/api/collections/{cid}/runs", content=text, headers=auth(tokens[team]))
+            assert r.status_code == 201, r.text
+            run_ids[tag] = r.json()["id"]
+        yield World(client, tokens, cid, other, runs, qrels, run_ids)
+
+
+def test_flow_leaderboard_and_corrected_qrels(world: World) -> None:
+    c, t = world.client, world.tokens
+    board = c.get(f"/api/collections/{world.cid}/leaderboard", headers=auth(t["organiser"])).json()
+    assert board["metric"] == "nDCG@10" and board["qrels_version"] == 1 and len(board["rows"]) == 3
+    assert [r["rank"] for r in board["rows"]] == [1, 2, 3]
+    # participants see only their own team's rows until the leaderboard is released
+    mine = c.get(f"/api/collections/{world.cid}/leaderboard", headers=auth(t["beta"])).json()
+    assert [r["team"] for r in mine["rows"]] == ["beta"]
+    assert c.patch(f"/api/collections/{world.cid}", json={"leaderboard_released": True, "visibility": "public"},
+                   headers=auth(t["organiser"])).status_code == 200
+    public = c.get(f"/api/collections/{world.cid}/leaderboard?metric=AP").json()
+    assert public["metric"] == "AP" and len(public["rows"]) == 3
+    csv_text = c.get(f"/api/collections/{world.cid}/leaderboard?format=csv").text
+    assert csv_text.splitlines()[0] == "rank,run,team,mean,ci_low,ci_high,n_topics,baseline"
+    # corrected qrels: a new version, re-evaluated, the leaderboard follows
+    corrected = world.qrels.replace(" L0\n", " L1\n", 5)
+    r = c.post(f"/api/collections/{world.cid}/qrels", content=corrected, headers=auth(t["organiser"]))
+    assert r.status_code == 201 and r.json()["version"] == 2
+    job = c.get(f"/api/jobs/{r.json()['job']}", headers=auth(t["organiser"])).json()
+    assert job["status"] == "done" and job["report"]["new_qrels_version"] == 2
+    assert c.get(f"/api/collections/{world.cid}/leaderboard").json()["qrels_version"] == 2
+    versions = c.get(f"/api/collections/{world.cid}/qrels", headers=auth(t["organiser"])).json()
+    assert [v["version"] for v in versions["items"]] == [1, 2] and versions["current"] == 2
+
+
+ROLES = ("anonymous", "alpha", "beta", "organiser", "other_organiser", "admin")
+
+
+def expect(**by_role: int) -> dict[str, int]:
+    default = by_role.pop("default")
+    return {role: by_role.get(role, default) for role in ROLES}
+
+
+def test_every_role_against_every_endpoint(world: World) -> None:
+    c, cid, other = world.client, world.cid, world.other_cid
+    alpha_run = world.run_ids["RUN-01"]
+    beta_run = world.run_ids["RUN-03"]
+    # (method, path, body, expected status per role) -- the collection is private and unreleased
+    cases = [
+        ("GET", "/health/live", None, expect(default=200)),
+        ("GET", f"/api/collections/{cid}", None, expect(default=200, anonymous=401, other_organiser=403)),
+        ("GET", f"/api/collections/{cid}/qrels", None, expect(default=403, anonymous=401, organiser=200, admin=200)),
+        ("GET", f"/api/collections/{cid}/runs", None, expect(default=200, anonymous=401, other_organiser=403)),
+        ("GET", f"/api/runs/{alpha_run}", None, expect(default=403, anonymous=401, alpha=200, organiser=200,
+                                                      admin=200)),
+        ("GET", f"/api/runs/{alpha_run}/file", None, expect(default=403, anonymous=401, alpha=200, organiser=200,
+                                                           admin=200)),
+        ("GET", f"/api/runs/{beta_run}", None, expect(default=403, anonymous=401, beta=200, organiser=200, admin=200)),
+        ("GET", f"/api/collections/{cid}/leaderboard", None, expect(default=200, anonymous=401,
+                                                                    other_organiser=403)),
+        ("GET", "/api/jobs/1", None, expect(default=403, anonymous=401, organiser=200, admin=200)),
+        ("PATCH", f"/api/collections/{cid}", {"description": "x"},
+         expect(default=403, anonymous=401, organiser=200, admin=200)),
+        ("POST", "/api/collections", {"name": "new-{role}"}, expect(default=403, anonymous=401, admin=201)),
+        ("POST", "/api/teams", {"name": "team-{role}"},
+         expect(default=403, anonymous=401, organiser=201, other_organiser=201, admin=201)),
+        ("POST", "/api/tokens", {"role": "admin"}, expect(default=403, anonymous=401, admin=201)),
+        ("POST", f"/api/collections/{cid}/qrels", "t 0 d 1\n",
+         expect(default=403, anonymous=401, organiser=201, admin=201)),
+        ("POST", f"/api/collections/{other}/runs", "t Q0 d 1 1 x\n",
+         expect(default=409, anonymous=401, organiser=403, other_organiser=400, admin=400)),
+        ("DELETE", f"/api/runs/{beta_run}", None, expect(default=403, anonymous=401, organiser=200)),
+    ]
+    for method, path, body, expected in cases:
+        for role in ROLES:
+            token = world.tokens.get(role)
+            kwargs: dict = {"headers": auth(token)}
+            if isinstance(body, dict):
+                kwargs["json"] = {k: v.format(role=role) if isinstance(v, str) else v for k, v in body.items()}
+            elif isinstance(body, str):
+                kwargs["content"] = body
+            r = c.request(method, path, **kwargs)
+            assert r.status_code == expected[role], (method, path, role, r.status_code, r.text)
+            if r.status_code >= 400:
+                error = r.json()["error"]
+                assert error["code"] and error["message"]  # the stable JSON error shape
+            if method == "DELETE" and r.status_code == 200:
+                break  # the run is gone for the roles after this one
+
+
+def test_qrels_are_never_readable_by_participants_or_anonymous(world: World) -> None:
+    for role in ("anonymous", "alpha", "beta"):
+        r = world.client.get(f"/api/collections/{world.cid}/qrels", headers=auth(world.tokens.get(role)))
+        assert r.status_code in (401, 403) and "judgments" not in r.text
+    doc = world.client.get(f"/api/collections/{world.cid}", headers=auth(world.tokens["alpha"])).json()
+    assert "levels" not in doc and "evaluation" not in doc
+
+
+def test_bad_uploads_are_refused_with_lines_and_store_nothing(world: World) -> None:
+    c, t, cid = world.client, world.tokens, world.cid
+    bad_run = "0001 Q0 a 1 1 new\n0001 Q0 b 2 x new\n"
+    r = c.post(f"/api/collections/{cid}/runs", content=bad_run, headers=auth(t["alpha"]))
+    assert r.status_code == 422 and r.json()["error"]["line"] == 2 and "not a number" in r.json()["error"]["message"]
+    dup = "0001 Q0 a 1 2 new\n0001 Q0 a 2 1 new\n"
+    r = c.post(f"/api/collections/{cid}/runs", content=dup, headers=auth(t["alpha"]))
+    assert r.status_code == 422 and r.json()["error"]["line"] == 2
+    unknown = "9999 Q0 a 1 2 new\n"
+    r = c.post(f"/api/collections/{cid}/runs", content=unknown, headers=auth(t["alpha"]))
+    assert r.status_code == 422 and "unknown topics: 9999" in r.json()["error"]["message"]
+    again = world.runs["RUN-01"]
+    assert c.post(f"/api/collections/{cid}/runs", content=again, headers=auth(t["alpha"])).status_code == 422
+    r = c.post(f"/api/collections/{cid}/qrels", content="t 0 d\n", headers=auth(t["organiser"]))
+    assert r.status_code == 422 and r.json()["error"]["line"] == 1
+    runs = c.get(f"/api/collections/{cid}/runs", headers=auth(t["organiser"])).json()
+    assert runs["total"] == 3
+    assert [v["version"] for v in c.get(f"/api/collections/{cid}/qrels",
+                                        headers=auth(t["organiser"])).json()["items"]] == [1]
+
+
+def test_submission_window_and_quota(world: World) -> None:
+    c, t, cid = world.client, world.tokens, world.cid
+    run = "0001 Q0 NTC-000-00001 1 2 quota{n}\n"
+    assert c.patch(f"/api/collections/{cid}", json={"daily_run_quota": 3}, headers=auth(t["organiser"])).status_code == 200
+    listing = c.get(f"/api/collections/{cid}/runs", headers=auth(t["beta"])).json()
+    assert listing["quota"]["per_day"] == 3 and listing["quota"]["used_today"] == 1
+    assert c.post(f"/api/collections/{cid}/runs", content=run.format(n=1), headers=auth(t["beta"])).status_code == 201
+    assert c.post(f"/api/collections/{cid}/runs", content=run.format(n=2), headers=auth(t["beta"])).status_code == 201
+    r = c.post(f"/api/collections/{cid}/runs", content=run.format(n=3), headers=auth(t["beta"]))
+    assert r.status_code == 409 and "resets at" in r.json()["error"]["message"]
+    c.patch(f"/api/collections/{cid}", json={"daily_run_quota": None,
+                                             "submission_closes_at": "2020-01-01T00:00:00+00:00"},
+            headers=auth(t["organiser"]))
+    r = c.post(f"/api/collections/{cid}/runs", content=run.format(n=4), headers=auth(t["alpha"]))
+    assert r.status_code == 409 and "closed" in r.json()["error"]["message"]
+
+
+def test_tokens_are_stored_hashed_and_bad_tokens_are_401(world: World, backend: Backend) -> None:
+    from sqlalchemy import select
+
+    from service.store.models import ApiToken
+
+    with backend.factory()() as s:
+        hashes = list(s.scalars(select(ApiToken.token_hash)))
+    assert all(secret not in hashes for secret in world.tokens.values())
+    r = world.client.get(f"/api/collections/{world.cid}", headers={"Authorization": "Bearer nope"})
+    assert r.status_code == 401 and r.json()["error"]["code"] == "unauthenticated"
+    assert world.client.get("/schema/openapi.json").status_code == 200
