@@ -203,8 +203,10 @@ def cmd_metaeval(args: argparse.Namespace, out: TextIO) -> int:
         return _top_heaviness(args, measures, out)
     if not args.qrels or len(args.runs) < 2:
         raise InvalidMeasure("metaeval needs --qrels QRELS and at least two RUN files (or only --top-heaviness R)")
-    settings = EvalSettings(missing=args.missing, gains=_gains(args.gains))
     qrels = read_qrels(args.qrels)
+    # H stays the full judgments' top level on reduced judgments: otherwise ERR's and RBP's
+    # scale would move with the reduction, confounding the experiment.
+    settings = EvalSettings(missing=args.missing, gains=_gains(args.gains), max_level=qrels.max_level)
     runs = [read_run(p, args.order) for p in args.runs]
     levels = [100.0] + ([float(v) for v in args.reduce.split(",")] if args.reduce else [])
     full_means = None

@@ -84,20 +84,21 @@ def parse_qrels(data: bytes, source: str = "<qrels>", fmt: QrelsFormat = "auto")
 
 def _ntcir_levels(table: TokenTable) -> np.ndarray:
     raw = table.field_bytes(2)
-    ok = np.char.startswith(raw, b"L")
+    ok = np.char.startswith(raw, b"L") & ~np.char.startswith(raw, b"LL")
     if not np.all(ok):
         r = int(np.flatnonzero(~ok)[0])
         raise InvalidInput(
             table.source, int(table.line_numbers[r]), f"relevance label {table.field_text(r, 2)!r} is not L<n>"
         )
-    digits = np.char.lstrip(raw, b"L")
+    digits = np.char.lstrip(raw, b"L")  # exactly one L (checked above)
     try:
         return digits.astype(np.int64)
-    except ValueError:
+    except (ValueError, OverflowError):
         pass
     for r, text in enumerate(digits.tolist()):
         try:
-            int(text)
+            if abs(int(text)) > 2**62:
+                break
         except ValueError:
             break
     raise InvalidInput(
@@ -105,7 +106,15 @@ def _ntcir_levels(table: TokenTable) -> np.ndarray:
     )
 
 
+MAX_LEVEL = 10_000  # relevance scales are small; this bounds the per-level tables
+
+
 def _build_qrels(table: TokenTable, doc_k: int, levels: np.ndarray) -> Qrels:
+    too_high = np.flatnonzero(levels > MAX_LEVEL)
+    if too_high.shape[0]:
+        r = int(too_high[0])
+        raise InvalidInput(table.source, int(table.line_numbers[r]),
+                           f"relevance level {int(levels[r])} is above the largest supported level {MAX_LEVEL}")
     topics_raw = table.field_bytes(0)
     docnos = table.field_bytes(doc_k)
     uniq, codes = _group_consecutive(topics_raw)

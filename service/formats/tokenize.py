@@ -85,6 +85,10 @@ def tokenize(data: bytes, source: str, fields: int, *, exact: bool = False) -> T
     ``#`` comment lines are skipped. Raises :class:`InvalidInput` naming the
     first offending line.
     """
+    if data.startswith(b"\xef\xbb\xbf"):
+        # A UTF-8 byte-order mark is not part of the first topic id. Blanked rather than cut,
+        # so byte offsets (and line numbers) stay those of the file.
+        data = b"   " + data[3:]
     if not data.isascii():
         try:
             data.decode("utf-8")
@@ -265,11 +269,14 @@ def parse_ints(table: TokenTable, k: int, what: str) -> np.ndarray:
     except (ValueError, OverflowError):
         pass
     for r, text in enumerate(raw.tolist()):
+        problem = None
         try:
-            int(text)
+            value = int(text)
+            if not -(2**62) <= value <= 2**62:
+                problem = "is out of range"
         except ValueError:
-            raise InvalidInput(
-                table.source, int(table.line_numbers[r]), f"{what} {text.decode('utf-8')!r} is not an integer"
-            ) from None
+            problem = "is not an integer"
+        if problem:
+            raise InvalidInput(table.source, int(table.line_numbers[r]), f"{what} {text.decode('utf-8')!r} {problem}")
     raise InvalidInput(table.source, None, f"{what} column does not parse as integers")
 

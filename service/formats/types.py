@@ -54,7 +54,8 @@ class Qrels:
     @property
     def max_level(self) -> int:
         """H: the largest level judged in any topic (0 if nothing is relevant)."""
-        return max((int(lv.max()) for lv in self.levels if lv.shape[0]), default=0)
+        # Negative labels mean "unjudged": H is never below 0.
+        return max([0] + [int(lv.max()) for lv in self.levels if lv.shape[0]])
 
     def level_counts(self, max_level: int) -> np.ndarray:
         """(topics, max_level + 1) counts of judged documents per level (negatives left out)."""

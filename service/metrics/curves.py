@@ -69,7 +69,10 @@ def gain_curves(
     if base <= 1:
         raise InvalidMeasure("the log base must be > 1")
     settings = settings or EvalSettings()
-    scale = settings.scale(qrels)
+    try:
+        scale = settings.scale(qrels)
+    except ValueError as exc:
+        raise InvalidMeasure(str(exc)) from None
     topic_idx = evaluation_topics(qrels, settings)
     stats = TopicStats(qrels.level_counts(scale.max_level)[list(topic_idx)], scale.max_level)
     col_of = {qrels.topics[qi]: c for c, qi in enumerate(topic_idx)}

@@ -45,8 +45,8 @@ class Scale:
 
     @property
     def gmax(self) -> float:
-        """The gain of the top level H."""
-        return self.default_gains[self.max_level]
+        """The largest gain (that of the top level H when gains increase with the level)."""
+        return max(self.default_gains)
 
 
 def resolve_gains(gains: dict[int, float] | tuple[tuple[int, float], ...], max_level: int, where: str) -> GainTable:

@@ -62,6 +62,8 @@ class EvalSettings:
             raise ValueError(f"no_relevant must be 'skip' or 'count', not {self.no_relevant!r}")
         if self.depth is not None and self.depth < 1:
             raise ValueError("depth must be a positive integer")
+        if not self.session_sep:
+            raise ValueError("session_sep must not be empty")
 
     def scale(self, qrels: Qrels) -> Scale:
         found = qrels.max_level
@@ -221,7 +223,7 @@ def level_matrix(
         if ranks.shape[0]:
             width = max(width, int(ranks.max()) + 1)
         per_run.append((rows, ranks, levels))
-    matrix = np.full((len(runs) * n_topics, width), ABSENT, dtype=np.int16)
+    matrix = np.full((len(runs) * n_topics, width), ABSENT, dtype=np.int32)
     for rows, ranks, levels in per_run:
         matrix[rows, ranks] = levels
     return matrix, present

@@ -56,7 +56,7 @@ def split_session_topics(run: Run, sep: str = ":") -> dict[str, list[tuple[str, 
             raise InvalidMeasure(f"run {run.tag!r}: topic {topic!r} is not SESSION{sep}POSITION")
         sessions.setdefault(session, []).append((position, i))
     for queries in sessions.values():
-        numeric = all(p.isdigit() for p, _ in queries)
+        numeric = all(p.isascii() and p.isdigit() for p, _ in queries)
         queries.sort(key=lambda pq: (int(pq[0]), pq[0]) if numeric else (0, pq[0]))
     return sessions
 

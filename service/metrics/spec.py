@@ -49,11 +49,12 @@ class Param:
                 raise InvalidMeasure(f"{metric}: {self.name} takes true or false, not {raw!r}")
             value = raw
         elif self.kind == "int":
-            if isinstance(raw, bool) or not isinstance(raw, (int, float)) or float(raw) != int(raw):
+            if (isinstance(raw, bool) or not isinstance(raw, (int, float)) or not _finite(raw)
+                    or float(raw) != int(raw) or abs(int(raw)) > 2**31):
                 raise InvalidMeasure(f"{metric}: {self.name} takes an integer, not {raw!r}")
             value = int(raw)
         elif self.kind == "float":
-            if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
+            if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not _finite(raw):
                 raise InvalidMeasure(f"{metric}: {self.name} takes a number, not {raw!r}")
             value = _number(float(raw))
         elif self.kind == "choice":
@@ -71,6 +72,13 @@ class Param:
         return value
 
 
+def _finite(x: int | float) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except OverflowError:  # an int too large for a float
+        return False
+
+
 def _number(x: float) -> int | float:
     """Integral floats become ints so that beta=10 and beta=10.0 are one metric."""
     return int(x) if x.is_integer() and abs(x) < 2**53 else x
@@ -81,11 +89,17 @@ def _coerce_gains(raw: Any, metric: str) -> GainsValue:
         raise InvalidMeasure(f"{metric}: gains takes a mapping level:gain such as {{1:1,2:5,3:10}}")
     items: list[tuple[int, float]] = []
     for level, gain in raw.items():
-        if isinstance(level, bool) or not isinstance(level, int) or level < 0:
-            raise InvalidMeasure(f"{metric}: gains levels are integers >= 0, not {level!r}")
-        if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not math.isfinite(gain) or gain < 0:
+        if isinstance(level, bool) or not isinstance(level, int) or level < 0 or level > 10_000:
+            raise InvalidMeasure(f"{metric}: gains levels are integers from 0 to 10000, not {level!r}")
+        if isinstance(gain, bool) or not isinstance(gain, (int, float)) or not _finite(gain) or gain < 0:
             raise InvalidMeasure(f"{metric}: the gain of level {level} must be a number >= 0, not {gain!r}")
+        if level == 0:
+            if gain != 0:
+                raise InvalidMeasure(f"{metric}: level 0 means judged non-relevant; its gain must be 0")
+            continue  # 0:0 is implied: one canonical string with or without it
         items.append((level, _number(float(gain))))
+    if not items:
+        raise InvalidMeasure(f"{metric}: gains needs at least one relevant level")
     return tuple(sorted(items))
 
 
@@ -195,6 +209,8 @@ def make_measure(name: str, given: Mapping[str, Any], cutoff: int | None) -> Mea
         raise InvalidMeasure(f"{name} takes no cutoff")
     if defn.cutoff == "required" and cutoff is None:
         raise InvalidMeasure(f"{name} needs a cutoff, e.g. {name}@10")
+    if "norm" in params and cutoff is None:
+        raise InvalidMeasure(f"{name}: norm only changes the normaliser at a cutoff, e.g. {name}(norm=minRk)@10")
     if cutoff is not None and cutoff < 1:
         raise InvalidMeasure(f"{name}: the cutoff must be a positive integer")
     return Measure(name=name, params=tuple(sorted(params.items())), cutoff=cutoff)
@@ -227,7 +243,7 @@ def parse_measure(text: str) -> Measure:
     cutoff: int | None = None
     if m.group("cutoff") is not None:
         raw = m.group("cutoff").strip()
-        if not raw.isdigit():
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
             raise InvalidMeasure(f"{text!r}: the cutoff after @ must be a positive integer, not {raw!r}")
         cutoff = int(raw)
     return make_measure(name, given, cutoff)
@@ -245,6 +261,8 @@ def _parse_args(args: str, text: str) -> dict[str, Any]:
     for kw in call.keywords:
         if kw.arg is None:
             raise InvalidMeasure(f"{text!r}: parameters are written name=value")
+        if kw.arg in out:
+            raise InvalidMeasure(f"{text!r}: {kw.arg} is given twice")
         out[kw.arg] = _literal(kw.value, text)
     return out
 
@@ -253,7 +271,15 @@ def _literal(node: ast.AST, text: str) -> Any:
     if isinstance(node, ast.Name):
         return _WORD_VALUES.get(node.id, node.id)
     if isinstance(node, ast.Dict):
-        return {_literal(k, text): _literal(v, text) for k, v in zip(node.keys, node.values) if k is not None}
+        out: dict[Any, Any] = {}
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                continue
+            key = _literal(k, text)
+            if key in out:
+                raise InvalidMeasure(f"{text!r}: key {key!r} is given twice")
+            out[key] = _literal(v, text)
+        return out
     if isinstance(node, ast.Set) and not node.elts:
         return {}
     try:

@@ -14,7 +14,7 @@ from service.metrics import REGISTRY, EvalSettings, evaluate
 IDEAL_ONE = [
     "AP", "AP'", "Q", "Q(beta=10)", "Q'", "Q(norm=minRk)@5", "Rmeasure", "genAP", "nDCG", "nDCG@5",
     "nDCG(base=5)@10", "MSnDCG", "MSnDCG@5", "nCG@5", "nERR@10", "nERR(stop=linear)", "RR", "Omeasure",
-    "Pmeasure", "Pplus", "Rprec", "bpref", "bpref_N", "rpref_relative2", "nCGavg@5", "nDCGavg@5", "AP(rel=2)",
+    "Pmeasure", "Pplus", "Rprec", "bpref", "bpref_R", "bpref_N", "rpref_relative2", "nCGavg@5", "nDCGavg@5", "AP(rel=2)",
     "AP(norm=minRk)@5",
 ]
 # Bounded in [0, 1] but not 1 for every ideal ranking (docs/definitions.md says why).

@@ -117,6 +117,13 @@ def bpref(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     return safe_div(rowsum(is_rel * (1.0 - penalty)), r)
 
 
+def bpref_r(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
+    """bpref_R = (1/R) sum isrel(r') (1 - min(R, r' - count(r'))/R)  (Eq. 10); = bpref when R <= N."""
+    _, is_rel, above, r, _ = _bpref_parts(lists, m)
+    penalty = safe_div(np.minimum(r[:, None], above), r[:, None])
+    return safe_div(rowsum(is_rel * (1.0 - penalty)), r)
+
+
 def bpref_n(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     """bpref_N = (1/R) sum isrel(r') (1 - (r' - count(r'))/N)  (Eq. 11; trec_eval 8's bpref_allnonrel)."""
     _, is_rel, above, r, n = _bpref_parts(lists, m)
@@ -150,7 +157,9 @@ register(MetricDef("NumRelRet", num_rel_ret, BINARY, "number of relevant documen
          "num_rel_ret")
 register(MetricDef("Judged", judged, (), "share of the top k that is judged", family="binary"))
 register(MetricDef("bpref", bpref, (REL,), "binary preference (trec_eval; bpref_R if R<=N, bpref_N if R>=N)",
-                   ideal_is_one=True, family="binary"), "bpref_R")
+                   ideal_is_one=True, family="binary"))
+register(MetricDef("bpref_R", bpref_r, (REL,), "bpref normalised by R (Sakai 2007, Eq. 10)", ideal_is_one=True,
+                   family="binary"))
 register(MetricDef("bpref_N", bpref_n, (REL,), "bpref normalised by N (bpref_allnonrel)", ideal_is_one=True,
                    family="binary"),
          "bpref_allnonrel")

@@ -1,12 +1,14 @@
 """User-model metrics: ERR (Chapelle et al. 2009) and RBP (Moffat & Zobel 2008).
 
 ERR = sum_r (1/r) R_r prod_{i<r} (1 - R_i), with the stop probability R_r of
-the document at rank r either ``stop=exp``: (2^l - 1)/2^H from its level l
-(Chapelle's; the survey's worked example) or ``stop=linear``: g/(gmax + 1) from
-its gain (NTCIREVAL's). nERR divides by the ERR of the ideal list (documents by
+the document at rank r either ``stop=exp``: (2^g - 1)/2^gmax from its gain g, the
+grade (Chapelle's; with the default gains g = level l this is the survey's
+(2^l - 1)/2^H), or ``stop=linear``: g/(gmax + 1) (NTCIREVAL's); gmax is the largest
+gain of the profile. nERR divides by the ERR of the ideal list (documents by
 decreasing stop probability), both cut at k.
 
-RBP(p) = (1 - p) sum_r p^(r-1) g(r)/gmax, gmax the gain of the top level H.
+RBP(p) = (1 - p) sum_r p^(r-1) g(r)/gmax, gmax the largest gain (that of the top
+level H with the default, increasing gains).
 RBPresidual(p) = p^d + (1 - p) sum over unjudged ranks r <= d of p^(r-1): the
 most RBP could still grow if every unjudged document and everything past the
 list's depth d were fully relevant.
@@ -23,12 +25,15 @@ from service.metrics.spec import Measure, MetricDef, Param, register
 
 
 def _stop_table(m: Measure, scale: Scale) -> tuple[float, ...]:
-    """Stop probability of each level 0..H."""
-    H = scale.max_level
-    if m.get("stop") == "exp":
-        return tuple((2.0**lv - 1.0) / 2.0**H for lv in range(H + 1))
+    """Stop probability of each level 0..H, from its gain g and gmax, the largest gain.
+
+    exp: (2^g - 1)/2^gmax, written 2^(g - gmax) - 2^-gmax so that large grades underflow to
+    0 instead of overflowing; with the default gains (g = level) this is (2^l - 1)/2^H.
+    """
     table = gain_table(m, scale)
-    gmax = table[H]
+    gmax = max(table)
+    if m.get("stop") == "exp":
+        return tuple(float(np.exp2(g - gmax) - np.exp2(-gmax)) for g in table)
     return tuple(g / (gmax + 1.0) for g in table)
 
 
@@ -71,19 +76,21 @@ def nerr(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
 def rbp(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     """Rank-biased precision with graded gains g(r)/gmax.
 
-    gmax is the gain of the collection's top level H (``scale=collection``), or of
-    the highest level judged for the topic (``scale=topic``: trec_eval 10's rbp).
+    gmax is the largest gain of the profile (``scale=collection``; the gain of the top
+    level H for increasing gains), or the largest gain among the levels judged for the
+    topic (``scale=topic``: trec_eval 10's rbp).
     """
     table = gain_table(m, scale)
     p = float(m.get("p"))
     top = lists.top(m.cutoff)
     weights = (1.0 - p) * p ** np.arange(top.depth, dtype=np.float64)
     if m.get("scale") == "topic":
+        # the largest gain among the levels judged for the topic (0 excluded)
         counts = lists.stats.counts
-        top_level = np.where(counts > 0, np.arange(counts.shape[1])[None, :], 0).max(axis=1)
-        gmax = np.asarray(table, dtype=np.float64)[top_level][lists.row_topic]
+        gains_of = np.asarray(table, dtype=np.float64)[None, :]
+        gmax = np.where(counts > 0, gains_of, 0.0).max(axis=1)[lists.row_topic]
     else:
-        gmax = np.full(lists.n_rows, table[scale.max_level])
+        gmax = np.full(lists.n_rows, max(table))
     return safe_div(rowsum(top.gains(table) * weights), gmax)
 
 

@@ -39,7 +39,7 @@ NORM = Param(
 BASE = Param("base", "float", 2, "log base a of J&K's discount (no discount at ranks <= a)", check=_at_least(1, strict=True))
 PERSISTENCE = Param("p", "float", 0.95, "RBP persistence", check=_probability)
 STOP = Param(
-    "stop", "choice", "exp", "ERR stop probability: exp (2^l-1)/2^H (Chapelle) or linear g/(gmax+1) (NTCIREVAL)",
+    "stop", "choice", "exp", "ERR stop probability: exp (2^g-1)/2^gmax (Chapelle) or linear g/(gmax+1) (NTCIREVAL)",
     choices=("exp", "linear"),
 )
 

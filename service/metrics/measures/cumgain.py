@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from service.metrics.lists import GainTable, RankedLists, Scale
-from service.metrics.measures.common import BASE, GRADED, extend_cum, gain_table, safe_div
+from service.metrics.measures.common import BASE, GRADED, extend_cum, gain_table, rowsum, safe_div
 from service.metrics.spec import Measure, MetricDef, register
 
 
@@ -75,7 +75,8 @@ def ndcg(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
 
 
 def _vectors(lists: RankedLists, m: Measure, scale: Scale, discounted: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(actual, ideal) cumulative vectors per row over exactly k ranks."""
+    """(actual, ideal) cumulative vectors per row over min(k, w) ranks, w the longer of the
+    lists and the ideal list: past w both are constant, so nothing is materialised there."""
     table = gain_table(m, scale)
     k = m.cutoff
     assert k is not None
@@ -86,7 +87,13 @@ def _vectors(lists: RankedLists, m: Measure, scale: Scale, discounted: bool) -> 
     else:
         actual = lists.cum_gains(table)
         ideal_topic = lists.ideal_cum_topic(table)
-    return extend_cum(actual, k), extend_cum(ideal_topic, k)[lists.row_topic]
+    width = min(k, max(actual.shape[1], ideal_topic.shape[1]))
+    return extend_cum(actual, width), extend_cum(ideal_topic, width)[lists.row_topic]
+
+
+def _mean_over_k(ratio: np.ndarray, k: int) -> np.ndarray:
+    """(1/k) sum_{i<=k} ratio[i], the ranks past the materialised ones repeating the last value."""
+    return (rowsum(ratio) + (k - ratio.shape[1]) * ratio[:, -1]) / k
 
 
 def cg(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
@@ -108,13 +115,13 @@ def ncg(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
 def ncg_avg(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     """nCGavg@k = (1/k) sum_{i<=k} CG[i]/CG_I[i]  (J&K Eq. 6 over the nCG vector)."""
     actual, ideal = _vectors(lists, m, scale, discounted=False)
-    return safe_div(actual, ideal).mean(axis=1)
+    return _mean_over_k(safe_div(actual, ideal), m.cutoff)  # type: ignore[arg-type]
 
 
 def ndcg_avg(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     """nDCGavg@k = (1/k) sum_{i<=k} DCG[i]/DCG_I[i]  (J&K Eq. 6 over the nDCG vector)."""
     actual, ideal = _vectors(lists, m, scale, discounted=True)
-    return safe_div(actual, ideal).mean(axis=1)
+    return _mean_over_k(safe_div(actual, ideal), m.cutoff)  # type: ignore[arg-type]
 
 
 register(MetricDef("nDCG", ndcg, (*GRADED, BASE), "normalised DCG, Järvelin & Kekäläinen's discount", ideal_is_one=True),

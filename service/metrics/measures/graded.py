@@ -135,7 +135,7 @@ def rpref_n(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     """rpref_N = (1/cg_I(R)) sum g(r') (1 - penalty(r') / (R + N - cg_I(R)/gain(H)))  (Eq. 16)."""
     table = gain_table(m, scale)
     cond, g, penalty, ideal_total = _rpref_parts(lists, m, scale)
-    n_prime = rows_num_rel(lists) + rows_num_nonrel(lists) - safe_div(ideal_total, table[scale.max_level])
+    n_prime = rows_num_rel(lists) + rows_num_nonrel(lists) - safe_div(ideal_total, max(table))
     terms = g * (1.0 - safe_div(penalty, n_prime[:, None]))
     return safe_div(rowsum(terms), ideal_total)
 

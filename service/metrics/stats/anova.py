@@ -12,7 +12,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
-from service.metrics.stats.common import as_rng, as_score_matrix, pair_indices
+from service.metrics.stats.common import as_rng, as_score_matrix, pair_indices, t_statistic
 from service.metrics.stats.pairwise import bootstrap
 
 
@@ -50,10 +50,13 @@ def anova_two_way(scores: np.ndarray) -> AnovaTable:
     x = as_score_matrix(scores).values
     n, m = x.shape
     grand = x.mean()
-    ss_total = float(((x - grand) ** 2).sum())
-    ss_runs = float(n * ((x.mean(axis=0) - grand) ** 2).sum())
-    ss_topics = float(m * ((x.mean(axis=1) - grand) ** 2).sum())
-    ss_res = max(ss_total - ss_runs - ss_topics, 0.0)
+    run_means, topic_means = x.mean(axis=0), x.mean(axis=1)
+    ss_runs = float(n * ((run_means - grand) ** 2).sum())
+    ss_topics = float(m * ((topic_means - grand) ** 2).sum())
+    # Residuals computed directly (not total - runs - topics, which leaves round-off).
+    ss_res = float(((x - run_means[None, :] - topic_means[:, None] + grand) ** 2).sum())
+    if ss_res <= 1e-24 * float((x * x).sum()):
+        ss_res = 0.0  # round-off of an exactly additive table
     df_r, df_t, df_e = m - 1, n - 1, (m - 1) * (n - 1)
     ms_e = ss_res / df_e
     f_r = (ss_runs / df_r) / ms_e if ms_e > 0 else (np.inf if ss_runs > 0 else 0.0)
@@ -123,11 +126,10 @@ def effect_sizes(
     a, b = pair_indices(x.shape[1])
     z = x[:, a] - x[:, b]
     diff = z.mean(axis=0)
-    sd = z.std(axis=0, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        standardised = np.where(sd > 0, diff / sd, 0.0)
+    # A constant non-zero difference is an infinite standardised effect (t-statistic rules).
+    standardised = t_statistic(diff, z.std(axis=0, ddof=1), 1)
     v_e = anova_two_way(x).ms_residual
-    standardised_anova = diff / np.sqrt(v_e) if v_e > 0 else np.zeros_like(diff)
+    standardised_anova = t_statistic(diff, np.full(diff.shape, np.sqrt(v_e)), 1)
     draws = bootstrap(z, resamples=resamples, seed=as_rng(seed)).diff_star
     tail = (1.0 - level) / 2.0 * 100
     low, high = np.percentile(draws, [tail, 100 - tail], axis=0)

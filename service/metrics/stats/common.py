@@ -84,7 +84,13 @@ def monte_carlo_p(count: np.ndarray, b: int) -> np.ndarray:
 
 
 def t_statistic(mean: np.ndarray, sd: np.ndarray, n: int) -> np.ndarray:
-    """mean / (sd / sqrt(n)) with 0/0 = 0 (no difference) and x/0 = +-inf."""
+    """mean / (sd / sqrt(n)) with 0/0 = 0 (no difference) and x/0 = +-inf.
+
+    A standard deviation below 1e-12 of the mean is round-off (0.3-0.2 and 0.4-0.3 differ in
+    their last bits), not variation: it counts as zero, so a constant difference is a
+    certain one rather than a ratio of noise to noise.
+    """
+    sd = np.where(sd <= 1e-12 * np.abs(mean), 0.0, sd)
     se = sd / np.sqrt(n)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = mean / se

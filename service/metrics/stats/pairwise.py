@@ -215,6 +215,9 @@ def bootstrap(z: np.ndarray, *, resamples: int = 1000, seed: int | np.random.Gen
     mean = z.mean(axis=0)
     t_obs = t_statistic(mean, z.std(axis=0, ddof=1), n)
     w = z - mean
+    # Centred differences at round-off level are zero (see t_statistic): otherwise resamples
+    # of pure noise (equal noise values give sd* = 0) would count as infinitely extreme.
+    w = np.where(np.abs(w) <= 1e-12 * np.max(np.abs(z), axis=0), 0.0, w)
     # Sums over a resample are count-weighted sums: C @ w and C @ w^2.
     mean_star = counts @ w / n
     sq_star = counts @ (w * w)

@@ -130,7 +130,8 @@ def swap_rates(
             q1, q2 = rng.integers(0, n, size=(trials, c)), rng.integers(0, n, size=(trials, c))
         m1, m2 = x[q1].mean(axis=1), x[q2].mean(axis=1)  # (trials, runs)
         d1, d2 = m1[:, a] - m1[:, b], m2[:, a] - m2[:, b]
-        bins = np.minimum((np.abs(d1) / bin_width).astype(np.int64), n_bins - 1)
+        # floor with a hair of slack: 0.03/0.01 is 2.9999999999999996 in floats, yet belongs in bin 3
+        bins = np.minimum(np.floor(np.abs(d1) / bin_width + 1e-9).astype(np.int64), n_bins - 1)
         swapped = (d1 * d2) < 0
         counts[si] = np.bincount(bins.ravel(), minlength=n_bins)
         swaps[si] = np.bincount(bins.ravel(), weights=swapped.ravel().astype(np.float64), minlength=n_bins)
