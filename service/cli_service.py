@@ -58,12 +58,26 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     demo.add_argument("--collection", default="sample")
     demo.add_argument("--serve", action="store_true", help="keep the worker (and scheduler) running afterwards")
 
+    tok = sub.add_parser("token", help="API tokens")
+    tsub = tok.add_subparsers(dest="token_command", required=True)
+    tc = tsub.add_parser("create", help="create a token (printed once; only its hash is stored)")
+    tc.add_argument("--role", required=True, choices=("admin", "organiser", "participant"))
+    tc.add_argument("--name", default="")
+    tc.add_argument("--team", help="participant tokens: the team")
+    tc.add_argument("--collection", action="append", dest="collections", default=[],
+                    help="organiser tokens: a collection they organise (repeatable)")
+
+    srv = sub.add_parser("serve", help="the HTTP API (and, on the embedded default, a worker and the scheduler)")
+    srv.add_argument("--host", default="127.0.0.1")
+    srv.add_argument("--port", type=int, default=8000)
+    srv.add_argument("--no-worker", action="store_true", help="do not start a worker next to the API")
+
     jb = sub.add_parser("jobs", help="evaluation jobs with status and progress")
     jb.add_argument("--collection")
     jb.add_argument("--format", choices=("tsv", "json"), default="tsv")
 
 
-COMMANDS = ("db", "worker", "beat", "load", "qrels", "reevaluate", "leaderboard", "jobs", "demo")
+COMMANDS = ("db", "worker", "beat", "load", "qrels", "reevaluate", "leaderboard", "jobs", "demo", "token", "serve")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -94,7 +108,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             app.start(["beat", "--loglevel", args.loglevel])
         return 0
     return {"load": _load, "qrels": _qrels_add, "reevaluate": _reevaluate, "leaderboard": _leaderboard,
-            "jobs": _jobs, "demo": _demo}[args.command](args, out, url)
+            "jobs": _jobs, "demo": _demo, "token": _token, "serve": _serve}[args.command](args, out, url)
 
 
 def _safe(url: str) -> str:
@@ -313,4 +327,76 @@ def _demo(args: argparse.Namespace, out: TextIO, url: str) -> int:
             except subprocess.TimeoutExpired:
                 os.killpg(worker.pid, signal.SIGKILL)
         log.close()
+    return 0
+
+
+def _token(args: argparse.Namespace, out: TextIO, url: str) -> int:
+    from sqlalchemy import select
+
+    from service.evaluation.access import create_token
+    from service.store.db import transaction
+    from service.store.models import Collection
+
+    with transaction(_factory(url)) as s:
+        ids = []
+        for name in args.collections:
+            cid = s.scalar(select(Collection.id).where(Collection.name == name))
+            if cid is None:
+                raise InvalidMeasure(f"no collection named {name!r}")
+            ids.append(cid)
+        secret, token = create_token(s, args.role, name=args.name, team=args.team, collections=ids, actor="cli")
+    out.write(f"{secret}\n")
+    import sys
+
+    print(f"{args.role} token {token.prefix}... created; it is shown only this once", file=sys.stderr)
+    return 0
+
+
+def api_app():  # type: ignore[no-untyped-def]
+    """The API wired to the workers (the composition root: the API itself never imports them)."""
+    from service.api.app import create_app
+    from service.config import settings
+    from workers.tasks import send
+
+    cfg = settings()
+
+    def readiness() -> dict[str, bool]:
+        if cfg.worker.broker_folder is not None:
+            return {"broker": cfg.worker.broker_folder.is_dir()}
+        try:
+            import redis
+
+            return {"broker": bool(redis.Redis.from_url(cfg.worker.broker_url, socket_connect_timeout=2).ping())}
+        except Exception:  # noqa: BLE001
+            return {"broker": False}
+
+    return create_app(cfg.store.database_url, send, readiness=readiness)
+
+
+def _serve(args: argparse.Namespace, out: TextIO, url: str) -> int:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import uvicorn
+
+    from service.config import settings
+    from service.store import migrate
+
+    migrate.upgrade(url)
+    worker = None
+    if not args.no_worker and settings().worker.broker_folder is not None:
+        # The embedded default: one worker with the scheduler next to the API.
+        worker = subprocess.Popen([sys.executable, "-m", "service.cli", "worker", "--beat", "--loglevel", "WARNING"],
+                                  start_new_session=True)
+    try:
+        uvicorn.run("service.cli_service:api_app", factory=True, host=args.host, port=args.port, log_level="info")
+    finally:
+        if worker is not None and worker.poll() is None:
+            os.kill(worker.pid, signal.SIGTERM)
+            try:
+                worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
     return 0

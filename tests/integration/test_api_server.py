@@ -1,0 +1,77 @@
+"""A real `cranfield serve` process with a real worker: the submission flow over HTTP."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+import httpx
+
+from service.sample import CollectionSpec, generate
+from tests.integration.conftest import REPO, Backend, wait_for
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_full_flow_against_a_running_server(backend: Backend) -> None:
+    env = {**os.environ, **backend.env, "PYTHONPATH": str(REPO)}
+    cli = [sys.executable, "-m", "service.cli"]
+    admin = subprocess.run([*cli, "token", "create", "--role", "admin"], env=env, cwd=backend.tmp, check=True,
+                           capture_output=True, text=True).stdout.strip()
+    if backend.name == "postgres":
+        backend.start_worker()  # production shape: workers apart from the API
+    port = free_port()
+    server = subprocess.Popen([*cli, "serve", "--port", str(port), *(["--no-worker"] if backend.name == "postgres" else [])],
+                              env=env, cwd=backend.tmp, start_new_session=True,
+                              stdout=open(backend.tmp / "serve.log", "w"), stderr=subprocess.STDOUT)  # noqa: SIM115
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _ready(base), 60, "the API to be ready", backend)
+        h = {"Authorization": f"Bearer {admin}"}
+        with httpx.Client(base_url=base, timeout=30) as c:
+            cid = c.post("/api/collections", json={"name": "task", "official_metric": "AP"}, headers=h).json()["id"]
+            for team in ("alpha", "beta"):
+                assert c.post("/api/teams", json={"name": team}, headers=h).status_code == 201
+            org = c.post("/api/tokens", json={"role": "organiser", "collections": [cid]}, headers=h).json()["token"]
+            tokens = {t: c.post("/api/tokens", json={"role": "participant", "team": t},
+                                headers={"Authorization": f"Bearer {org}"}).json()["token"] for t in ("alpha", "beta")}
+            qrels, runs = generate(CollectionSpec(topics=5, runs=2, depth=20, docs_per_topic=50, judged_per_topic=25))
+            r = c.post(f"/api/collections/{cid}/qrels", content=qrels, headers={"Authorization": f"Bearer {org}"})
+            assert r.status_code == 201, r.text
+            for (tag, text), team in zip(runs.items(), ("alpha", "beta")):
+                r = c.post(f"/api/collections/{cid}/runs", content=text,
+                           headers={"Authorization": f"Bearer {tokens[team]}"})
+                assert r.status_code == 201, r.text
+            board = wait_for(lambda: _board(c, cid, org, 2), 120, "the leaderboard", backend)
+            assert board["qrels_version"] == 1 and [row["rank"] for row in board["rows"]] == [1, 2]
+            bad = c.post(f"/api/collections/{cid}/runs", content="0001 Q0 a 1 x bad\n",
+                         headers={"Authorization": f"Bearer {tokens['alpha']}"})
+            assert bad.status_code == 422 and bad.json()["error"]["line"] == 1
+            assert c.get(f"/api/collections/{cid}/qrels", headers={"Authorization": f"Bearer {tokens['beta']}"}
+                         ).status_code == 403
+            assert c.get("/health/ready").json()["checks"] == {"database": True, "broker": True}
+    finally:
+        os.kill(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+
+
+def _ready(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/health/ready", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _board(c: httpx.Client, cid: int, token: str, n: int):  # type: ignore[no-untyped-def]
+    board = c.get(f"/api/collections/{cid}/leaderboard", headers={"Authorization": f"Bearer {token}"}).json()
+    return board if len(board.get("rows", [])) == n else None
