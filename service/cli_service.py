@@ -71,6 +71,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     srv.add_argument("--host", default="127.0.0.1")
     srv.add_argument("--port", type=int, default=8000)
     srv.add_argument("--no-worker", action="store_true", help="do not start a worker next to the API")
+    srv.add_argument("--sample", metavar="FOLDER",
+                     help="load this sample collection (qrels.ntcir, runs/) as public collection 'sample' first")
 
     jb = sub.add_parser("jobs", help="evaluation jobs with status and progress")
     jb.add_argument("--collection")
@@ -385,6 +387,8 @@ def _serve(args: argparse.Namespace, out: TextIO, url: str) -> int:
     from service.store import migrate
 
     migrate.upgrade(url)
+    if args.sample:
+        _load_public_sample(Path(args.sample), out, url)
     worker = None
     if not args.no_worker and settings().worker.broker_folder is not None:
         # The embedded default: one worker with the scheduler next to the API.
@@ -400,3 +404,22 @@ def _serve(args: argparse.Namespace, out: TextIO, url: str) -> int:
             except subprocess.TimeoutExpired:
                 os.killpg(worker.pid, signal.SIGKILL)
     return 0
+
+
+def _load_public_sample(folder: Path, out: TextIO, url: str) -> None:
+    """Load a sample collection once, public with its leaderboard released (for a first look)."""
+    from sqlalchemy import select
+
+    from service.store.db import transaction
+    from service.store.models import Collection
+
+    with _factory(url)() as s:
+        exists = s.scalar(select(Collection.id).where(Collection.name == "sample")) is not None
+    if not exists:
+        if not (folder / "qrels.ntcir").is_file():
+            raise InvalidInput(str(folder), None, "no qrels.ntcir here")
+        _load(argparse.Namespace(collection="sample", qrels=str(folder / "qrels.ntcir"), runs=[str(folder / "runs")],
+                                 team=None, official_metric="AP", metrics=None, actor="serve"), out, url)
+        with transaction(_factory(url)) as s:
+            coll = s.scalar(select(Collection).where(Collection.name == "sample"))
+            coll.visibility, coll.leaderboard_released = "public", True
