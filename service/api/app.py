@@ -26,8 +26,10 @@ from service.errors import InvalidInput, InvalidMeasure
 from service.evaluation import access
 from service.evaluation.access import Conflict, Forbidden, NotFound, Principal, Unauthenticated
 from service.evaluation.pipeline import Followup, plan_job
+from service.evaluation.reading import annotate, qrels_diff, significance_for
 from service.evaluation.reading import jobs as list_jobs
 from service.evaluation.reading import leaderboard as read_leaderboard
+from service.metrics import parse_measure
 from service.evaluation.setup import ConfigSpec, add_qrels, add_run, audit, set_config
 from service.formats.readers import parse_qrels, parse_run
 from service.store.db import as_utc, session_factory, transaction
@@ -284,21 +286,29 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
 
     # -------------------------------------------------------------------- reading
     @get("/api/collections/{cid:int}/leaderboard", sync_to_thread=True)
-    def leaderboard(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal], metric: FromQuery[str | None] = None,
-                    format: FromQuery[str] = "json") -> Response[Any]:  # noqa: A002
+    def leaderboard(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal],
+                    metric: FromQuery[str | None] = None, format: FromQuery[str] = "json",  # noqa: A002
+                    primary_only: FromQuery[bool] = False) -> Response[Any]:
         coll = _collection(s, cid, me)
         if not (me.can_organise(cid) or coll.leaderboard_released or me.role == "participant"):
             raise _denied(me, f"the leaderboard of collection {cid}")
         name, rows = read_leaderboard(s, coll.name, metric)
+        if primary_only:
+            primary = set(s.scalars(select(Run.tag).where(Run.collection_id == cid, Run.is_primary)))
+            rows = [r for r in rows if r.run in primary]
         visible = [r for r in rows if me.can_organise(cid) or coll.leaderboard_released
                    or r.team == _team_name(s, me)]
+        sig = significance_for(s, coll, name)
+        annotated = annotate(visible, sig)
         running = s.scalar(select(func.count()).select_from(Job).where(
             Job.collection_id == cid, Job.status.in_(("running", "testing"))))
         doc = {"collection": coll.name, "metric": name, "released": coll.leaderboard_released,
                "qrels_version": coll.current_qrels.version if coll.current_qrels else None,
                "reevaluation_in_progress": bool(running),
-               "rows": [{"rank": r.rank, "run": r.run, "team": r.team, "mean": r.mean, "ci_low": r.ci_low,
-                         "ci_high": r.ci_high, "n_topics": r.n_topics, "baseline": r.baseline} for r in visible]}
+               "significance": {"test": sig[3], "alpha": sig[2], "correction": coll.current_config.significance.get(
+                   "correction")} if sig else None,
+               "rows": [{k: r[k] for k in ("rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "baseline",
+                                           "beats", "tied_with", "groups") if k in r} for r in annotated]}
         if format == "csv":
             out = io.StringIO()
             w = csv.writer(out)
@@ -307,9 +317,108 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                 w.writerow([r["rank"], r["run"], r["team"], r["mean"], r["ci_low"], r["ci_high"], r["n_topics"],
                             r["baseline"]])
             return Response(out.getvalue(), media_type="text/csv")
+        if format == "latex":
+            return Response(_latex(doc), media_type="text/plain")
         if format != "json":
-            raise InvalidMeasure("format is json or csv")
+            raise InvalidMeasure("format is json, csv or latex")
         return Response(doc)
+
+    @get("/api/collections/{cid:int}/qrels/diff", sync_to_thread=True)
+    def diff_qrels(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal],
+                   old: FromQuery[int], new: FromQuery[int]) -> dict[str, Any]:
+        coll = _collection(s, cid, me)
+        me.require_organiser(coll.id)
+        return qrels_diff(s, cid, old, new)
+
+    @get("/api/runs/{rid:int}/scores", sync_to_thread=True)
+    def run_scores(rid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal],
+                   metric: FromQuery[str | None] = None) -> dict[str, Any]:
+        run, coll = _run(s, rid, me)
+        if not (me.can_organise(coll.id) or (me.role == "participant" and run.team_id == me.team_id)):
+            raise _denied(me, f"the per-topic scores of run {rid}")
+        return _per_topic(s, coll, [run], metric)
+
+    @get("/api/collections/{cid:int}/compare", sync_to_thread=True)
+    def compare(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal],
+                a: FromQuery[int], b: FromQuery[int], metric: FromQuery[str | None] = None) -> dict[str, Any]:
+        coll = _collection(s, cid, me)
+        runs = [_run(s, a, me)[0], _run(s, b, me)[0]]
+        for run in runs:
+            if run.collection_id != cid:
+                raise NotFound(f"run {run.id} is not in collection {cid}")
+            if not (me.can_organise(cid) or (me.role == "participant" and run.team_id == me.team_id)):
+                raise _denied(me, f"the per-topic scores of run {run.id}")
+        doc = _per_topic(s, coll, runs, metric)
+        x, y = (doc["runs"][r.tag]["per_topic"] for r in runs)
+        diffs = {t: (x[t] - y[t]) for t in x if x[t] is not None and y.get(t) is not None}
+        doc["differences"] = dict(sorted(diffs.items(), key=lambda kv: -kv[1]))
+        doc["wins"] = sum(v > 0 for v in diffs.values())
+        doc["ties"] = sum(v == 0 for v in diffs.values())
+        doc["losses"] = sum(v < 0 for v in diffs.values())
+        sig = significance_for(s, coll, doc["metric"])
+        doc["p_adjusted"] = None if sig is None else sig[1].get((runs[0].tag, runs[1].tag),
+                                                                 sig[1].get((runs[1].tag, runs[0].tag)))
+        return doc
+
+    @get("/api/collections/{cid:int}/significance", sync_to_thread=True)
+    def significance_matrix(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal],
+                            metric: FromQuery[str | None] = None) -> dict[str, Any]:
+        coll = _collection(s, cid, me)
+        if not (me.can_organise(cid) or coll.leaderboard_released):
+            raise _denied(me, f"the significance matrix of collection {cid}")
+        name = metric or coll.current_config.official_metric
+        sig = significance_for(s, coll, str(name))
+        if sig is None:
+            raise NotFound(f"no stored test for {name} on the current results")
+        names, matrix, alpha, test = sig
+        return {"metric": name, "test": test, "alpha": alpha, "runs": names,
+                "p_adjusted": [[1.0 if x == y else matrix.get((x, y), matrix.get((y, x))) for y in names]
+                               for x in names]}
+
+    # A path of its own: with a PATCH on /api/runs/{rid}, Litestar 2.25 answered the GET of
+    # that path with an un-awaited coroutine (a 500).
+    @patch("/api/runs/{rid:int}/settings")
+    async def update_run(rid: FromPath[int], request: Request) -> dict[str, Any]:
+        data = await request.json()
+        if not isinstance(data, dict):
+            raise InvalidMeasure("send a JSON object")
+        return await _in_thread(lambda: _update_run(rid, data, request.headers.get("authorization")))
+
+    def _update_run(rid: int, data: dict[str, Any], auth: str | None) -> dict[str, Any]:
+        with transaction(factory) as s:
+            me = access.principal_for(s, auth)
+            run, coll = _run(s, rid, me)
+            if not (me.can_organise(coll.id) or (me.role == "participant" and run.team_id == me.team_id)):
+                raise _denied(me, f"run {rid}")
+            if "primary" in data:
+                run.is_primary = bool(data["primary"])
+            if "description" in data:
+                run.description = str(data["description"])
+            if "baseline" in data:
+                if not me.can_organise(coll.id):
+                    raise Forbidden("only organisers mark baselines")
+                run.is_baseline = bool(data["baseline"])
+            return _run_doc(run)
+
+    def _per_topic(s: Session, coll: Collection, runs: list[Run], metric: str | None) -> dict[str, Any]:
+        from service.evaluation.setup import EVALUATOR_VERSION
+        from service.store.arrays import unpack
+        from service.store.models import RunEvaluation, Score
+
+        name = str(parse_measure(metric)) if metric else coll.current_config.official_metric
+        out: dict[str, Any] = {"metric": name, "qrels_version": coll.current_qrels.version if coll.current_qrels
+                               else None, "runs": {}}
+        for run in runs:
+            row = s.execute(select(RunEvaluation.topics, Score.values, Score.mean).join(Score).where(
+                RunEvaluation.run_id == run.id, RunEvaluation.qrels_version_id == coll.current_qrels_id,
+                RunEvaluation.settings_hash == coll.current_config.settings_hash,
+                RunEvaluation.evaluator_version == EVALUATOR_VERSION, Score.metric == name)).first()
+            if row is None:
+                raise NotFound(f"no stored {name} scores for run {run.id} (not evaluated yet?)")
+            values = unpack(row.values)
+            out["runs"][run.tag] = {"mean": row.mean, "per_topic": {
+                t: (None if v != v else float(v)) for t, v in zip(row.topics, values.tolist())}}
+        return out
 
     @get("/api/jobs/{jid:int}", sync_to_thread=True)
     def get_job(jid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
@@ -410,7 +519,8 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
 
     handlers = [live, ready, create_team, create_token, create_collection, list_collections, get_collection,
                 update_collection, list_qrels, list_runs, get_run, download_run, delete_run, leaderboard, get_job,
-                upload_qrels_handler, submit_run_handler]
+                upload_qrels_handler, submit_run_handler, diff_qrels, run_scores, compare, significance_matrix,
+                update_run]
     return Litestar(
         route_handlers=handlers,
         dependencies={"s": Provide(db), "me": Provide(caller, sync_to_thread=True)},
@@ -418,6 +528,26 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         request_max_body_size=max_body,
         openapi_config=OpenAPIConfig(title="Cranfield", version=service.__version__, path="/schema"),
     )
+
+
+def _latex(doc: dict[str, Any]) -> str:
+    """A LaTeX table of the leaderboard; superscript letters mark statistically tied groups."""
+    def esc(text: str) -> str:
+        return "".join("\\" + c if c in "&%$#_{}" else c for c in str(text))
+
+    sig = doc.get("significance")
+    lines = ["\\begin{tabular}{rllrr}", "\\hline",
+             f"Rank & Run & Team & {esc(doc['metric'])} & 95\\% CI \\\\", "\\hline"]
+    for r in doc["rows"]:
+        mark = f"$^{{{r['groups']}}}$" if r.get("groups") else ""
+        ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
+        base = " (baseline)" if r["baseline"] else ""
+        lines.append(f"{r['rank']} & {esc(r['run'])}{base} & {esc(r['team'])} & {r['mean']:.4f}{mark} & {ci} \\\\")
+    lines += ["\\hline", "\\end{tabular}"]
+    if sig:
+        lines.append(f"% runs sharing a letter are not significantly different ({sig['test']}, "
+                     f"alpha = {sig['alpha']}, correction {sig['correction']})")
+    return "\n".join(lines) + "\n"
 
 
 async def _in_thread(fn: Callable[[], Any]) -> Any:

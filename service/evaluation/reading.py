@@ -66,3 +66,110 @@ def jobs(s: Session, collection: str | None = None) -> list[dict[str, Any]]:
                     "finished_at": as_utc(job.finished_at).isoformat() if job.finished_at else None,
                     "error": job.error, "report": job.report})
     return out
+
+
+# ------------------------------------------------------------------- significance on boards
+def significance_for(s: Session, coll, metric: str):  # type: ignore[no-untyped-def]
+    """The stored pairwise test of ``metric`` for the current results, or None.
+
+    Returns (run tags in the stored order, p_adjusted over pairs, alpha, test name).
+    """
+    from service.evaluation.pipeline import params_hash
+    from service.metrics.stats.common import pair_indices
+    from service.store.arrays import unpack
+    from service.store.models import Significance
+
+    config = s.get(CollectionConfig, coll.current_config_id)
+    row = s.scalars(select(Significance).where(
+        Significance.qrels_version_id == coll.current_qrels_id, Significance.metric == metric,
+        Significance.settings_hash == config.settings_hash, Significance.evaluator_version == EVALUATOR_VERSION,
+        Significance.params_hash == params_hash(config.significance)).order_by(Significance.id.desc())).first()
+    if row is None:
+        return None
+    tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(row.run_ids))).all())
+    names = [tags.get(r, str(r)) for r in row.run_ids]
+    a, b = pair_indices(len(names))
+    p = unpack(row.p_adjusted)
+    matrix = {(names[i], names[j]): float(v) for i, j, v in zip(a.tolist(), b.tolist(), p.tolist())}
+    return names, matrix, float(config.significance.get("alpha", 0.05)), row.test
+
+
+def annotate(rows: list[LeaderboardRow], sig) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    """Each row with the runs below it that it significantly beats, the runs it is tied with,
+    and group letters: runs sharing a letter are not significantly different (every pair in
+    a group), as in a Tukey HSD table. Rows without a stored test get no annotations."""
+    out = [dict(r.__dict__) for r in rows]
+    if sig is None:
+        return out
+    _names, matrix, alpha, _test = sig
+
+    def p(x: str, y: str) -> float | None:
+        return matrix.get((x, y), matrix.get((y, x)))
+
+    order = [r.run for r in rows]
+    for i, row in enumerate(out):
+        beats, tied = [], []
+        for j, other in enumerate(order):
+            if other == row["run"]:
+                continue
+            pv = p(row["run"], other)
+            if pv is None:
+                continue
+            if pv < alpha and j > i and rows[i].mean > rows[j].mean:
+                beats.append(other)
+            elif pv >= alpha:
+                tied.append(other)
+        row["beats"], row["tied_with"] = beats, tied
+    # Letters: maximal runs of consecutive ranks whose every pair is not significantly different.
+    groups: list[tuple[int, int]] = []
+    for i in range(len(order)):
+        j = i
+        while j + 1 < len(order) and all((p(order[k], order[j + 1]) or 0.0) >= alpha for k in range(i, j + 1)):
+            j += 1
+        if not groups or j > groups[-1][1]:
+            groups.append((i, j))
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    for g, (lo, hi) in enumerate(groups):
+        letter = letters[g % 26] * (g // 26 + 1)
+        for k in range(lo, hi + 1):
+            out[k]["groups"] = out[k].get("groups", "") + letter
+    return out
+
+
+def qrels_diff(s: Session, collection_id: int, old: int, new: int) -> dict[str, Any]:
+    """Judgments added, removed and changed per topic between two versions of a collection."""
+    from service.errors import InvalidMeasure
+    from service.store.models import Judgment
+
+    versions = {v.version: v.id for v in s.scalars(select(QrelsVersion).where(
+        QrelsVersion.collection_id == collection_id, QrelsVersion.version.in_((old, new))))}
+    if old not in versions or new not in versions:
+        raise InvalidMeasure(f"no qrels version {old if old not in versions else new}")
+
+    def judgments(vid: int) -> dict[tuple[str, str], int]:
+        return {(t, d): lv for t, d, lv in s.execute(select(Judgment.topic, Judgment.docno, Judgment.level)
+                                                     .where(Judgment.qrels_version_id == vid))}
+
+    a, b = judgments(versions[old]), judgments(versions[new])
+    topics: dict[str, dict[str, Any]] = {}
+
+    def entry(t: str) -> dict[str, Any]:
+        return topics.setdefault(t, {"added": 0, "removed": 0, "changed": 0, "changes": []})
+
+    for key in b.keys() - a.keys():
+        e = entry(key[0])
+        e["added"] += 1
+        e["changes"].append({"docno": key[1], "old": None, "new": b[key]})
+    for key in a.keys() - b.keys():
+        e = entry(key[0])
+        e["removed"] += 1
+        e["changes"].append({"docno": key[1], "old": a[key], "new": None})
+    for key in a.keys() & b.keys():
+        if a[key] != b[key]:
+            e = entry(key[0])
+            e["changed"] += 1
+            e["changes"].append({"docno": key[1], "old": a[key], "new": b[key]})
+    for e in topics.values():
+        e["changes"].sort(key=lambda c: c["docno"])
+    return {"from": old, "to": new, "topics": dict(sorted(topics.items())),
+            "totals": {k: sum(e[k] for e in topics.values()) for k in ("added", "removed", "changed")}}

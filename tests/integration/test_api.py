@@ -213,3 +213,39 @@ def test_tokens_are_stored_hashed_and_bad_tokens_are_401(world: World, backend: 
     r = world.client.get(f"/api/collections/{world.cid}", headers={"Authorization": "Bearer nope"})
     assert r.status_code == 401 and r.json()["error"]["code"] == "unauthenticated"
     assert world.client.get("/schema/openapi.json").status_code == 200
+
+
+def test_significance_exports_diffs_and_per_topic_views(world: World) -> None:
+    c, t, cid = world.client, world.tokens, world.cid
+    org = auth(t["organiser"])
+    board = c.get(f"/api/collections/{cid}/leaderboard", headers=org).json()
+    assert board["significance"]["test"] == "bootstrap"
+    rows = board["rows"]
+    assert all("groups" in r and "beats" in r and "tied_with" in r for r in rows)
+    for r in rows:  # beating is consistent with the ranking and with "tied"
+        assert not set(r["beats"]) & set(r["tied_with"])
+        assert all(rows[[x["run"] for x in rows].index(b)]["mean"] < r["mean"] for b in r["beats"])
+    matrix = c.get(f"/api/collections/{cid}/significance", headers=org).json()
+    assert len(matrix["runs"]) == 3 and all(matrix["p_adjusted"][i][i] == 1.0 for i in range(3))
+    latex = c.get(f"/api/collections/{cid}/leaderboard?format=latex", headers=org).text
+    assert latex.startswith("\\begin{tabular}") and latex.count("\\\\") >= 4
+    # per-topic scores: the team's own run, not the other team's
+    alpha_run, beta_run = world.run_ids["RUN-01"], world.run_ids["RUN-03"]
+    own = c.get(f"/api/runs/{alpha_run}/scores?metric=AP", headers=auth(t["alpha"])).json()
+    assert own["metric"] == "AP" and len(own["runs"]["RUN-01"]["per_topic"]) >= 5
+    assert c.get(f"/api/runs/{beta_run}/scores", headers=auth(t["alpha"])).status_code == 403
+    cmp = c.get(f"/api/collections/{cid}/compare?a={alpha_run}&b={beta_run}", headers=org).json()
+    assert cmp["wins"] + cmp["ties"] + cmp["losses"] == len(cmp["differences"]) and cmp["p_adjusted"] is not None
+    # primary runs
+    assert c.patch(f"/api/runs/{alpha_run}/settings", json={"primary": True}, headers=auth(t["alpha"])).json()["primary"]
+    assert c.patch(f"/api/runs/{alpha_run}/settings", json={"baseline": True}, headers=auth(t["alpha"])).status_code == 403
+    only = c.get(f"/api/collections/{cid}/leaderboard?primary_only=true", headers=org).json()
+    assert [r["run"] for r in only["rows"]] == ["RUN-01"]
+    # a corrected qrels version, and the diff of the two versions
+    lines = world.qrels.splitlines()
+    changed = [line.rsplit(" ", 1)[0] + " L3" for line in lines[:4] if not line.endswith(" L3")]
+    corrected = "\n".join(changed + lines[4:] + ["0001 NEW-DOC L2"]) + "\n"
+    assert c.post(f"/api/collections/{cid}/qrels", content=corrected, headers=org).status_code == 201
+    diff = c.get(f"/api/collections/{cid}/qrels/diff?old=1&new=2", headers=org).json()
+    assert diff["totals"] == {"added": 1, "removed": 4 - len(changed), "changed": len(changed)}
+    assert c.get(f"/api/collections/{cid}/qrels/diff?old=1&new=2", headers=auth(t["alpha"])).status_code == 403
