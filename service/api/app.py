@@ -33,7 +33,7 @@ from service.metrics import parse_measure
 from service.evaluation.setup import ConfigSpec, add_qrels, add_run, audit, set_config
 from service.formats.readers import parse_qrels, parse_run
 from service.store.db import as_utc, session_factory, transaction
-from service.store.models import Collection, Job, QrelsVersion, Run, Team
+from service.store.models import ApiToken, Collection, Job, LeaderboardSnapshot, QrelsVersion, Run, Team
 
 Dispatch = Callable[[list[Followup]], None]
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
@@ -323,6 +323,52 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
             raise InvalidMeasure("format is json, csv or latex")
         return Response(doc)
 
+    @post("/api/collections/{cid:int}/snapshots", sync_to_thread=True)
+    def freeze(cid: FromPath[int], data: JSONBody[dict[str, Any]], s: NamedDependency[Session],
+               me: NamedDependency[Principal]) -> dict[str, Any]:
+        coll = _collection(s, cid, me)
+        me.require_organiser(coll.id)
+        metric = data.get("metric")
+        board = leaderboard.fn(cid=cid, s=s, me=me, metric=metric, format="json", primary_only=False).content
+        snap = LeaderboardSnapshot(collection_id=cid, qrels_version=board["qrels_version"] or 0,
+                                   metric=board["metric"], label=str(data.get("label", "")), content=board,
+                                   created_by=me.name)
+        s.add(snap)
+        audit(s, me.name, "leaderboard.freeze", cid, metric=board["metric"], qrels_version=board["qrels_version"])
+        s.commit()
+        return {"id": snap.id, "qrels_version": snap.qrels_version, "metric": snap.metric, "label": snap.label}
+
+    @get("/api/collections/{cid:int}/snapshots", sync_to_thread=True)
+    def list_snapshots(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        coll = _collection(s, cid, me)
+        if not (me.can_organise(cid) or coll.leaderboard_released):
+            raise _denied(me, f"the snapshots of collection {cid}")
+        rows = s.scalars(select(LeaderboardSnapshot).where(LeaderboardSnapshot.collection_id == cid)
+                         .order_by(LeaderboardSnapshot.id))
+        return {"items": [{"id": r.id, "qrels_version": r.qrels_version, "metric": r.metric, "label": r.label,
+                           "created_at": _iso(r.created_at)} for r in rows]}
+
+    @get("/api/snapshots/{sid:int}", sync_to_thread=True)
+    def get_snapshot(sid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        snap = s.get(LeaderboardSnapshot, sid)
+        if snap is None:
+            raise NotFound(f"no snapshot {sid}")
+        coll = _collection(s, snap.collection_id, me)
+        if not (me.can_organise(coll.id) or coll.leaderboard_released):
+            raise _denied(me, f"snapshot {sid}")
+        return {"id": snap.id, "label": snap.label, "created_at": _iso(snap.created_at), **snap.content}
+
+    @delete("/api/tokens/{tid:int}", sync_to_thread=True, status_code=200)
+    def revoke_token(tid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        me.require_admin()
+        token = s.get(ApiToken, tid)
+        if token is None:
+            raise NotFound(f"no token {tid}")
+        token.revoked_at = datetime.now(UTC)
+        audit(s, me.name, "token.revoke", None, token=token.prefix)
+        s.commit()
+        return {"revoked": tid}
+
     @get("/api/collections/{cid:int}/qrels/diff", sync_to_thread=True)
     def diff_qrels(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal],
                    old: FromQuery[int], new: FromQuery[int]) -> dict[str, Any]:
@@ -520,7 +566,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     handlers = [live, ready, create_team, create_token, create_collection, list_collections, get_collection,
                 update_collection, list_qrels, list_runs, get_run, download_run, delete_run, leaderboard, get_job,
                 upload_qrels_handler, submit_run_handler, diff_qrels, run_scores, compare, significance_matrix,
-                update_run]
+                update_run, freeze, list_snapshots, get_snapshot, revoke_token]
     return Litestar(
         route_handlers=handlers,
         dependencies={"s": Provide(db), "me": Provide(caller, sync_to_thread=True)},

@@ -288,6 +288,20 @@ class CollectionOrganiser(Base):
     collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"), primary_key=True)
 
 
+class LeaderboardSnapshot(Base):
+    """A frozen leaderboard: the rows as served when an organiser froze them. Never changes."""
+
+    __tablename__ = "leaderboard_snapshots"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    qrels_version: Mapped[int] = mapped_column(Integer)
+    metric: Mapped[str] = mapped_column(String(200))
+    label: Mapped[str] = mapped_column(String(200), default="")
+    content: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_by: Mapped[str] = mapped_column(String(200), default="")
+
+
 class AuditEvent(Base):
     """Who changed what, when."""
 

@@ -249,3 +249,25 @@ def test_significance_exports_diffs_and_per_topic_views(world: World) -> None:
     diff = c.get(f"/api/collections/{cid}/qrels/diff?old=1&new=2", headers=org).json()
     assert diff["totals"] == {"added": 1, "removed": 4 - len(changed), "changed": len(changed)}
     assert c.get(f"/api/collections/{cid}/qrels/diff?old=1&new=2", headers=auth(t["alpha"])).status_code == 403
+
+
+def test_snapshots_are_frozen_and_tokens_can_be_revoked(world: World) -> None:
+    c, t, cid = world.client, world.tokens, world.cid
+    org = auth(t["organiser"])
+    assert c.post(f"/api/collections/{cid}/snapshots", json={"label": "final"}, headers=auth(t["alpha"])).status_code == 403
+    snap = c.post(f"/api/collections/{cid}/snapshots", json={"label": "final"}, headers=org)
+    assert snap.status_code == 201 and snap.json()["qrels_version"] == 1
+    frozen = c.get(f"/api/snapshots/{snap.json()['id']}", headers=org).json()
+    # a new qrels version changes the live board, never the snapshot
+    corrected = world.qrels.replace(" L0\n", " L2\n", 10)
+    assert c.post(f"/api/collections/{cid}/qrels", content=corrected, headers=org).status_code == 201
+    live = c.get(f"/api/collections/{cid}/leaderboard", headers=org).json()
+    again = c.get(f"/api/snapshots/{snap.json()['id']}", headers=org).json()
+    assert live["qrels_version"] == 2 and again == frozen and again["qrels_version"] == 1
+    assert [s["label"] for s in c.get(f"/api/collections/{cid}/snapshots", headers=org).json()["items"]] == ["final"]
+    # revoking a token takes effect at once
+    new = c.post("/api/tokens", json={"role": "participant", "team": "beta"}, headers=auth(t["admin"])).json()
+    assert c.get(f"/api/collections/{cid}", headers=auth(new["token"])).status_code == 200
+    assert c.delete(f"/api/tokens/{new['id']}", headers=auth(t["organiser"])).status_code == 403
+    assert c.delete(f"/api/tokens/{new['id']}", headers=auth(t["admin"])).status_code == 200
+    assert c.get(f"/api/collections/{cid}", headers=auth(new["token"])).status_code == 401
