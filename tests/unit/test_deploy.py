@@ -1,0 +1,34 @@
+"""The deployment files parse and name every service and process the docs mention."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_compose_file_parses_and_matches_the_operations_docs() -> None:
+    compose = yaml.safe_load((REPO / "deploy" / "compose.yaml").read_text())
+    services = set(compose["services"])
+    assert services == {"postgres", "redis", "migrate", "api", "worker", "beat"}
+    docs = (REPO / "docs" / "operations.md").read_text()
+    mentioned = set(re.findall(r"`(postgres|redis|migrate|api|worker|beat)`", docs))
+    assert mentioned == services
+    for name in ("migrate", "api", "worker", "beat"):
+        command = compose["services"][name]["command"]
+        assert command[0] == "cranfield" and compose["services"][name]["env_file"] == "cranfield.env"
+    assert compose["services"]["api"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+
+
+def test_procfile_and_example_environment() -> None:
+    procs = dict(line.split(": ", 1) for line in (REPO / "deploy" / "Procfile").read_text().splitlines() if line)
+    assert set(procs) == {"release", "web", "worker", "beat"}
+    assert all(cmd.startswith("cranfield ") for cmd in procs.values())
+    env = (REPO / "deploy" / "cranfield.env.example").read_text()
+    from service.config import __doc__ as config_doc
+
+    for key in re.findall(r"^([A-Z_]+)=", env, flags=re.M):
+        assert key in config_doc, key  # every example variable is a documented setting
