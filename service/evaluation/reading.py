@@ -86,15 +86,36 @@ def significance_for(s: Session, coll, metric: str):  # type: ignore[no-untyped-
         Significance.params_hash == params_hash(config.significance)).order_by(Significance.id.desc())).first()
     if row is None:
         return None
-    tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(row.run_ids))).all())
-    names = [tags.get(r, str(r)) for r in row.run_ids]
-    a, b = pair_indices(len(names))
-    p = unpack(row.p_adjusted)
-    matrix = {(names[i], names[j]): float(v) for i, j, v in zip(a.tolist(), b.tolist(), p.tolist())}
-    return names, matrix, float(config.significance.get("alpha", 0.05)), row.test
+    cached = _SIG_CACHE.get(row.id)
+    if cached is None:  # stored matrices never change: decode each once per process
+        tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(row.run_ids))).all())
+        names = [tags.get(r, str(r)) for r in row.run_ids]
+        a, b = pair_indices(len(names))
+        p = unpack(row.p_adjusted)
+        matrix = {(names[i], names[j]): float(v) for i, j, v in zip(a.tolist(), b.tolist(), p.tolist())}
+        cached = (row.id, names, matrix, float(config.significance.get("alpha", 0.05)), row.test)
+        if len(_SIG_CACHE) > 64:
+            _SIG_CACHE.clear()
+            _ANNOTATION_CACHE.clear()  # its keys use the identity of the matrices cached here
+        _SIG_CACHE[row.id] = cached
+    return cached[1:]
+
+
+_SIG_CACHE: dict[int, tuple] = {}  # type: ignore[type-arg]
+_ANNOTATION_CACHE: dict[tuple, list[dict[str, Any]]] = {}  # type: ignore[type-arg]
 
 
 def annotate(rows: list[LeaderboardRow], sig) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    """Cached :func:`_annotate`: the same rows and stored test give the same annotations."""
+    key = (tuple(rows), id(sig[1]) if sig else None)
+    if key not in _ANNOTATION_CACHE:
+        if len(_ANNOTATION_CACHE) > 256:
+            _ANNOTATION_CACHE.clear()
+        _ANNOTATION_CACHE[key] = _annotate(rows, sig)
+    return [dict(r) for r in _ANNOTATION_CACHE[key]]
+
+
+def _annotate(rows: list[LeaderboardRow], sig) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
     """Each row with the runs below it that it significantly beats, the runs it is tied with,
     and group letters: runs sharing a letter are not significantly different (every pair in
     a group), as in a Tukey HSD table. Rows without a stored test get no annotations."""
