@@ -60,7 +60,10 @@ def load_generator(url: str, rate: float, seconds: float) -> dict:
                 if delay > 0:
                     await asyncio.sleep(delay)
                 tasks.append(asyncio.create_task(one()))
-            await asyncio.gather(*tasks)
+            done, pending = await asyncio.wait(tasks, timeout=15)
+            for task in pending:  # still unanswered 15 s after the last send: failures
+                task.cancel()
+                errors += 1
         return latencies, errors
 
     latencies, errors = asyncio.run(run())
@@ -129,14 +132,15 @@ def main() -> None:
                 pass
             time.sleep(0.3)
         rows = len(httpx.get(target).json()["rows"])
-        print(f"leaderboard of {rows} runs, PostgreSQL, one uvicorn process; open-loop load from a second process")
+        print(f"leaderboard of {rows} runs, PostgreSQL, one uvicorn process; open-loop load from a second process",
+              flush=True)
         best = None
         for rate in [float(r) for r in args.rates.split(",")]:
             out = subprocess.run([sys.executable, __file__, "--generator", target, str(rate), str(args.seconds)],
-                                 capture_output=True, text=True, check=True).stdout
+                                 capture_output=True, text=True, check=True, timeout=args.seconds + 120).stdout
             res = json.loads(out)
             print(f"rate {rate:5.0f}/s: {res['requests']} requests, {res['errors']} errors, "
-                  f"p50 {res['p50_ms']:.1f} ms, p99 {res['p99_ms']:.1f} ms")
+                  f"p50 {res['p50_ms']:.1f} ms, p99 {res['p99_ms']:.1f} ms", flush=True)
             if res["p99_ms"] < 50 and res["errors"] == 0:
                 best = rate
         print(f"highest tested rate with p99 < 50 ms: {best}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -70,8 +71,11 @@ def _handlers() -> dict[Any, Callable[[Request, Exception], Response[Any]]]:
 
 # ------------------------------------------------------------------------- dependencies
 def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT_MAX_BODY,
-               readiness: Callable[[], dict[str, bool]] | None = None) -> Litestar:
+               readiness: Callable[[], dict[str, bool]] | None = None, board_ttl: float = 1.0) -> Litestar:
+    """``board_ttl``: seconds a rendered leaderboard is served from memory (per collection,
+    metric, format and audience); new results show within that time."""
     factory: sessionmaker[Session] = session_factory(database_url)
+    board_cache: dict[tuple[Any, ...], tuple[float, Response[Any]]] = {}
 
     def db(request: Request) -> Iterator[Session]:
         with factory() as s:
@@ -80,12 +84,15 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                 # to fail midway); a no-op on PostgreSQL.
                 s.connection(execution_options={"sqlite_immediate": True})
             yield s
+            if request.method not in ("GET", "HEAD"):
+                board_cache.clear()  # this instance's own changes show at once
 
     def caller(request: Request, s: NamedDependency[Session]) -> Principal:
         return access.principal_for(s, request.headers.get("authorization"))
 
     def send(followups: list[Followup]) -> None:
         dispatch(followups)
+        board_cache.clear()
 
     # ------------------------------------------------------------------- health
     @get("/health/live", sync_to_thread=False)
@@ -292,6 +299,20 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         coll = _collection(s, cid, me)
         if not (me.can_organise(cid) or coll.leaderboard_released or me.role == "participant"):
             raise _denied(me, f"the leaderboard of collection {cid}")
+        audience = "all" if me.can_organise(cid) or coll.leaderboard_released else f"team:{me.team_id}"
+        key = (cid, metric, format, primary_only, audience)
+        hit = board_cache.get(key)
+        if hit is not None and hit[0] > time.monotonic():
+            return hit[1]
+        response = _leaderboard_response(s, coll, me, metric, format, primary_only)
+        if len(board_cache) > 1024:
+            board_cache.clear()
+        board_cache[key] = (time.monotonic() + board_ttl, response)
+        return response
+
+    def _leaderboard_response(s: Session, coll: Collection, me: Principal, metric: str | None, format: str,  # noqa: A002
+                              primary_only: bool) -> Response[Any]:
+        cid = coll.id
         name, rows = read_leaderboard(s, coll.name, metric)
         if primary_only:
             primary = set(s.scalars(select(Run.tag).where(Run.collection_id == cid, Run.is_primary)))

@@ -80,14 +80,16 @@ def significance_for(s: Session, coll, metric: str):  # type: ignore[no-untyped-
     from service.store.models import Significance
 
     config = s.get(CollectionConfig, coll.current_config_id)
-    row = s.scalars(select(Significance).where(
+    # Only the id first: the arrays (a few hundred kB for 100 runs) are read once per process.
+    row_id = s.scalar(select(Significance.id).where(
         Significance.qrels_version_id == coll.current_qrels_id, Significance.metric == metric,
         Significance.settings_hash == config.settings_hash, Significance.evaluator_version == EVALUATOR_VERSION,
-        Significance.params_hash == params_hash(config.significance)).order_by(Significance.id.desc())).first()
-    if row is None:
+        Significance.params_hash == params_hash(config.significance)).order_by(Significance.id.desc()).limit(1))
+    if row_id is None:
         return None
-    cached = _SIG_CACHE.get(row.id)
+    cached = _SIG_CACHE.get(row_id)
     if cached is None:  # stored matrices never change: decode each once per process
+        row = s.get(Significance, row_id)
         tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(row.run_ids))).all())
         names = [tags.get(r, str(r)) for r in row.run_ids]
         a, b = pair_indices(len(names))
