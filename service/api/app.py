@@ -18,6 +18,7 @@ from litestar import Litestar, Request, Response, delete, get, patch, post
 from litestar.di import NamedDependency, Provide
 from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
+from litestar.serialization import encode_json
 from litestar.params import FromPath, FromQuery, JSONBody
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -75,7 +76,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     """``board_ttl``: seconds a rendered leaderboard is served from memory (per collection,
     metric, format and audience); new results show within that time."""
     factory: sessionmaker[Session] = session_factory(database_url)
-    board_cache: dict[tuple[Any, ...], tuple[float, Response[Any]]] = {}
+    board_cache: dict[tuple[Any, ...], tuple[float, bytes, str]] = {}
 
     def db(request: Request) -> Iterator[Session]:
         with factory() as s:
@@ -296,19 +297,24 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     def leaderboard(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal],
                     metric: FromQuery[str | None] = None, format: FromQuery[str] = "json",  # noqa: A002
                     primary_only: FromQuery[bool] = False) -> Response[Any]:
+        # Served from memory for board_ttl seconds per caller identity: the rendered bytes,
+        # after the access checks that produced them (so a change of visibility also shows
+        # within board_ttl). Token checks (principal_for) still run on every request.
+        key = (cid, metric, format, primary_only, me.role, me.team_id, me.organises)
+        hit = board_cache.get(key)
+        if hit is not None and hit[0] > time.monotonic():
+            return Response(hit[1], media_type=hit[2])
         coll = _collection(s, cid, me)
         if not (me.can_organise(cid) or coll.leaderboard_released or me.role == "participant"):
             raise _denied(me, f"the leaderboard of collection {cid}")
-        audience = "all" if me.can_organise(cid) or coll.leaderboard_released else f"team:{me.team_id}"
-        key = (cid, metric, format, primary_only, audience)
-        hit = board_cache.get(key)
-        if hit is not None and hit[0] > time.monotonic():
-            return hit[1]
         response = _leaderboard_response(s, coll, me, metric, format, primary_only)
+        body = response.content if isinstance(response.content, (bytes, str)) else encode_json(response.content)
+        body = body.encode() if isinstance(body, str) else body
+        media = response.media_type if isinstance(response.content, (bytes, str)) else "application/json"
         if len(board_cache) > 1024:
             board_cache.clear()
-        board_cache[key] = (time.monotonic() + board_ttl, response)
-        return response
+        board_cache[key] = (time.monotonic() + board_ttl, body, media)
+        return Response(body, media_type=media)
 
     def _leaderboard_response(s: Session, coll: Collection, me: Principal, metric: str | None, format: str,  # noqa: A002
                               primary_only: bool) -> Response[Any]:
@@ -350,7 +356,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         coll = _collection(s, cid, me)
         me.require_organiser(coll.id)
         metric = data.get("metric")
-        board = leaderboard.fn(cid=cid, s=s, me=me, metric=metric, format="json", primary_only=False).content
+        board = _leaderboard_response(s, coll, me, metric, "json", False).content
         snap = LeaderboardSnapshot(collection_id=cid, qrels_version=board["qrels_version"] or 0,
                                    metric=board["metric"], label=str(data.get("label", "")), content=board,
                                    created_by=me.name)
