@@ -58,10 +58,14 @@ def _handlers() -> dict[Any, Callable[[Request, Exception], Response[Any]]]:
         assert isinstance(exc, HTTPException)
         return _error(exc.status_code, "http_error", str(exc.detail))
 
+    from sqlalchemy.exc import DataError
+
     return {
         InvalidInput: invalid_input,
         InvalidMeasure: table(400, "bad_request"),
         ValueError: table(400, "bad_request"),
+        OverflowError: lambda _, exc: _error(400, "bad_request", "a number in the request is out of range"),
+        DataError: lambda _, exc: _error(400, "bad_request", "a value in the request is out of range"),
         Unauthenticated: table(401, "unauthenticated"),
         Forbidden: table(403, "forbidden"),
         NotFound: table(404, "not_found"),
