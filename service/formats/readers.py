@@ -160,7 +160,6 @@ def parse_run(
     """Parse a TREC run and put each topic's documents in rank order."""
     order = RunOrder(order)
     table = tokenize(data, source, 6)
-    n = len(table)
     tags = table.field_bytes(5)
     other_tag = np.flatnonzero(tags != tags[0])
     if other_tag.shape[0]:

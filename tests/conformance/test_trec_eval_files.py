@@ -10,7 +10,6 @@ of the fourth decimal.
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import pytest
