@@ -28,7 +28,7 @@ from service.errors import InvalidInput, InvalidMeasure
 from service.evaluation import access
 from service.evaluation.access import Conflict, Forbidden, NotFound, Principal, Unauthenticated
 from service.evaluation.pipeline import Followup, plan_job
-from service.evaluation.reading import annotate, qrels_diff, significance_for
+from service.evaluation.reading import annotate, computed_at, qrels_diff, significance_for
 from service.evaluation.reading import jobs as list_jobs
 from service.evaluation.reading import leaderboard as read_leaderboard
 from service.metrics import parse_measure
@@ -300,18 +300,19 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     @get("/api/collections/{cid:int}/leaderboard", sync_to_thread=True)
     def leaderboard(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal],
                     metric: FromQuery[str | None] = None, format: FromQuery[str] = "json",  # noqa: A002
-                    primary_only: FromQuery[bool] = False) -> Response[Any]:
+                    primary_only: FromQuery[bool] = False, qrels_version: FromQuery[int | None] = None,
+                    test: FromQuery[str | None] = None) -> Response[Any]:
         # Served from memory for board_ttl seconds per caller identity: the rendered bytes,
         # after the access checks that produced them (so a change of visibility also shows
         # within board_ttl). Token checks (principal_for) still run on every request.
-        key = (cid, metric, format, primary_only, me.role, me.team_id, me.organises)
+        key = (cid, metric, format, primary_only, qrels_version, test, me.role, me.team_id, me.organises)
         hit = board_cache.get(key)
         if hit is not None and hit[0] > time.monotonic():
             return Response(hit[1], media_type=hit[2])
         coll = _collection(s, cid, me)
         if not (me.can_organise(cid) or coll.leaderboard_released or me.role == "participant"):
             raise _denied(me, f"the leaderboard of collection {cid}")
-        response = _leaderboard_response(s, coll, me, metric, format, primary_only)
+        response = _leaderboard_response(s, coll, me, metric, format, primary_only, qrels_version, test)
         body = response.content if isinstance(response.content, (bytes, str)) else encode_json(response.content)
         body = body.encode() if isinstance(body, str) else body
         media = response.media_type if isinstance(response.content, (bytes, str)) else "application/json"
@@ -321,20 +322,23 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         return Response(body, media_type=media)
 
     def _leaderboard_response(s: Session, coll: Collection, me: Principal, metric: str | None, format: str,  # noqa: A002
-                              primary_only: bool) -> Response[Any]:
+                              primary_only: bool, qrels_version: int | None = None,
+                              test: str | None = None) -> Response[Any]:
         cid = coll.id
-        name, rows = read_leaderboard(s, coll.name, metric)
+        name, rows = read_leaderboard(s, coll.name, metric, qrels_version)
         if primary_only:
             primary = set(s.scalars(select(Run.tag).where(Run.collection_id == cid, Run.is_primary)))
             rows = [r for r in rows if r.run in primary]
         visible = [r for r in rows if me.can_organise(cid) or coll.leaderboard_released
                    or r.team == _team_name(s, me)]
-        sig = significance_for(s, coll, name)
+        sig = significance_for(s, coll, name, test, qrels_version)
         annotated = annotate(visible, sig)
         running = s.scalar(select(func.count()).select_from(Job).where(
             Job.collection_id == cid, Job.status.in_(("running", "testing"))))
         doc = {"collection": coll.name, "metric": name, "released": coll.leaderboard_released,
-               "qrels_version": coll.current_qrels.version if coll.current_qrels else None,
+               "qrels_version": rows[0].qrels_version if rows else (
+                   coll.current_qrels.version if coll.current_qrels else None),
+               "computed_at": _iso(computed_at(s, coll, qrels_version)),
                "reevaluation_in_progress": bool(running),
                "significance": {"test": sig[3], "alpha": sig[2], "correction": coll.current_config.significance.get(
                    "correction")} if sig else None,

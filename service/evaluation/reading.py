@@ -28,21 +28,30 @@ class LeaderboardRow:
     baseline: bool
 
 
-def leaderboard(s: Session, collection: str, metric: str | None = None) -> tuple[str, list[LeaderboardRow]]:
-    """Runs ranked by ``metric`` (default: the official one) on the current qrels version."""
+def leaderboard(
+    s: Session, collection: str, metric: str | None = None, qrels_version: int | None = None
+) -> tuple[str, list[LeaderboardRow]]:
+    """Runs ranked by ``metric`` (default: the official one) on the current qrels version, or
+    on an earlier ``qrels_version`` (its results are kept) under the current configuration."""
     coll = get_collection(s, collection)
     if coll.current_qrels_id is None:
         return metric or "", []
+    version_id = coll.current_qrels_id
+    if qrels_version is not None:
+        version_id = s.scalar(select(QrelsVersion.id).where(QrelsVersion.collection_id == coll.id,
+                                                            QrelsVersion.version == qrels_version))
+        if version_id is None:
+            raise InvalidMeasure(f"no qrels version {qrels_version}")
     config = s.get(CollectionConfig, coll.current_config_id)
     assert config is not None
     name = str(parse_measure(metric)) if metric else config.official_metric
     if name not in config.metrics:
         raise InvalidMeasure(f"{name} is not among the collection's metrics: {', '.join(config.metrics)}")
-    version = s.get(QrelsVersion, coll.current_qrels_id)
+    version = s.get(QrelsVersion, version_id)
     q = (select(Run.tag, Team.name, Run.is_baseline, Score.mean, Score.ci_low, Score.ci_high, Score.n_topics)
          .join(RunEvaluation, RunEvaluation.id == Score.run_evaluation_id)
          .join(Run, Run.id == RunEvaluation.run_id).join(Team, Team.id == Run.team_id)
-         .where(Run.collection_id == coll.id, RunEvaluation.qrels_version_id == coll.current_qrels_id,
+         .where(Run.collection_id == coll.id, RunEvaluation.qrels_version_id == version_id,
                 RunEvaluation.settings_hash == config.settings_hash,
                 RunEvaluation.evaluator_version == EVALUATOR_VERSION, Score.metric == name)
          .order_by(Score.mean.desc(), Run.tag))
@@ -69,8 +78,19 @@ def jobs(s: Session, collection: str | None = None) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------- significance on boards
-def significance_for(s: Session, coll, metric: str):  # type: ignore[no-untyped-def]
-    """The stored pairwise test of ``metric`` for the current results, or None.
+def computed_at(s: Session, coll, version: int | None = None):  # type: ignore[no-untyped-def]
+    """When the newest stored result of a qrels version (default: the current one) was computed."""
+    from sqlalchemy import func
+
+    version_id = coll.current_qrels_id if version is None else s.scalar(select(QrelsVersion.id).where(
+        QrelsVersion.collection_id == coll.id, QrelsVersion.version == version))
+    return as_utc(s.scalar(select(func.max(RunEvaluation.computed_at)).where(
+        RunEvaluation.qrels_version_id == version_id)))
+
+
+def significance_for(s: Session, coll, metric: str, test: str | None = None,  # type: ignore[no-untyped-def]
+                     qrels_version: int | None = None):
+    """The stored pairwise test of ``metric`` for the current (or given) results, or None.
 
     Returns (run tags in the stored order, p_adjusted over pairs, alpha, test name).
     """
@@ -80,11 +100,16 @@ def significance_for(s: Session, coll, metric: str):  # type: ignore[no-untyped-
     from service.store.models import Significance
 
     config = s.get(CollectionConfig, coll.current_config_id)
+    version_id = coll.current_qrels_id if qrels_version is None else s.scalar(select(QrelsVersion.id).where(
+        QrelsVersion.collection_id == coll.id, QrelsVersion.version == qrels_version))
     # Only the id first: the arrays (a few hundred kB for 100 runs) are read once per process.
-    row_id = s.scalar(select(Significance.id).where(
-        Significance.qrels_version_id == coll.current_qrels_id, Significance.metric == metric,
-        Significance.settings_hash == config.settings_hash, Significance.evaluator_version == EVALUATOR_VERSION,
-        Significance.params_hash == params_hash(config.significance)).order_by(Significance.id.desc()).limit(1))
+    where = [Significance.qrels_version_id == version_id, Significance.metric == metric,
+             Significance.settings_hash == config.settings_hash, Significance.evaluator_version == EVALUATOR_VERSION]
+    if test is None:
+        where.append(Significance.params_hash == params_hash(config.significance))
+    else:
+        where.append(Significance.test == test)
+    row_id = s.scalar(select(Significance.id).where(*where).order_by(Significance.id.desc()).limit(1))
     if row_id is None:
         return None
     cached = _SIG_CACHE.get(row_id)

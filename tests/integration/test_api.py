@@ -271,3 +271,18 @@ def test_snapshots_are_frozen_and_tokens_can_be_revoked(world: World) -> None:
     assert c.delete(f"/api/tokens/{new['id']}", headers=auth(t["organiser"])).status_code == 403
     assert c.delete(f"/api/tokens/{new['id']}", headers=auth(t["admin"])).status_code == 200
     assert c.get(f"/api/collections/{cid}", headers=auth(new["token"])).status_code == 401
+
+
+def test_leaderboard_of_an_earlier_qrels_version_and_when_computed(world: World) -> None:
+    c, t, cid = world.client, world.tokens, world.cid
+    org = auth(t["organiser"])
+    first = c.get(f"/api/collections/{cid}/leaderboard", headers=org).json()
+    assert first["computed_at"] is not None
+    corrected = world.qrels.replace(" L0\n", " L3\n", 8)
+    assert c.post(f"/api/collections/{cid}/qrels", content=corrected, headers=org).status_code == 201
+    old = c.get(f"/api/collections/{cid}/leaderboard?qrels_version=1", headers=org).json()
+    new = c.get(f"/api/collections/{cid}/leaderboard", headers=org).json()
+    assert old["qrels_version"] == 1 and new["qrels_version"] == 2
+    assert [r["mean"] for r in old["rows"]] == [r["mean"] for r in first["rows"]]  # nothing of v1 is lost
+    assert c.get(f"/api/collections/{cid}/leaderboard?test=t", headers=org).json()["significance"] is None
+    assert c.get(f"/api/collections/{cid}/leaderboard?qrels_version=9", headers=org).status_code == 400
