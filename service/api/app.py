@@ -441,6 +441,20 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                                                                  sig[1].get((runs[1].tag, runs[0].tag)))
         return doc
 
+    @get("/api/collections/{cid:int}/metaeval", sync_to_thread=True)
+    def metaeval(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        """Discriminative power and Kendall's tau of the collection's metrics (stored by the workers)."""
+        coll = _collection(s, cid, me)
+        if not (me.can_organise(cid) or coll.leaderboard_released):
+            raise _denied(me, f"the meta-evaluation of collection {cid}")
+        job = s.scalars(select(Job).where(Job.collection_id == cid, Job.qrels_version_id == coll.current_qrels_id,
+                                          Job.config_id == coll.current_config_id, Job.status == "done")
+                        .order_by(Job.id.desc())).first()
+        if job is None or "meta" not in (job.report or {}):
+            raise NotFound("no meta-evaluation of the current results yet")
+        return {"qrels_version": coll.current_qrels.version if coll.current_qrels else None,
+                "computed_at": _iso(job.finished_at), **job.report["meta"]}
+
     @get("/api/collections/{cid:int}/significance", sync_to_thread=True)
     def significance_matrix(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal],
                             metric: FromQuery[str | None] = None) -> dict[str, Any]:
@@ -601,7 +615,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     handlers = [live, ready, create_team, create_token, create_collection, list_collections, get_collection,
                 update_collection, list_qrels, list_runs, get_run, download_run, delete_run, leaderboard, get_job,
                 upload_qrels_handler, submit_run_handler, diff_qrels, run_scores, compare, significance_matrix,
-                update_run, freeze, list_snapshots, get_snapshot, revoke_token]
+                update_run, freeze, list_snapshots, get_snapshot, revoke_token, metaeval]
     return Litestar(
         route_handlers=handlers,
         dependencies={"s": Provide(db), "me": Provide(caller, sync_to_thread=True)},

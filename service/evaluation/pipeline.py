@@ -275,6 +275,8 @@ def run_tests(factory: sessionmaker[Session], job_id: int) -> list[Followup]:
         sig = dict(config.significance)
         metrics = sig.get("metrics") or [config.official_metric]
         tables = _stored_scores(s, job.collection_id, job.qrels_version_id, config.settings_hash, metrics)
+        all_tables = _stored_scores(s, job.collection_id, job.qrels_version_id, config.settings_hash,
+                                    list(config.metrics))
         qrels_id, collection_id, settings = job.qrels_version_id, job.collection_id, config.settings_hash
     results, errors = [], {}
     for metric in metrics:
@@ -289,6 +291,7 @@ def run_tests(factory: sessionmaker[Session], job_id: int) -> list[Followup]:
             errors[metric] = str(exc)
             continue
         results.append((metric, run_ids, res))
+    meta = _meta_evaluation(all_tables, sig)
     phash = params_hash(sig)
     try:
         with transaction(factory) as s:
@@ -312,6 +315,7 @@ def run_tests(factory: sessionmaker[Session], job_id: int) -> list[Followup]:
             report = rank_changes(s, job, config) if job.previous_qrels_id else {}
             if errors:
                 report = {**report, "test_errors": errors}
+            report = {**report, "meta": meta}
             job.report = report
             job.error = "; ".join(filter(None, [
                 f"{job.failed} of {job.total} runs failed; see their status" if job.failed else "",
@@ -320,6 +324,37 @@ def run_tests(factory: sessionmaker[Session], job_id: int) -> list[Followup]:
     except IntegrityError:
         return []  # a concurrent run_tests stored the same matrices and finished the job
     return []
+
+
+def _meta_evaluation(tables: dict[str, tuple[list[int], list[str], np.ndarray]], sig: dict[str, Any]) -> dict[str, Any]:
+    """Discriminative power of every metric and Kendall's tau between their system rankings,
+    on the stored per-topic scores (what the API's meta-evaluation view reads)."""
+    from service.metrics.stats.meta import discriminative_power, kendall_tau, kendall_threshold
+
+    out: dict[str, Any] = {"alpha": float(sig["alpha"]), "resamples": int(sig["resamples"]), "power": {}, "tau": {}}
+    means: dict[str, dict[int, float]] = {}
+    for metric, (run_ids, _topics, matrix) in tables.items():
+        if len(run_ids) < 2:
+            continue
+        try:
+            dp = discriminative_power(matrix, alpha=float(sig["alpha"]), resamples=int(sig["resamples"]),
+                                      seed=int(sig["seed"]))
+        except ValueError as exc:
+            out["power"][metric] = {"error": str(exc)}
+            continue
+        out["power"][metric] = {"power": dp.power, "significant_pairs": dp.significant_pairs, "pairs": dp.pairs,
+                                "difference_required": dp.difference_required}
+        means[metric] = dict(zip(run_ids, np.nanmean(matrix, axis=0).tolist()))
+    names = sorted(means)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            common = sorted(set(means[a]) & set(means[b]))
+            if len(common) >= 2:
+                out["tau"][f"{a} | {b}"] = kendall_tau(np.array([means[a][r] for r in common]),
+                                                       np.array([means[b][r] for r in common]))
+    if means:
+        out["tau_significant_above"] = kendall_threshold(max(2, len(next(iter(means.values())))), 0.01)
+    return out
 
 
 def _stored_scores(

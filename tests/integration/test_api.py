@@ -286,3 +286,13 @@ def test_leaderboard_of_an_earlier_qrels_version_and_when_computed(world: World)
     assert [r["mean"] for r in old["rows"]] == [r["mean"] for r in first["rows"]]  # nothing of v1 is lost
     assert c.get(f"/api/collections/{cid}/leaderboard?test=t", headers=org).json()["significance"] is None
     assert c.get(f"/api/collections/{cid}/leaderboard?qrels_version=9", headers=org).status_code == 400
+
+
+def test_meta_evaluation_is_stored_by_the_workers_and_served(world: World) -> None:
+    c, t, cid = world.client, world.tokens, world.cid
+    doc = c.get(f"/api/collections/{cid}/metaeval", headers=auth(t["organiser"])).json()
+    assert set(doc["power"]) == {"AP", "nDCG@10"}
+    assert all(0 <= v["power"] <= 1 and v["pairs"] == 3 for v in doc["power"].values())
+    (tau,) = doc["tau"].values()
+    assert -1 <= tau <= 1 and doc["tau_significant_above"] > 0
+    assert c.get(f"/api/collections/{cid}/metaeval", headers=auth(t["alpha"])).status_code == 403
