@@ -316,7 +316,7 @@ def run_tests(factory: sessionmaker[Session], job_id: int) -> list[Followup]:
             if errors:
                 report = {**report, "test_errors": errors}
             report = {**report, "meta": meta}
-            job.report = report
+            job.report = _json_safe(report)
             job.error = "; ".join(filter(None, [
                 f"{job.failed} of {job.total} runs failed; see their status" if job.failed else "",
                 "tests not run for " + ", ".join(errors) if errors else ""]))
@@ -324,6 +324,17 @@ def run_tests(factory: sessionmaker[Session], job_id: int) -> list[Followup]:
     except IntegrityError:
         return []  # a concurrent run_tests stored the same matrices and finished the job
     return []
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN and infinities as null: PostgreSQL's JSON (rightly) refuses them."""
+    if isinstance(value, float):
+        return value if np.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 def _meta_evaluation(tables: dict[str, tuple[list[int], list[str], np.ndarray]], sig: dict[str, Any]) -> dict[str, Any]:
