@@ -441,6 +441,27 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                                                                  sig[1].get((runs[1].tag, runs[0].tag)))
         return doc
 
+    @get("/api/runs/{rid:int}/curve", sync_to_thread=True)
+    def run_curve(rid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        """J&K's average gain curves of a run on the current qrels, stored by the workers."""
+        from service.evaluation.setup import EVALUATOR_VERSION
+        from service.store.arrays import unpack
+        from service.store.models import RunCurve, RunEvaluation
+
+        run, coll = _run(s, rid, me)
+        if not (me.can_organise(coll.id) or (me.role == "participant" and run.team_id == me.team_id)
+                or coll.leaderboard_released):
+            raise _denied(me, f"the curves of run {rid}")
+        curve = s.scalar(select(RunCurve).join(RunEvaluation).where(
+            RunEvaluation.run_id == run.id, RunEvaluation.qrels_version_id == coll.current_qrels_id,
+            RunEvaluation.settings_hash == coll.current_config.settings_hash,
+            RunEvaluation.evaluator_version == EVALUATOR_VERSION))
+        if curve is None:
+            raise NotFound(f"no stored curves for run {rid} (not evaluated yet?)")
+        return {"run": run.tag, "depth": curve.depth, "log_base": 2,
+                **{k: unpack(getattr(curve, k)).tolist() for k in ("cg", "dcg", "ncg", "ndcg", "ideal_cg",
+                                                                   "ideal_dcg")}}
+
     @get("/api/collections/{cid:int}/metaeval", sync_to_thread=True)
     def metaeval(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
         """Discriminative power and Kendall's tau of the collection's metrics (stored by the workers)."""
@@ -615,7 +636,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     handlers = [live, ready, create_team, create_token, create_collection, list_collections, get_collection,
                 update_collection, list_qrels, list_runs, get_run, download_run, delete_run, leaderboard, get_job,
                 upload_qrels_handler, submit_run_handler, diff_qrels, run_scores, compare, significance_matrix,
-                update_run, freeze, list_snapshots, get_snapshot, revoke_token, metaeval]
+                update_run, freeze, list_snapshots, get_snapshot, revoke_token, metaeval, run_curve]
     return Litestar(
         route_handlers=handlers,
         dependencies={"s": Provide(db), "me": Provide(caller, sync_to_thread=True)},

@@ -48,6 +48,7 @@ from service.store.models import (
     JobItem,
     QrelsVersion,
     Run,
+    RunCurve,
     RunEvaluation,
     Score,
     Significance,
@@ -181,6 +182,7 @@ def evaluate_item(
         core_run = load_run(blob, source or tag, order)
         result = evaluate(qrels, [core_run], metrics, settings)
         rows = _score_rows(result)
+        curve = _curve(qrels, core_run, settings)
     except SQLAlchemyError:
         raise
     except Exception as exc:  # a run that cannot be evaluated fails alone; the others go on
@@ -199,6 +201,9 @@ def evaluate_item(
             for row in rows:
                 row.run_evaluation_id = evaluation.id
             s.add_all(rows)
+            if curve is not None:
+                curve.run_evaluation_id = evaluation.id
+                s.add(curve)
             return _finish_item(s, fresh, ok=True)
     except IntegrityError as exc:
         with transaction(factory) as s:
@@ -206,6 +211,21 @@ def evaluate_item(
             # Stored by another worker first: done. Anything else is this run's failure.
             return _finish_item(s, s.get(JobItem, item_id), ok=stored,
                                 error="" if stored else f"could not store the results: {exc.orig}")
+
+
+CURVE_DEPTH = 1000  # ranks of the stored gain curves (J&K plot up to 200)
+
+
+def _curve(qrels: Qrels, run: Any, settings: Any) -> RunCurve | None:
+    """J&K's average CG/DCG/nCG/nDCG curves of the run (log base 2), for the API's plots."""
+    from service.metrics.curves import gain_curves
+
+    depth = min(CURVE_DEPTH, int(np.diff(run.offsets).max(initial=0)))
+    if depth < 1:
+        return None
+    (c,) = gain_curves(qrels, [run], depth, settings=settings)
+    return RunCurve(depth=depth, cg=pack(c.cg), dcg=pack(c.dcg), ncg=pack(c.ncg), ndcg=pack(c.ndcg),
+                    ideal_cg=pack(c.ideal_cg), ideal_dcg=pack(c.ideal_dcg))
 
 
 def _finite(v: float) -> float | None:

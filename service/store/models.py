@@ -197,6 +197,22 @@ class Score(Base):
     evaluation: Mapped[RunEvaluation] = relationship(back_populates="scores")
 
 
+class RunCurve(Base):
+    """J&K's average gain curves of one run evaluation, ranks 1..depth (float64 arrays)."""
+
+    __tablename__ = "run_curves"
+    run_evaluation_id: Mapped[int] = mapped_column(
+        ForeignKey("run_evaluations.id", ondelete="CASCADE"), primary_key=True
+    )
+    depth: Mapped[int] = mapped_column(Integer)
+    cg: Mapped[bytes] = mapped_column(LargeBinary)
+    dcg: Mapped[bytes] = mapped_column(LargeBinary)
+    ncg: Mapped[bytes] = mapped_column(LargeBinary)
+    ndcg: Mapped[bytes] = mapped_column(LargeBinary)
+    ideal_cg: Mapped[bytes] = mapped_column(LargeBinary)
+    ideal_dcg: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 class Significance(Base):
     """One test of every pair of runs on one metric, with each run's interval (arrays over pairs)."""
 

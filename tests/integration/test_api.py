@@ -296,3 +296,17 @@ def test_meta_evaluation_is_stored_by_the_workers_and_served(world: World) -> No
     (tau,) = doc["tau"].values()
     assert -1 <= tau <= 1 and doc["tau_significant_above"] > 0
     assert c.get(f"/api/collections/{cid}/metaeval", headers=auth(t["alpha"])).status_code == 403
+
+
+def test_run_curves_are_stored_by_the_workers_and_served(world: World) -> None:
+    from service.formats.readers import parse_qrels, parse_run
+    from service.metrics.curves import gain_curves
+
+    c, t = world.client, world.tokens
+    rid = world.run_ids["RUN-01"]
+    doc = c.get(f"/api/runs/{rid}/curve", headers=auth(t["alpha"])).json()
+    (expected,) = gain_curves(parse_qrels(world.qrels.encode()), [parse_run(world.runs["RUN-01"].encode())],
+                              doc["depth"])
+    assert doc["cg"] == expected.cg.tolist() and doc["ndcg"] == expected.ndcg.tolist()
+    assert len(doc["ideal_dcg"]) == doc["depth"] == 20
+    assert c.get(f"/api/runs/{rid}/curve", headers=auth(t["beta"])).status_code == 403
