@@ -372,7 +372,10 @@ def api_app():  # type: ignore[no-untyped-def]
         except Exception:  # noqa: BLE001
             return {"broker": False}
 
-    return create_app(cfg.store.database_url, send, readiness=readiness)
+    import os
+
+    max_body = int(os.environ.get("CRANFIELD_MAX_UPLOAD", str(256 * 1024 * 1024)))
+    return create_app(cfg.store.database_url, send, readiness=readiness, max_body=max_body)
 
 
 def _serve(args: argparse.Namespace, out: TextIO, url: str) -> int:

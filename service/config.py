@@ -12,6 +12,7 @@
 | CRANFIELD_REFRESH_INTERVAL | 3600 | seconds between scheduled refreshes of stale results |
 | CRANFIELD_MAX_ATTEMPTS | 3 | attempts before a run's evaluation is marked failed |
 | CRANFIELD_TASK_DELAY | 0 | testing only: seconds an evaluation waits after claiming its run (failure-recovery tests) |
+| CRANFIELD_MAX_UPLOAD | 268435456 | largest request body the API accepts, in bytes (qrels and run uploads) |
 """
 
 from __future__ import annotations

@@ -338,6 +338,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         doc = {"collection": coll.name, "metric": name, "released": coll.leaderboard_released,
                "qrels_version": rows[0].qrels_version if rows else (
                    coll.current_qrels.version if coll.current_qrels else None),
+               "newest_qrels_version": coll.current_qrels.version if coll.current_qrels else None,
                "computed_at": _iso(computed_at(s, coll, qrels_version)),
                "reevaluation_in_progress": bool(running),
                "significance": {"test": sig[3], "alpha": sig[2], "correction": coll.current_config.significance.get(
@@ -567,7 +568,14 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
 
     @post("/api/collections/{cid:int}/runs")
     async def submit_run_handler(cid: FromPath[int], request: Request) -> dict[str, Any]:
-        body = await request.body()
+        if request.headers.get("content-type", "").startswith("multipart/form-data"):
+            form = await request.form()
+            upload = form.get("file")
+            if upload is None or isinstance(upload, str):
+                raise InvalidMeasure("send the run as the form field 'file'")
+            body = await upload.read()
+        else:
+            body = await request.body()
         team = request.query_params.get("team")
         return await _in_thread(lambda: _submit_run(cid, body, request.headers.get("authorization"), team))
 

@@ -36,7 +36,7 @@ def leaderboard(
     coll = get_collection(s, collection)
     if coll.current_qrels_id is None:
         return metric or "", []
-    version_id = coll.current_qrels_id
+    version_id = complete_version_id(s, coll)
     if qrels_version is not None:
         version_id = s.scalar(select(QrelsVersion.id).where(QrelsVersion.collection_id == coll.id,
                                                             QrelsVersion.version == qrels_version))
@@ -62,6 +62,15 @@ def leaderboard(
     return name, rows
 
 
+def complete_version_id(s: Session, coll) -> int | None:  # type: ignore[no-untyped-def]
+    """The newest qrels version whose evaluation under the current configuration has finished:
+    while a re-evaluation runs, boards keep serving the previous complete results."""
+    done = s.scalar(select(Job.qrels_version_id).join(QrelsVersion, QrelsVersion.id == Job.qrels_version_id).where(
+        Job.collection_id == coll.id, Job.config_id == coll.current_config_id, Job.status == "done")
+        .order_by(QrelsVersion.version.desc()).limit(1))
+    return done if done is not None else coll.current_qrels_id
+
+
 def jobs(s: Session, collection: str | None = None) -> list[dict[str, Any]]:
     q = select(Job).order_by(Job.id)
     if collection:
@@ -82,7 +91,7 @@ def computed_at(s: Session, coll, version: int | None = None):  # type: ignore[n
     """When the newest stored result of a qrels version (default: the current one) was computed."""
     from sqlalchemy import func
 
-    version_id = coll.current_qrels_id if version is None else s.scalar(select(QrelsVersion.id).where(
+    version_id = complete_version_id(s, coll) if version is None else s.scalar(select(QrelsVersion.id).where(
         QrelsVersion.collection_id == coll.id, QrelsVersion.version == version))
     return as_utc(s.scalar(select(func.max(RunEvaluation.computed_at)).where(
         RunEvaluation.qrels_version_id == version_id)))
@@ -100,7 +109,7 @@ def significance_for(s: Session, coll, metric: str, test: str | None = None,  # 
     from service.store.models import Significance
 
     config = s.get(CollectionConfig, coll.current_config_id)
-    version_id = coll.current_qrels_id if qrels_version is None else s.scalar(select(QrelsVersion.id).where(
+    version_id = complete_version_id(s, coll) if qrels_version is None else s.scalar(select(QrelsVersion.id).where(
         QrelsVersion.collection_id == coll.id, QrelsVersion.version == qrels_version))
     # Only the id first: the arrays (a few hundred kB for 100 runs) are read once per process.
     where = [Significance.qrels_version_id == version_id, Significance.metric == metric,

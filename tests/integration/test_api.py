@@ -310,3 +310,43 @@ def test_run_curves_are_stored_by_the_workers_and_served(world: World) -> None:
     assert doc["cg"] == expected.cg.tolist() and doc["ndcg"] == expected.ndcg.tolist()
     assert len(doc["ideal_dcg"]) == doc["depth"] == 20
     assert c.get(f"/api/runs/{rid}/curve", headers=auth(t["beta"])).status_code == 403
+
+
+def test_previous_results_stay_served_during_a_reevaluation_and_multipart_uploads(backend: Backend) -> None:
+    """Dispatch is held back: a new qrels version is stored but not yet evaluated."""
+    held: list = []
+    with transaction(backend.factory()) as s:
+        admin, _ = create_token(s, "admin")
+    factory = backend.factory()
+
+    def run_all(followups):  # type: ignore[no-untyped-def]
+        queue = list(followups)
+        while queue:
+            f = queue.pop(0)
+            queue += evaluate_item(factory, f.id) if f.task == "evaluate_item" else run_tests(factory, f.id)
+
+    mode = {"hold": False}
+
+    def dispatch(followups):  # type: ignore[no-untyped-def]
+        held.extend(followups) if mode["hold"] else run_all(followups)
+
+    with TestClient(app=create_app(backend.database_url, dispatch)) as c:
+        a = auth(admin)
+        cid = c.post("/api/collections", json={"name": "x", "metrics": ["AP"]}, headers=a).json()["id"]
+        c.post("/api/teams", json={"name": "t"}, headers=a)
+        qrels, runs = generate(SPEC)
+        assert c.post(f"/api/collections/{cid}/qrels", content=qrels, headers=a).status_code == 201
+        for tag, text in runs.items():  # multipart this time
+            r = c.post(f"/api/collections/{cid}/runs?team=t", files={"file": (f"{tag}.run", text.encode())}, headers=a)
+            assert r.status_code == 201, r.text
+        before = c.get(f"/api/collections/{cid}/leaderboard", headers=a).json()
+        mode["hold"] = True
+        assert c.post(f"/api/collections/{cid}/qrels", content=qrels.replace(" L0\n", " L2\n", 6),
+                      headers=a).status_code == 201
+        during = c.get(f"/api/collections/{cid}/leaderboard", headers=a).json()
+        assert during["qrels_version"] == 1 and during["newest_qrels_version"] == 2
+        assert during["reevaluation_in_progress"] and during["rows"] == before["rows"]
+        run_all(held)
+        c.post("/api/teams", json={"name": "flush-cache"}, headers=a)  # a write clears the board cache
+        after = c.get(f"/api/collections/{cid}/leaderboard", headers=a).json()
+        assert after["qrels_version"] == 2 and not after["reevaluation_in_progress"]
