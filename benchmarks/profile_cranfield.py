@@ -32,18 +32,15 @@ from bench_eval import apply_cli_allocator, ensure_collection, repo_facts  # noq
 from service.formats import readers  # noqa: E402
 from service.metrics import DEFAULT_MEASURES, evaluate  # noqa: E402
 
-# Functions worth a line-by-line profile, by module and (dotted) name. Names that this
-# version of Cranfield does not have are skipped, so the script survives refactors
-# (metrics.evaluate became metrics.scoring; formats.keys appeared).
+# Functions worth a line-by-line profile, by module and (dotted) name. Names that do not
+# exist are skipped, so the script survives refactors.
 HOT = {
-    "service.formats.readers": ["parse_run", "_build_qrels", "_group_consecutive", "_rank_order", "_hash_rows",
-                                "_first_duplicate"],
+    "service.formats.readers": ["parse_run", "_build_qrels", "_group_consecutive", "_rank_order", "_first_duplicate"],
     "service.formats.tokenize": ["tokenize", "_regular_spans", "_general_spans", "parse_floats",
                                  "gather_fixed_width", "TokenTable.field_bytes"],
     "service.formats.keys": ["hash_ids", "topic_keys", "KeyTable.__init__", "KeyTable.find"],
     "service.formats.types": ["Qrels.lookup", "Qrels.key_table", "Run.hashes"],
-    "service.metrics.evaluate": ["evaluate", "_level_matrix", "level_matrix", "_match_levels"],
-    "service.metrics.scoring": ["evaluate", "_level_matrix", "level_matrix", "_match_levels"],
+    "service.metrics.scoring": ["evaluate", "level_matrix", "_match_levels"],
     "service.metrics.lists": ["RankedLists.condensed", "ideal_vectors"],
     "service.metrics.measures.binary": ["average_precision", "bpref", "reciprocal_rank", "precision"],
     "service.metrics.measures.graded": ["q_measure", "p_plus", "_blended_ratio", "_preferred_rank"],
