@@ -396,7 +396,7 @@ def _serve(args: argparse.Namespace, out: TextIO, url: str) -> int:
     if not args.no_worker and settings().worker.broker_folder is not None:
         # The embedded default: one worker with the scheduler next to the API.
         worker = subprocess.Popen([sys.executable, "-m", "service.cli", "worker", "--beat", "--loglevel", "WARNING"],
-                                  start_new_session=True)
+                                  start_new_session=True, preexec_fn=_die_with_parent)
     try:
         uvicorn.run("service.cli_service:api_app", factory=True, host=args.host, port=args.port, log_level="info")
     finally:
@@ -407,6 +407,18 @@ def _serve(args: argparse.Namespace, out: TextIO, url: str) -> int:
             except subprocess.TimeoutExpired:
                 os.killpg(worker.pid, signal.SIGKILL)
     return 0
+
+
+def _die_with_parent() -> None:
+    """In the worker started next to the API: get SIGTERM when `cranfield serve` ends, however
+    it ends (uvicorn re-raises the signal that stopped it, so no `finally` of ours runs)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
 
 
 def _load_public_sample(folder: Path, out: TextIO, url: str) -> None:

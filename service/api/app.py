@@ -150,6 +150,14 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                 "note": "the token is shown only once"}
 
     # ----------------------------------------------------------------- collections
+    def _hidden(coll: Collection) -> set[str]:
+        cfg = coll.current_config
+        return set(cfg.evaluation.get("hidden_topics") or []) if cfg is not None else set()
+
+    def _public_view(coll: Collection, me: Principal) -> bool:
+        """Callers other than organisers see the visible topics only until the split is revealed."""
+        return bool(_hidden(coll)) and not coll.topics_revealed and not me.can_organise(coll.id)
+
     def _denied(me: Principal, what: str) -> Exception:
         """Every denial is 401 (no credentials) or 403 (not allowed), never a silent 404."""
         return Unauthenticated(f"{what} needs a bearer token") if me.role is None else Forbidden(f"{what} is not yours")
@@ -168,7 +176,8 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                "official_metric": cfg.official_metric if cfg else None, "metrics": cfg.metrics if cfg else [],
                "submission_opens_at": _iso(coll.submission_opens_at),
                "submission_closes_at": _iso(coll.submission_closes_at),
-               "daily_run_quota": coll.daily_run_quota, "leaderboard_released": coll.leaderboard_released}
+               "daily_run_quota": coll.daily_run_quota, "leaderboard_released": coll.leaderboard_released,
+               "topic_split": bool(cfg and cfg.evaluation.get("hidden_topics")), "topics_revealed": coll.topics_revealed}
         if me.can_organise(coll.id) and cfg is not None:
             doc.update(levels=cfg.levels, evaluation=cfg.evaluation, significance=cfg.significance,
                        config_version=cfg.version)
@@ -204,13 +213,22 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     def update_collection(cid: FromPath[int], data: JSONBody[dict[str, Any]], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
         coll = _collection(s, cid, me)
         me.require_organiser(coll.id)
+        before = coll.current_config_id
         _apply_settings(s, coll, data, me, new=False)
+        followups: list[Followup] = []
+        if coll.current_config_id != before and coll.current_qrels_id is not None:
+            # a new configuration: bring the stored results up to date now, not at the next refresh
+            _, followups = plan_job(s, coll, "config")
         s.commit()
+        send(followups)
         return _collection_doc(coll, me)
 
     def _apply_settings(s: Session, coll: Collection, data: dict[str, Any], me: Principal, new: bool) -> None:
         cfg = coll.current_config
-        keys = ("official_metric", "metrics", "levels", "evaluation", "significance")
+        keys = ("official_metric", "metrics", "levels", "evaluation", "significance", "hidden_topics")
+        if "hidden_topics" in data:  # shorthand for the configuration's evaluation.hidden_topics
+            data = {**data, "evaluation": {**(data.get("evaluation") or (cfg.evaluation if cfg else {})),
+                                           "hidden_topics": data["hidden_topics"]}}
         if new or any(k in data for k in keys):
             spec = ConfigSpec(
                 official_metric=data.get("official_metric", cfg.official_metric if cfg else "AP"),
@@ -232,6 +250,9 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
             if quota is not None and (not isinstance(quota, int) or quota < 1):
                 raise InvalidMeasure("daily_run_quota is a positive integer or null")
             coll.daily_run_quota = quota
+        if "topics_revealed" in data:
+            coll.topics_revealed = bool(data["topics_revealed"])
+            audit(s, me.name, "topics.reveal", coll.id, revealed=coll.topics_revealed)
         if "leaderboard_released" in data:
             coll.leaderboard_released = bool(data["leaderboard_released"])
             audit(s, me.name, "leaderboard.release", coll.id, released=coll.leaderboard_released)
@@ -306,6 +327,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         # after the access checks that produced them (so a change of visibility also shows
         # within board_ttl). Token checks (principal_for) still run on every request.
         key = (cid, metric, format, primary_only, qrels_version, test, me.role, me.team_id, me.organises)
+        # (the public/private split depends on the collection's state: covered by board_ttl)
         hit = board_cache.get(key)
         if hit is not None and hit[0] > time.monotonic():
             return Response(hit[1], media_type=hit[2])
@@ -325,17 +347,19 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                               primary_only: bool, qrels_version: int | None = None,
                               test: str | None = None) -> Response[Any]:
         cid = coll.id
-        name, rows = read_leaderboard(s, coll.name, metric, qrels_version)
+        public = _public_view(coll, me)
+        name, rows = read_leaderboard(s, coll.name, metric, qrels_version, public)
         if primary_only:
             primary = set(s.scalars(select(Run.tag).where(Run.collection_id == cid, Run.is_primary)))
             rows = [r for r in rows if r.run in primary]
         visible = [r for r in rows if me.can_organise(cid) or coll.leaderboard_released
                    or r.team == _team_name(s, me)]
-        sig = significance_for(s, coll, name, test, qrels_version)
+        sig = significance_for(s, coll, name, test, qrels_version, "public" if public else "all")
         annotated = annotate(visible, sig)
         running = s.scalar(select(func.count()).select_from(Job).where(
             Job.collection_id == cid, Job.status.in_(("running", "testing"))))
         doc = {"collection": coll.name, "metric": name, "released": coll.leaderboard_released,
+               "topics": "visible only (public/private split)" if public else "all",
                "qrels_version": rows[0].qrels_version if rows else (
                    coll.current_qrels.version if coll.current_qrels else None),
                "newest_qrels_version": coll.current_qrels.version if coll.current_qrels else None,
@@ -418,7 +442,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         run, coll = _run(s, rid, me)
         if not (me.can_organise(coll.id) or (me.role == "participant" and run.team_id == me.team_id)):
             raise _denied(me, f"the per-topic scores of run {rid}")
-        return _per_topic(s, coll, [run], metric)
+        return _per_topic(s, coll, [run], metric, hide=_hidden(coll) if _public_view(coll, me) else set())
 
     @get("/api/collections/{cid:int}/compare", sync_to_thread=True)
     def compare(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal],
@@ -430,7 +454,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                 raise NotFound(f"run {run.id} is not in collection {cid}")
             if not (me.can_organise(cid) or (me.role == "participant" and run.team_id == me.team_id)):
                 raise _denied(me, f"the per-topic scores of run {run.id}")
-        doc = _per_topic(s, coll, runs, metric)
+        doc = _per_topic(s, coll, runs, metric, hide=_hidden(coll) if _public_view(coll, me) else set())
         x, y = (doc["runs"][r.tag]["per_topic"] for r in runs)
         diffs = {t: (x[t] - y[t]) for t in x if x[t] is not None and y.get(t) is not None}
         doc["differences"] = dict(sorted(diffs.items(), key=lambda kv: -kv[1]))
@@ -451,8 +475,8 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
 
         run, coll = _run(s, rid, me)
         if not (me.can_organise(coll.id) or (me.role == "participant" and run.team_id == me.team_id)
-                or coll.leaderboard_released):
-            raise _denied(me, f"the curves of run {rid}")
+                or coll.leaderboard_released) or _public_view(coll, me):
+            raise _denied(me, f"the curves of run {rid} (they include hidden topics)")
         curve = s.scalar(select(RunCurve).join(RunEvaluation).where(
             RunEvaluation.run_id == run.id, RunEvaluation.qrels_version_id == coll.current_qrels_id,
             RunEvaluation.settings_hash == coll.current_config.settings_hash,
@@ -467,7 +491,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     def metaeval(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
         """Discriminative power and Kendall's tau of the collection's metrics (stored by the workers)."""
         coll = _collection(s, cid, me)
-        if not (me.can_organise(cid) or coll.leaderboard_released):
+        if not (me.can_organise(cid) or coll.leaderboard_released) or _public_view(coll, me):
             raise _denied(me, f"the meta-evaluation of collection {cid}")
         job = s.scalars(select(Job).where(Job.collection_id == cid, Job.qrels_version_id == coll.current_qrels_id,
                                           Job.config_id == coll.current_config_id, Job.status == "done")
@@ -484,7 +508,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         if not (me.can_organise(cid) or coll.leaderboard_released):
             raise _denied(me, f"the significance matrix of collection {cid}")
         name = metric or coll.current_config.official_metric
-        sig = significance_for(s, coll, str(name))
+        sig = significance_for(s, coll, str(name), subset="public" if _public_view(coll, me) else "all")
         if sig is None:
             raise NotFound(f"no stored test for {name} on the current results")
         names, matrix, alpha, test = sig
@@ -517,7 +541,8 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                 run.is_baseline = bool(data["baseline"])
             return _run_doc(run)
 
-    def _per_topic(s: Session, coll: Collection, runs: list[Run], metric: str | None) -> dict[str, Any]:
+    def _per_topic(s: Session, coll: Collection, runs: list[Run], metric: str | None,
+                   hide: set[str] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
         from service.evaluation.setup import EVALUATOR_VERSION
         from service.store.arrays import unpack
         from service.store.models import RunEvaluation, Score
@@ -533,8 +558,8 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
             if row is None:
                 raise NotFound(f"no stored {name} scores for run {run.id} (not evaluated yet?)")
             values = unpack(row.values)
-            out["runs"][run.tag] = {"mean": row.mean, "per_topic": {
-                t: (None if v != v else float(v)) for t, v in zip(row.topics, values.tolist())}}
+            out["runs"][run.tag] = {"mean": row.mean if not hide else None, "per_topic": {
+                t: (None if v != v else float(v)) for t, v in zip(row.topics, values.tolist()) if t not in hide}}
         return out
 
     @get("/api/jobs/{jid:int}", sync_to_thread=True)
@@ -549,8 +574,18 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     # The uploads read the body asynchronously (size-limited), then run a sync use case.
     @post("/api/collections/{cid:int}/qrels")
     async def upload_qrels_handler(cid: FromPath[int], request: Request) -> dict[str, Any]:
-        body = await request.body()
+        body = await _read_stream(request)
         return await _in_thread(lambda: _upload_qrels(cid, body, request.headers.get("authorization")))
+
+    async def _read_stream(request: Request) -> bytes:
+        """The body, received chunk by chunk and refused (413) as soon as it passes max_body."""
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_body:
+                raise HTTPException(status_code=413, detail=f"the upload is larger than {max_body} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def _upload_qrels(cid: FromPath[int], body: bytes, auth: str | None) -> dict[str, Any]:
         with factory() as s:  # authorise and validate before taking any write lock
@@ -575,7 +610,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                 raise InvalidMeasure("send the run as the form field 'file'")
             body = await upload.read()
         else:
-            body = await request.body()
+            body = await _read_stream(request)
         team = request.query_params.get("team")
         return await _in_thread(lambda: _submit_run(cid, body, request.headers.get("authorization"), team))
 

@@ -166,6 +166,7 @@ def evaluate_item(
         already = s.scalar(select(RunEvaluation.id).filter_by(**key))
         config_id, order, settings, metrics = config.id, config.evaluation.get("order", "score"), \
             eval_settings(config), list(config.metrics)
+        hidden = list(config.evaluation.get("hidden_topics") or [])
     if already is not None:  # computed before (a retry, or another job): nothing to redo
         with transaction(factory) as s:
             return _finish_item(s, s.get(JobItem, item_id), ok=True)
@@ -181,7 +182,7 @@ def evaluate_item(
     try:
         core_run = load_run(blob, source or tag, order)
         result = evaluate(qrels, [core_run], metrics, settings)
-        rows = _score_rows(result)
+        rows = _score_rows(result, set(hidden))
         curve = _curve(qrels, core_run, settings)
     except SQLAlchemyError:
         raise
@@ -232,19 +233,29 @@ def _finite(v: float) -> float | None:
     return v if np.isfinite(v) else None
 
 
-def _score_rows(result: Any) -> list[Score]:
+def _mean_interval(values: np.ndarray) -> tuple[int, float, float]:
+    """(n, mean, half-width of the 95% t interval) of the scored topics (NaN = not scored)."""
+    kept = values[~np.isnan(values)]
+    n = int(kept.shape[0])
+    mean = float(kept.mean()) if n else float("nan")
+    # the run's own interval: it does not move when runs are added
+    half = float(stats.t.ppf(0.975, n - 1) * kept.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    return n, mean, half
+
+
+def _score_rows(result: Any, hidden: set[str] = frozenset()) -> list[Score]:  # type: ignore[assignment]
+    visible = np.array([t not in hidden for t in result.topics], dtype=bool)
     rows = []
     for m in result.measures:
         values = result.per_topic(m)[0]
-        kept = values[~np.isnan(values)]
-        n = int(kept.shape[0])
-        mean = float(kept.mean()) if n else float("nan")
-        if n > 1:  # the run's own 95% t interval: it does not move when runs are added
-            half = float(stats.t.ppf(0.975, n - 1) * kept.std(ddof=1) / np.sqrt(n))
-        else:
-            half = float("nan")
-        rows.append(Score(metric=str(m), mean=_finite(mean), ci_low=_finite(mean - half),
-                          ci_high=_finite(mean + half), n_topics=n, values=pack(values)))
+        n, mean, half = _mean_interval(values)
+        row = Score(metric=str(m), mean=_finite(mean), ci_low=_finite(mean - half), ci_high=_finite(mean + half),
+                    n_topics=n, values=pack(values))
+        if hidden:  # the public side of a public/private split: visible topics only
+            pn, pmean, phalf = _mean_interval(values[visible])
+            row.public_n, row.public_mean = pn, _finite(pmean)
+            row.public_ci_low, row.public_ci_high = _finite(pmean - phalf), _finite(pmean + phalf)
+        rows.append(row)
     return rows
 
 
@@ -298,19 +309,24 @@ def run_tests(factory: sessionmaker[Session], job_id: int) -> list[Followup]:
         all_tables = _stored_scores(s, job.collection_id, job.qrels_version_id, config.settings_hash,
                                     list(config.metrics))
         qrels_id, collection_id, settings = job.qrels_version_id, job.collection_id, config.settings_hash
+    hidden = set(config.evaluation.get("hidden_topics") or [])
     results, errors = [], {}
     for metric in metrics:
-        run_ids, _topics, matrix = tables.get(metric, ([], [], np.zeros((0, 0))))
+        run_ids, topics, matrix = tables.get(metric, ([], [], np.zeros((0, 0))))
         if len(run_ids) < 2:
             errors[metric] = f"{len(run_ids)} evaluated run(s): nothing to compare"
             continue
-        try:
-            res = pairwise(matrix, [str(r) for r in run_ids], sig["test"], resamples=int(sig["resamples"]),
-                           alpha=float(sig["alpha"]), correction=sig["correction"], seed=int(sig["seed"]))
-        except ValueError as exc:
-            errors[metric] = str(exc)
-            continue
-        results.append((metric, run_ids, res))
+        subsets = [("all", matrix)]
+        if hidden:  # the public leaderboard's test, on the visible topics only
+            subsets.append(("public", matrix[[t not in hidden for t in topics]]))
+        for subset, x in subsets:
+            try:
+                res = pairwise(x, [str(r) for r in run_ids], sig["test"], resamples=int(sig["resamples"]),
+                               alpha=float(sig["alpha"]), correction=sig["correction"], seed=int(sig["seed"]))
+            except ValueError as exc:
+                errors[metric if subset == "all" else f"{metric} (visible topics)"] = str(exc)
+                continue
+            results.append((metric, run_ids, res, subset))
     meta = _meta_evaluation(all_tables, sig)
     phash = params_hash(sig)
     try:
@@ -318,17 +334,17 @@ def run_tests(factory: sessionmaker[Session], job_id: int) -> list[Followup]:
             job = s.get(Job, job_id)
             if job is None or job.status != "testing":
                 return []
-            for metric, run_ids, res in results:
+            for metric, run_ids, res, subset in results:
                 rhash = runs_hash(run_ids)
                 exists = s.scalar(select(Significance.id).where(
                     Significance.qrels_version_id == qrels_id, Significance.metric == metric,
                     Significance.test == res.test, Significance.settings_hash == settings,
                     Significance.evaluator_version == EVALUATOR_VERSION, Significance.runs_hash == rhash,
-                    Significance.params_hash == phash))
+                    Significance.params_hash == phash, Significance.subset == subset))
                 if exists is None:
                     s.add(Significance(
                         collection_id=collection_id, qrels_version_id=qrels_id, metric=metric, test=res.test,
-                        settings_hash=settings, evaluator_version=EVALUATOR_VERSION, runs_hash=rhash,
+                        subset=subset, settings_hash=settings, evaluator_version=EVALUATOR_VERSION, runs_hash=rhash,
                         params_hash=phash, params={k: sig.get(k) for k in TEST_PARAMS}, run_ids=list(run_ids),
                         n_topics=res.n_topics, diff=pack(res.diff), statistic=pack(res.statistic), p=pack(res.p),
                         p_adjusted=pack(res.p_adjusted)))
@@ -534,6 +550,7 @@ def _tests_current(s: Session, coll: Collection, config: CollectionConfig, run_i
                 Significance.qrels_version_id == coll.current_qrels_id, Significance.metric == metric,
                 Significance.settings_hash == config.settings_hash,
                 Significance.evaluator_version == EVALUATOR_VERSION,
-                Significance.runs_hash == runs_hash(run_ids), Significance.params_hash == params_hash(sig))) is None:
+                Significance.runs_hash == runs_hash(run_ids), Significance.params_hash == params_hash(sig),
+                Significance.subset == "all")) is None:
             return False
     return True

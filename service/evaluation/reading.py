@@ -29,7 +29,7 @@ class LeaderboardRow:
 
 
 def leaderboard(
-    s: Session, collection: str, metric: str | None = None, qrels_version: int | None = None
+    s: Session, collection: str, metric: str | None = None, qrels_version: int | None = None, public: bool = False
 ) -> tuple[str, list[LeaderboardRow]]:
     """Runs ranked by ``metric`` (default: the official one) on the current qrels version, or
     on an earlier ``qrels_version`` (its results are kept) under the current configuration."""
@@ -48,15 +48,18 @@ def leaderboard(
     if name not in config.metrics:
         raise InvalidMeasure(f"{name} is not among the collection's metrics: {', '.join(config.metrics)}")
     version = s.get(QrelsVersion, version_id)
-    q = (select(Run.tag, Team.name, Run.is_baseline, Score.mean, Score.ci_low, Score.ci_high, Score.n_topics)
+    # ``public``: the visible topics of a public/private split (the workers store both sides).
+    mean, low, high, n_col = ((Score.public_mean, Score.public_ci_low, Score.public_ci_high, Score.public_n) if public
+                              else (Score.mean, Score.ci_low, Score.ci_high, Score.n_topics))
+    q = (select(Run.tag, Team.name, Run.is_baseline, mean, low, high, n_col)
          .join(RunEvaluation, RunEvaluation.id == Score.run_evaluation_id)
          .join(Run, Run.id == RunEvaluation.run_id).join(Team, Team.id == Run.team_id)
          .where(Run.collection_id == coll.id, RunEvaluation.qrels_version_id == version_id,
                 RunEvaluation.settings_hash == config.settings_hash,
-                RunEvaluation.evaluator_version == EVALUATOR_VERSION, Score.metric == name)
-         .order_by(Score.mean.desc(), Run.tag))
+                RunEvaluation.evaluator_version == EVALUATOR_VERSION, Score.metric == name, mean.is_not(None))
+         .order_by(mean.desc(), Run.tag))
     rows: list[LeaderboardRow] = []
-    for i, (tag, team, base, mean, lo, hi, n) in enumerate(s.execute(q.where(Score.mean.is_not(None)))):
+    for i, (tag, team, base, mean, lo, hi, n) in enumerate(s.execute(q)):
         rank = i + 1 if not rows or mean != rows[-1].mean else rows[-1].rank  # ties share a rank
         rows.append(LeaderboardRow(rank, tag, team, mean, lo, hi, n, version.version if version else 0, base))
     return name, rows
@@ -98,7 +101,7 @@ def computed_at(s: Session, coll, version: int | None = None):  # type: ignore[n
 
 
 def significance_for(s: Session, coll, metric: str, test: str | None = None,  # type: ignore[no-untyped-def]
-                     qrels_version: int | None = None):
+                     qrels_version: int | None = None, subset: str = "all"):
     """The stored pairwise test of ``metric`` for the current (or given) results, or None.
 
     Returns (run tags in the stored order, p_adjusted over pairs, alpha, test name).
@@ -112,7 +115,7 @@ def significance_for(s: Session, coll, metric: str, test: str | None = None,  # 
     version_id = complete_version_id(s, coll) if qrels_version is None else s.scalar(select(QrelsVersion.id).where(
         QrelsVersion.collection_id == coll.id, QrelsVersion.version == qrels_version))
     # Only the id first: the arrays (a few hundred kB for 100 runs) are read once per process.
-    where = [Significance.qrels_version_id == version_id, Significance.metric == metric,
+    where = [Significance.qrels_version_id == version_id, Significance.metric == metric, Significance.subset == subset,
              Significance.settings_hash == config.settings_hash, Significance.evaluator_version == EVALUATOR_VERSION]
     if test is None:
         where.append(Significance.params_hash == params_hash(config.significance))

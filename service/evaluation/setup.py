@@ -56,7 +56,11 @@ class ConfigSpec:
         except InvalidMeasure:
             raise
         evaluation = {"order": "score", "missing": "zero", "no_relevant": "skip", "depth": None, "max_level": None,
-                      **self.evaluation}
+                      "hidden_topics": [], **self.evaluation}
+        hidden = evaluation["hidden_topics"]
+        if not isinstance(hidden, list) or not all(isinstance(t, str) for t in hidden):
+            raise InvalidMeasure("hidden_topics is a list of topic ids")
+        evaluation["hidden_topics"] = sorted(set(hidden))
         significance = {**DEFAULT_SIGNIFICANCE, **self.significance}
         _check_significance(significance)
         try:

@@ -63,6 +63,9 @@ class Collection(Base):
     daily_run_quota: Mapped[int | None] = mapped_column(Integer)
     # Participants see every team's scores only once the organisers release the leaderboard.
     leaderboard_released: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # A public/private topic split (the configuration's evaluation.hidden_topics): until the
+    # organisers reveal it, everyone else sees scores on the visible topics only.
+    topics_revealed: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     current_config_id: Mapped[int | None] = mapped_column(
         ForeignKey("collection_configs.id", use_alter=True, name="fk_collections_current_config")
     )
@@ -193,6 +196,11 @@ class Score(Base):
     ci_high: Mapped[float | None] = mapped_column(Float)
     n_topics: Mapped[int] = mapped_column(Integer)
     values: Mapped[bytes] = mapped_column(LargeBinary)  # float64 little-endian, NaN = not evaluated
+    # The same on the visible topics of a public/private split (NULL without a split).
+    public_mean: Mapped[float | None] = mapped_column(Float)
+    public_ci_low: Mapped[float | None] = mapped_column(Float)
+    public_ci_high: Mapped[float | None] = mapped_column(Float)
+    public_n: Mapped[int | None] = mapped_column(Integer)
 
     evaluation: Mapped[RunEvaluation] = relationship(back_populates="scores")
 
@@ -219,7 +227,8 @@ class Significance(Base):
     __tablename__ = "significance"
     __table_args__ = (
         UniqueConstraint(
-            "qrels_version_id", "metric", "test", "settings_hash", "evaluator_version", "runs_hash", "params_hash"
+            "qrels_version_id", "metric", "test", "settings_hash", "evaluator_version", "runs_hash", "params_hash",
+            "subset",
         ),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -231,6 +240,7 @@ class Significance(Base):
     evaluator_version: Mapped[str] = mapped_column(String(40))
     runs_hash: Mapped[str] = mapped_column(String(64))
     params_hash: Mapped[str] = mapped_column(String(64))  # of the test settings (test, B, alpha, correction, seed)
+    subset: Mapped[str] = mapped_column(String(20), default="all", server_default="all")  # all | public (visible topics)
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
     run_ids: Mapped[list[Any]] = mapped_column(default=list)  # pairs are (a, b), a < b, in this order
     n_topics: Mapped[int] = mapped_column(Integer)

@@ -350,3 +350,32 @@ def test_previous_results_stay_served_during_a_reevaluation_and_multipart_upload
         c.post("/api/teams", json={"name": "flush-cache"}, headers=a)  # a write clears the board cache
         after = c.get(f"/api/collections/{cid}/leaderboard", headers=a).json()
         assert after["qrels_version"] == 2 and not after["reevaluation_in_progress"]
+
+
+def test_public_private_topic_split(world: World) -> None:
+    c, t, cid = world.client, world.tokens, world.cid
+    org = auth(t["organiser"])
+    assert c.patch(f"/api/collections/{cid}", json={"leaderboard_released": True, "visibility": "public"},
+                   headers=org).status_code == 200
+    hidden = ["0001", "0002"]
+    r = c.patch(f"/api/collections/{cid}", json={"hidden_topics": hidden}, headers=org)
+    assert r.status_code == 200 and r.json()["topic_split"]  # a new configuration, re-evaluated at once
+    full = c.get(f"/api/collections/{cid}/leaderboard?metric=AP", headers=org).json()
+    public = c.get(f"/api/collections/{cid}/leaderboard?metric=AP").json()
+    assert full["topics"] == "all" and public["topics"].startswith("visible only")
+    # the public means are the means over the visible topics of the per-topic scores
+    alpha_run = world.run_ids["RUN-01"]
+    per_topic = c.get(f"/api/runs/{alpha_run}/scores?metric=AP", headers=org).json()["runs"]["RUN-01"]["per_topic"]
+    visible = [v for k, v in per_topic.items() if k not in hidden]
+    row = next(r for r in public["rows"] if r["run"] == "RUN-01")
+    assert row["mean"] == pytest.approx(sum(visible) / len(visible), abs=1e-12) and row["n_topics"] == len(visible)
+    assert c.get(f"/api/collections/{cid}/leaderboard").json()["significance"] is not None  # visible-topic test
+    # participants never see hidden topics' scores, nor curves or meta-evaluation mixing them in
+    own = c.get(f"/api/runs/{alpha_run}/scores?metric=AP", headers=auth(t["alpha"])).json()["runs"]["RUN-01"]
+    assert not set(own["per_topic"]) & set(hidden) and own["mean"] is None
+    assert c.get(f"/api/runs/{alpha_run}/curve", headers=auth(t["alpha"])).status_code == 403
+    assert c.get(f"/api/collections/{cid}/metaeval").status_code == 401
+    # the organisers reveal the full leaderboard at the end
+    assert c.patch(f"/api/collections/{cid}", json={"topics_revealed": True}, headers=org).status_code == 200
+    revealed = c.get(f"/api/collections/{cid}/leaderboard?metric=AP").json()
+    assert revealed["topics"] == "all" and [r["mean"] for r in revealed["rows"]] == [r["mean"] for r in full["rows"]]

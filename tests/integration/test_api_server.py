@@ -75,3 +75,34 @@ def _ready(base: str) -> bool:
 def _board(c: httpx.Client, cid: int, token: str, n: int):  # type: ignore[no-untyped-def]
     board = c.get(f"/api/collections/{cid}/leaderboard", headers={"Authorization": f"Bearer {token}"}).json()
     return board if len(board.get("rows", [])) == n else None
+
+
+def test_readme_main_command_serves_the_sample(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`cranfield serve --sample samples/ntcir-like` on the embedded default, as the README says."""
+    import shutil
+
+    shutil.copytree(REPO / "samples", tmp_path / "samples")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRANFIELD_")}
+    env["PYTHONPATH"] = str(REPO)
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--sample",
+                               "samples/ntcir-like"], cwd=tmp_path, env=env, start_new_session=True,
+                              stdout=open(tmp_path / "serve.log", "w"), stderr=subprocess.STDOUT)  # noqa: SIM115
+    try:
+        url = f"http://127.0.0.1:{port}/api/collections/1/leaderboard"
+
+        def board():  # type: ignore[no-untyped-def]
+            try:
+                doc = httpx.get(url, timeout=2).json()
+            except (httpx.HTTPError, ValueError):
+                return None
+            return doc if len(doc.get("rows", [])) == 8 else None
+
+        doc = wait_for(board, 120, "the sample leaderboard")
+        assert doc["rows"][0]["run"] == "RUN-01" and doc["qrels_version"] == 1
+    finally:
+        os.kill(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
