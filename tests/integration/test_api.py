@@ -379,3 +379,13 @@ def test_public_private_topic_split(world: World) -> None:
     assert c.patch(f"/api/collections/{cid}", json={"topics_revealed": True}, headers=org).status_code == 200
     revealed = c.get(f"/api/collections/{cid}/leaderboard?metric=AP").json()
     assert revealed["topics"] == "all" and [r["mean"] for r in revealed["rows"]] == [r["mean"] for r in full["rows"]]
+
+
+def test_uploads_over_the_limit_are_refused_while_streaming(backend: Backend) -> None:
+    with transaction(backend.factory()) as s:
+        admin, _ = create_token(s, "admin")
+    with TestClient(app=create_app(backend.database_url, lambda f: None, max_body=1000)) as c:
+        cid = c.post("/api/collections", json={"name": "small"}, headers=auth(admin)).json()["id"]
+        r = c.post(f"/api/collections/{cid}/qrels", content="t 0 d 1\n" * 500, headers=auth(admin))
+        assert r.status_code == 413 and r.json()["error"]["code"] == "http_error"
+        assert c.get(f"/api/collections/{cid}/qrels", headers=auth(admin)).json()["items"] == []
