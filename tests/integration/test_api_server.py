@@ -51,6 +51,16 @@ def test_full_flow_against_a_running_server(backend: Backend) -> None:
                 assert r.status_code == 201, r.text
             board = wait_for(lambda: _board(c, cid, org, 2), 120, "the leaderboard", backend)
             assert board["qrels_version"] == 1 and [row["rank"] for row in board["rows"]] == [1, 2]
+            tested = wait_for(lambda: (lambda d: d if d["significance"] else None)(
+                c.get(f"/api/collections/{cid}/leaderboard", headers={"Authorization": f"Bearer {org}"}).json()),
+                60, "the significance test", backend)
+            assert tested["significance"]["test"] == "bootstrap" and "groups" in tested["rows"][0]
+            # the organiser corrects the qrels: the board moves to version 2 once re-evaluated
+            r = c.post(f"/api/collections/{cid}/qrels", content=qrels.replace(" L0\n", " L2\n", 10),
+                       headers={"Authorization": f"Bearer {org}"})
+            assert r.status_code == 201 and r.json()["version"] == 2
+            wait_for(lambda: c.get(f"/api/collections/{cid}/leaderboard", headers={"Authorization": f"Bearer {org}"}
+                                   ).json()["qrels_version"] == 2, 120, "the board on qrels version 2", backend)
             bad = c.post(f"/api/collections/{cid}/runs", content="0001 Q0 a 1 x bad\n",
                          headers={"Authorization": f"Bearer {tokens['alpha']}"})
             assert bad.status_code == 422 and bad.json()["error"]["line"] == 1
