@@ -142,7 +142,7 @@ def main() -> None:
             print(f"rate {rate:5.0f}/s: {res['requests']} requests, {res['errors']} errors, "
                   f"p50 {res['p50_ms']:.1f} ms, p99 {res['p99_ms']:.1f} ms", flush=True)
             if res["p99_ms"] < 50 and res["errors"] == 0:
-                best = rate
+                best = rate if best is None else max(best, rate)
         print(f"highest tested rate with p99 < 50 ms: {best}")
     finally:
         for p in procs:
