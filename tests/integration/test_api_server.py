@@ -14,6 +14,15 @@ from service.sample import CollectionSpec, generate
 from tests.integration.conftest import REPO, Backend, wait_for
 
 
+def stop(server: subprocess.Popen) -> None:
+    """SIGTERM (a graceful uvicorn shutdown), then SIGKILL to the whole group if it lingers."""
+    os.kill(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -68,11 +77,7 @@ def test_full_flow_against_a_running_server(backend: Backend) -> None:
                          ).status_code == 403
             assert c.get("/health/ready").json()["checks"] == {"database": True, "broker": True}
     finally:
-        os.kill(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
+        stop(server)
 
 
 def _ready(base: str) -> bool:
@@ -111,8 +116,4 @@ def test_readme_main_command_serves_the_sample(tmp_path) -> None:  # type: ignor
         doc = wait_for(board, 120, "the sample leaderboard")
         assert doc["rows"][0]["run"] == "RUN-01" and doc["qrels_version"] == 1
     finally:
-        os.kill(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
+        stop(server)
