@@ -210,13 +210,14 @@ def cmd_metaeval(args: argparse.Namespace, out: TextIO) -> int:
     runs = [read_run(p, args.order) for p in args.runs]
     levels = [100.0] + ([float(v) for v in args.reduce.split(",")] if args.reduce else [])
     full_means = None
+    full = None
     rows = []
     for j in levels:
         q = qrels if j == 100.0 else reduce_qrels(qrels, j, seed=args.seed)
         ev = evaluate(q, runs, measures, settings)
         means = np.vstack([ev.means(m) for m in measures])
-        if full_means is None:
-            full_means = means
+        if full_means is None:  # the first level is 100%: the full judgments
+            full_means, full = means, ev
         for k, m in enumerate(measures):
             dp = discriminative_power(ev.per_topic(m).T, alpha=args.alpha, resamples=args.resamples, seed=args.seed)
             tau_full = kendall_tau(full_means[k], means[k]) if j != 100.0 else 1.0
@@ -225,7 +226,6 @@ def cmd_metaeval(args: argparse.Namespace, out: TextIO) -> int:
     tau = kendall_matrix(full_means)
     names = [str(m) for m in measures]
     threshold = kendall_threshold(len(runs), 0.01)
-    full = evaluate(qrels, runs, measures, settings)
     reliability = _reliability(args, full, measures)
     heaviness = _heaviness_rows(args, measures) if args.top_heaviness is not None else None
     if args.format == "json":

@@ -28,13 +28,13 @@ import numpy as np
 from service.errors import InvalidMeasure
 from service.formats.types import Qrels, Run
 from service.metrics.lists import TopicStats, ideal_vectors
-from service.metrics.measures.common import GAINS, _at_least, gain_table
+from service.metrics.measures.common import GAINS, at_least_check, gain_table
 from service.metrics.measures.cumgain import jk_discount
 from service.metrics.spec import Measure, MetricDef, Param, register
 
-BQ = Param("bq", "float", 4, "log base of the query discount 1/(1 + log_bq q)", check=_at_least(1, strict=True))
+BQ = Param("bq", "float", 4, "log base of the query discount 1/(1 + log_bq q)", check=at_least_check(1, strict=True))
 SESSION_BASE = Param("base", "float", 2, "log base of J&K's rank discount in each query's DCG",
-                     check=_at_least(1, strict=True))
+                     check=at_least_check(1, strict=True))
 
 
 def _not_per_topic(*_: object) -> np.ndarray:

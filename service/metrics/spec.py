@@ -166,8 +166,6 @@ class Measure:
         p = self.definition.param_map.get(name)
         return p.default if p is not None else None
 
-    def with_cutoff(self, cutoff: int | None) -> Measure:
-        return make_measure(self.name, dict(self.params), cutoff)
 
 
 REGISTRY: dict[str, MetricDef] = {}

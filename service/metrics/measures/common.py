@@ -16,7 +16,7 @@ from service.metrics.lists import GainTable, RankedLists, Scale, resolve_gains
 from service.metrics.spec import Measure, Param
 
 
-def _at_least(lo: float, strict: bool = False):  # type: ignore[no-untyped-def]
+def at_least_check(lo: float, strict: bool = False):  # type: ignore[no-untyped-def]
     def check(v: float) -> str | None:
         if (v <= lo) if strict else (v < lo):
             return f"must be {'>' if strict else '>='} {lo}"
@@ -31,12 +31,12 @@ def _probability(v: float) -> str | None:
 
 GAINS = Param("gains", "gains", None, "gain of each level, e.g. {1:1,2:5,3:10}; default: the evaluation's gain profile")
 JUDGED_ONLY = Param("judged_only", "bool", False, "evaluate the condensed list: unjudged documents removed (Sakai 2007)")
-REL = Param("rel", "int", 1, "lowest level counted as relevant (trec_eval -l)", check=_at_least(1))
-BETA = Param("beta", "float", 1, "blended-ratio weight of cumulative gain; beta=0 reduces Q to AP", check=_at_least(0))
+REL = Param("rel", "int", 1, "lowest level counted as relevant (trec_eval -l)", check=at_least_check(1))
+BETA = Param("beta", "float", 1, "blended-ratio weight of cumulative gain; beta=0 reduces Q to AP", check=at_least_check(0))
 NORM = Param(
     "norm", "choice", "R", "AP@k/Q@k/genAP@k normaliser: R (trec_eval map_cut) or minRk (NTCIREVAL)", choices=("R", "minRk")
 )
-BASE = Param("base", "float", 2, "log base a of J&K's discount (no discount at ranks <= a)", check=_at_least(1, strict=True))
+BASE = Param("base", "float", 2, "log base a of J&K's discount (no discount at ranks <= a)", check=at_least_check(1, strict=True))
 PERSISTENCE = Param("p", "float", 0.95, "RBP persistence", check=_probability)
 STOP = Param(
     "stop", "choice", "exp", "ERR stop probability: exp (2^g-1)/2^gmax (Chapelle) or linear g/(gmax+1) (NTCIREVAL)",
