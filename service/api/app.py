@@ -20,22 +20,19 @@ from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
 from litestar.serialization import encode_json
 from litestar.params import FromPath, FromQuery, JSONBody
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 import service
 from service.errors import InvalidInput, InvalidMeasure
-from service.evaluation import access
+from service.evaluation import access, views
 from service.evaluation.access import Conflict, Forbidden, NotFound, Principal, Unauthenticated
 from service.evaluation.pipeline import Followup, plan_job
-from service.evaluation.reading import annotate, computed_at, qrels_diff, significance_for
+from service.evaluation.reading import qrels_diff
 from service.evaluation.reading import jobs as list_jobs
-from service.evaluation.reading import leaderboard as read_leaderboard
-from service.metrics import parse_measure
-from service.evaluation.setup import ConfigSpec, add_qrels, add_run, audit, set_config
-from service.formats.readers import parse_qrels, parse_run
-from service.store.db import as_utc, session_factory, transaction
-from service.store.models import ApiToken, Collection, Job, LeaderboardSnapshot, QrelsVersion, Run, Team
+from service.evaluation.setup import ConfigSpec, audit, set_config
+from service.store.db import session_factory, transaction
+from service.store.models import ApiToken, Collection, Job, LeaderboardSnapshot, Team
 
 Dispatch = Callable[[list[Followup]], None]
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
@@ -150,38 +147,8 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                 "note": "the token is shown only once"}
 
     # ----------------------------------------------------------------- collections
-    def _hidden(coll: Collection) -> set[str]:
-        cfg = coll.current_config
-        return set(cfg.evaluation.get("hidden_topics") or []) if cfg is not None else set()
-
-    def _public_view(coll: Collection, me: Principal) -> bool:
-        """Callers other than organisers see the visible topics only until the split is revealed."""
-        return bool(_hidden(coll)) and not coll.topics_revealed and not me.can_organise(coll.id)
-
-    def _denied(me: Principal, what: str) -> Exception:
-        """Every denial is 401 (no credentials) or 403 (not allowed), never a silent 404."""
-        return Unauthenticated(f"{what} needs a bearer token") if me.role is None else Forbidden(f"{what} is not yours")
-
-    def _collection(s: Session, cid: int, me: Principal) -> Collection:
-        coll = s.get(Collection, cid)
-        if coll is None:
-            raise NotFound(f"no collection {cid}")
-        if not me.can_see_collection(coll):
-            raise _denied(me, f"collection {cid}")
-        return coll
-
-    def _collection_doc(coll: Collection, me: Principal) -> dict[str, Any]:
-        cfg = coll.current_config
-        doc = {"id": coll.id, "name": coll.name, "description": coll.description, "visibility": coll.visibility,
-               "official_metric": cfg.official_metric if cfg else None, "metrics": cfg.metrics if cfg else [],
-               "submission_opens_at": _iso(coll.submission_opens_at),
-               "submission_closes_at": _iso(coll.submission_closes_at),
-               "daily_run_quota": coll.daily_run_quota, "leaderboard_released": coll.leaderboard_released,
-               "topic_split": bool(cfg and cfg.evaluation.get("hidden_topics")), "topics_revealed": coll.topics_revealed}
-        if me.can_organise(coll.id) and cfg is not None:
-            doc.update(levels=cfg.levels, evaluation=cfg.evaluation, significance=cfg.significance,
-                       config_version=cfg.version)
-        return doc
+    _collection, _collection_doc, _denied = views.collection, views.collection_doc, views.denied
+    _public_view, _hidden, _run, _run_doc = views.public_view, views.hidden_topics, views.run, views.run_doc
 
     @post("/api/collections", sync_to_thread=True)
     def create_collection(data: JSONBody[dict[str, Any]], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
@@ -201,7 +168,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
 
     @get("/api/collections", sync_to_thread=True)
     def list_collections(s: NamedDependency[Session], me: NamedDependency[Principal], offset: FromQuery[int] = 0, limit: FromQuery[int] = 50) -> dict[str, Any]:
-        rows = [c for c in s.scalars(select(Collection).order_by(Collection.id)) if me.can_see_collection(c)]
+        rows = views.visible_collections(s, me)
         page = rows[max(offset, 0): max(offset, 0) + min(max(limit, 1), 200)]
         return {"total": len(rows), "offset": offset, "items": [_collection_doc(c, me) for c in page]}
 
@@ -263,37 +230,16 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     @get("/api/collections/{cid:int}/qrels", sync_to_thread=True)
     def list_qrels(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
         coll = _collection(s, cid, me)
-        me.require_organiser(coll.id)
-        versions = s.scalars(select(QrelsVersion).where(QrelsVersion.collection_id == cid).order_by(QrelsVersion.version))
-        return {"current": coll.current_qrels.version if coll.current_qrels else None, "items": [
-            {"version": v.version, "uploaded_by": v.uploaded_by, "uploaded_at": _iso(v.uploaded_at),
-             "checksum": v.checksum, "judgments": v.n_judgments, "level_counts": v.level_counts} for v in versions]}
+        return views.qrels_versions(s, coll, me)
 
     # ------------------------------------------------------------------------- runs
-    def _run(s: Session, rid: int, me: Principal) -> tuple[Run, Collection]:
-        run = s.get(Run, rid)
-        coll = s.get(Collection, run.collection_id) if run is not None else None
-        if run is None or coll is None:
-            raise NotFound(f"no run {rid}")
-        if not me.can_see_run(run, coll):
-            raise _denied(me, f"run {rid}")
-        return run, coll
-
-    def _run_doc(run: Run) -> dict[str, Any]:
-        return {"id": run.id, "collection_id": run.collection_id, "tag": run.tag, "team": run.team.name,
-                "status": run.status, "reason": run.status_reason, "submitted_at": _iso(run.submitted_at),
-                "topics": run.n_topics, "depth": run.depth, "lines": run.n_lines, "baseline": run.is_baseline,
-                "primary": run.is_primary, "description": run.description}
-
     @get("/api/collections/{cid:int}/runs", sync_to_thread=True)
     def list_runs(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal], offset: FromQuery[int] = 0, limit: FromQuery[int] = 100) -> dict[str, Any]:
         coll = _collection(s, cid, me)
-        me.require_authenticated()
-        runs = [r for r in s.scalars(select(Run).where(Run.collection_id == cid).order_by(Run.id))
-                if me.can_organise(cid) or r.team_id == me.team_id]
+        runs = views.runs_of(s, coll, me)
         page = runs[max(offset, 0): max(offset, 0) + min(max(limit, 1), 500)]
         return {"total": len(runs), "offset": offset, "items": [_run_doc(r) for r in page],
-                **_quota_doc(s, coll, me)}
+                **views.quota_doc(s, coll, me)}
 
     @get("/api/runs/{rid:int}", sync_to_thread=True)
     def get_run(rid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
@@ -332,8 +278,6 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         if hit is not None and hit[0] > time.monotonic():
             return Response(hit[1], media_type=hit[2])
         coll = _collection(s, cid, me)
-        if not (me.can_organise(cid) or coll.leaderboard_released or me.role == "participant"):
-            raise _denied(me, f"the leaderboard of collection {cid}")
         response = _leaderboard_response(s, coll, me, metric, format, primary_only, qrels_version, test)
         body = response.content if isinstance(response.content, (bytes, str)) else encode_json(response.content)
         body = body.encode() if isinstance(body, str) else body
@@ -346,29 +290,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     def _leaderboard_response(s: Session, coll: Collection, me: Principal, metric: str | None, format: str,  # noqa: A002
                               primary_only: bool, qrels_version: int | None = None,
                               test: str | None = None) -> Response[Any]:
-        cid = coll.id
-        public = _public_view(coll, me)
-        name, rows = read_leaderboard(s, coll.name, metric, qrels_version, public)
-        if primary_only:
-            primary = set(s.scalars(select(Run.tag).where(Run.collection_id == cid, Run.is_primary)))
-            rows = [r for r in rows if r.run in primary]
-        visible = [r for r in rows if me.can_organise(cid) or coll.leaderboard_released
-                   or r.team == _team_name(s, me)]
-        sig = significance_for(s, coll, name, test, qrels_version, "public" if public else "all")
-        annotated = annotate(visible, sig)
-        running = s.scalar(select(func.count()).select_from(Job).where(
-            Job.collection_id == cid, Job.status.in_(("running", "testing"))))
-        doc = {"collection": coll.name, "metric": name, "released": coll.leaderboard_released,
-               "topics": "visible only (public/private split)" if public else "all",
-               "qrels_version": rows[0].qrels_version if rows else (
-                   coll.current_qrels.version if coll.current_qrels else None),
-               "newest_qrels_version": coll.current_qrels.version if coll.current_qrels else None,
-               "computed_at": _iso(computed_at(s, coll, qrels_version)),
-               "reevaluation_in_progress": bool(running),
-               "significance": {"test": sig[3], "alpha": sig[2], "correction": coll.current_config.significance.get(
-                   "correction")} if sig else None,
-               "rows": [{k: r[k] for k in ("rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "baseline",
-                                           "beats", "tied_with", "groups") if k in r} for r in annotated]}
+        doc = views.leaderboard_doc(s, coll, me, metric, primary_only, qrels_version, test)
         if format == "csv":
             out = io.StringIO()
             w = csv.writer(out)
@@ -400,23 +322,13 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
 
     @get("/api/collections/{cid:int}/snapshots", sync_to_thread=True)
     def list_snapshots(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
-        coll = _collection(s, cid, me)
-        if not (me.can_organise(cid) or coll.leaderboard_released):
-            raise _denied(me, f"the snapshots of collection {cid}")
-        rows = s.scalars(select(LeaderboardSnapshot).where(LeaderboardSnapshot.collection_id == cid)
-                         .order_by(LeaderboardSnapshot.id))
-        return {"items": [{"id": r.id, "qrels_version": r.qrels_version, "metric": r.metric, "label": r.label,
-                           "created_at": _iso(r.created_at)} for r in rows]}
+        return {"items": views.snapshots(s, _collection(s, cid, me), me)}
 
     @get("/api/snapshots/{sid:int}", sync_to_thread=True)
     def get_snapshot(sid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
-        snap = s.get(LeaderboardSnapshot, sid)
-        if snap is None:
-            raise NotFound(f"no snapshot {sid}")
-        coll = _collection(s, snap.collection_id, me)
-        if not (me.can_organise(coll.id) or coll.leaderboard_released):
-            raise _denied(me, f"snapshot {sid}")
-        return {"id": snap.id, "label": snap.label, "created_at": _iso(snap.created_at), **snap.content}
+        doc = views.snapshot(s, sid, me)
+        doc.pop("collection_id")
+        return doc
 
     @delete("/api/tokens/{tid:int}", sync_to_thread=True, status_code=200)
     def revoke_token(tid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
@@ -439,82 +351,30 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     @get("/api/runs/{rid:int}/scores", sync_to_thread=True)
     def run_scores(rid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal],
                    metric: FromQuery[str | None] = None) -> dict[str, Any]:
-        run, coll = _run(s, rid, me)
-        if not (me.can_organise(coll.id) or (me.role == "participant" and run.team_id == me.team_id)):
-            raise _denied(me, f"the per-topic scores of run {rid}")
-        return _per_topic(s, coll, [run], metric, hide=_hidden(coll) if _public_view(coll, me) else set())
+        return views.run_scores(s, rid, me, metric)
 
     @get("/api/collections/{cid:int}/compare", sync_to_thread=True)
     def compare(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal],
                 a: FromQuery[int], b: FromQuery[int], metric: FromQuery[str | None] = None) -> dict[str, Any]:
-        coll = _collection(s, cid, me)
-        runs = [_run(s, a, me)[0], _run(s, b, me)[0]]
-        for run in runs:
-            if run.collection_id != cid:
-                raise NotFound(f"run {run.id} is not in collection {cid}")
-            if not (me.can_organise(cid) or (me.role == "participant" and run.team_id == me.team_id)):
-                raise _denied(me, f"the per-topic scores of run {run.id}")
-        doc = _per_topic(s, coll, runs, metric, hide=_hidden(coll) if _public_view(coll, me) else set())
-        x, y = (doc["runs"][r.tag]["per_topic"] for r in runs)
-        diffs = {t: (x[t] - y[t]) for t in x if x[t] is not None and y.get(t) is not None}
-        doc["differences"] = dict(sorted(diffs.items(), key=lambda kv: -kv[1]))
-        doc["wins"] = sum(v > 0 for v in diffs.values())
-        doc["ties"] = sum(v == 0 for v in diffs.values())
-        doc["losses"] = sum(v < 0 for v in diffs.values())
-        sig = significance_for(s, coll, doc["metric"])
-        doc["p_adjusted"] = None if sig is None else sig[1].get((runs[0].tag, runs[1].tag),
-                                                                 sig[1].get((runs[1].tag, runs[0].tag)))
+        doc = views.compare(s, _collection(s, cid, me), me, a, b, metric)
+        for key in ("a", "b", "test"):
+            doc.pop(key)
         return doc
 
     @get("/api/runs/{rid:int}/curve", sync_to_thread=True)
     def run_curve(rid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
         """J&K's average gain curves of a run on the current qrels, stored by the workers."""
-        from service.evaluation.setup import EVALUATOR_VERSION
-        from service.store.arrays import unpack
-        from service.store.models import RunCurve, RunEvaluation
-
-        run, coll = _run(s, rid, me)
-        if not (me.can_organise(coll.id) or (me.role == "participant" and run.team_id == me.team_id)
-                or coll.leaderboard_released) or _public_view(coll, me):
-            raise _denied(me, f"the curves of run {rid} (they include hidden topics)")
-        curve = s.scalar(select(RunCurve).join(RunEvaluation).where(
-            RunEvaluation.run_id == run.id, RunEvaluation.qrels_version_id == coll.current_qrels_id,
-            RunEvaluation.settings_hash == coll.current_config.settings_hash,
-            RunEvaluation.evaluator_version == EVALUATOR_VERSION))
-        if curve is None:
-            raise NotFound(f"no stored curves for run {rid} (not evaluated yet?)")
-        return {"run": run.tag, "depth": curve.depth, "log_base": 2,
-                **{k: unpack(getattr(curve, k)).tolist() for k in ("cg", "dcg", "ncg", "ndcg", "ideal_cg",
-                                                                   "ideal_dcg")}}
+        return views.run_curve(s, rid, me)
 
     @get("/api/collections/{cid:int}/metaeval", sync_to_thread=True)
     def metaeval(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
         """Discriminative power and Kendall's tau of the collection's metrics (stored by the workers)."""
-        coll = _collection(s, cid, me)
-        if not (me.can_organise(cid) or coll.leaderboard_released) or _public_view(coll, me):
-            raise _denied(me, f"the meta-evaluation of collection {cid}")
-        job = s.scalars(select(Job).where(Job.collection_id == cid, Job.qrels_version_id == coll.current_qrels_id,
-                                          Job.config_id == coll.current_config_id, Job.status == "done")
-                        .order_by(Job.id.desc())).first()
-        if job is None or "meta" not in (job.report or {}):
-            raise NotFound("no meta-evaluation of the current results yet")
-        return {"qrels_version": coll.current_qrels.version if coll.current_qrels else None,
-                "computed_at": _iso(job.finished_at), **job.report["meta"]}
+        return views.metaeval(s, _collection(s, cid, me), me)
 
     @get("/api/collections/{cid:int}/significance", sync_to_thread=True)
     def significance_matrix(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal],
                             metric: FromQuery[str | None] = None) -> dict[str, Any]:
-        coll = _collection(s, cid, me)
-        if not (me.can_organise(cid) or coll.leaderboard_released):
-            raise _denied(me, f"the significance matrix of collection {cid}")
-        name = metric or coll.current_config.official_metric
-        sig = significance_for(s, coll, str(name), subset="public" if _public_view(coll, me) else "all")
-        if sig is None:
-            raise NotFound(f"no stored test for {name} on the current results")
-        names, matrix, alpha, test = sig
-        return {"metric": name, "test": test, "alpha": alpha, "runs": names,
-                "p_adjusted": [[1.0 if x == y else matrix.get((x, y), matrix.get((y, x))) for y in names]
-                               for x in names]}
+        return views.significance_matrix(s, _collection(s, cid, me), me, metric)
 
     # A path of its own: with a PATCH on /api/runs/{rid}, Litestar 2.25 answered the GET of
     # that path with an un-awaited coroutine (a 500).
@@ -541,27 +401,6 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                 run.is_baseline = bool(data["baseline"])
             return _run_doc(run)
 
-    def _per_topic(s: Session, coll: Collection, runs: list[Run], metric: str | None,
-                   hide: set[str] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
-        from service.evaluation.setup import EVALUATOR_VERSION
-        from service.store.arrays import unpack
-        from service.store.models import RunEvaluation, Score
-
-        name = str(parse_measure(metric)) if metric else coll.current_config.official_metric
-        out: dict[str, Any] = {"metric": name, "qrels_version": coll.current_qrels.version if coll.current_qrels
-                               else None, "runs": {}}
-        for run in runs:
-            row = s.execute(select(RunEvaluation.topics, Score.values, Score.mean).join(Score).where(
-                RunEvaluation.run_id == run.id, RunEvaluation.qrels_version_id == coll.current_qrels_id,
-                RunEvaluation.settings_hash == coll.current_config.settings_hash,
-                RunEvaluation.evaluator_version == EVALUATOR_VERSION, Score.metric == name)).first()
-            if row is None:
-                raise NotFound(f"no stored {name} scores for run {run.id} (not evaluated yet?)")
-            values = unpack(row.values)
-            out["runs"][run.tag] = {"mean": row.mean if not hide else None, "per_topic": {
-                t: (None if v != v else float(v)) for t, v in zip(row.topics, values.tolist()) if t not in hide}}
-        return out
-
     @get("/api/jobs/{jid:int}", sync_to_thread=True)
     def get_job(jid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
         job = s.get(Job, jid)
@@ -587,17 +426,9 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def _upload_qrels(cid: FromPath[int], body: bytes, auth: str | None) -> dict[str, Any]:
-        with factory() as s:  # authorise and validate before taking any write lock
-            me = access.principal_for(s, auth)
-            me.require_organiser(_collection(s, cid, me).id)
-        parsed = parse_qrels(body, "qrels upload")  # 422 with the line before anything is stored
-        with transaction(factory) as s:
-            coll = s.get(Collection, cid)
-            previous = coll.current_qrels_id
-            version = add_qrels(s, coll, body, "qrels upload", me.name, parsed=parsed)
-            job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
-            doc = {"version": version.version, "judgments": version.n_judgments, "job": job.id}
+    def _upload_qrels(cid: int, body: bytes, auth: str | None) -> dict[str, Any]:
+        doc, followups = views.upload_qrels(factory, lambda s: access.principal_for(s, auth), cid, body)
+        doc.pop("previous_version")
         send(followups)
         return doc
 
@@ -614,67 +445,10 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         team = request.query_params.get("team")
         return await _in_thread(lambda: _submit_run(cid, body, request.headers.get("authorization"), team))
 
-    def _submit_run(cid: FromPath[int], body: bytes, auth: str | None, team_param: str | None) -> dict[str, Any]:
-        with transaction(factory) as s:
-            me = access.principal_for(s, auth)
-            coll = _collection(s, cid, me)
-            me.require_authenticated()
-            if me.role == "participant":
-                team = s.get(Team, me.team_id)
-                _check_window(coll)
-                _check_quota(s, coll, team.id)
-            elif me.can_organise(cid):
-                if not team_param:
-                    raise InvalidMeasure("organisers submit for a team: add ?team=NAME")
-                team = s.scalar(select(Team).where(Team.name == team_param))
-                if team is None:
-                    raise NotFound(f"no team named {team_param!r}")
-            else:
-                raise Forbidden("only participants and this collection's organisers submit runs")
-            if coll.current_qrels_id is None:
-                raise Conflict("the collection has no qrels yet")
-            order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
-            parsed = parse_run(body, "run upload", order)
-            unknown = sorted(set(parsed.topics) - {t for t in _topic_ids(s, cid)})
-            if unknown:
-                raise InvalidInput("run upload", None, f"unknown topics: {', '.join(unknown[:20])}")
-            run = add_run(s, coll, body, "run upload", team=team.name, actor=me.name, parsed=parsed)
-            job, followups = plan_job(s, coll, "submission")
-            doc = {**_run_doc(run), "job": job.id}
+    def _submit_run(cid: int, body: bytes, auth: str | None, team_param: str | None) -> dict[str, Any]:
+        doc, followups = views.submit_run(factory, lambda s: access.principal_for(s, auth), cid, body, team_param)
         send(followups)
         return doc
-
-    def _topic_ids(s: Session, cid: int) -> list[str]:
-        from service.store.models import Topic
-
-        return list(s.scalars(select(Topic.topic_id).where(Topic.collection_id == cid)))
-
-    def _check_window(coll: Collection) -> None:
-        now = datetime.now(UTC)
-        opens, closes = as_utc(coll.submission_opens_at), as_utc(coll.submission_closes_at)
-        if (opens and now < opens) or (closes and now >= closes):
-            raise Conflict(f"submissions are closed (window {_iso(opens)} - {_iso(closes)})")
-
-    def _quota_doc(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
-        if coll.daily_run_quota is None or me.team_id is None:
-            return {}
-        used = _runs_today(s, coll.id, me.team_id)
-        return {"quota": {"per_day": coll.daily_run_quota, "used_today": used, "resets_at": _next_midnight()}}
-
-    def _check_quota(s: Session, coll: Collection, team_id: int) -> None:
-        if coll.daily_run_quota is not None and _runs_today(s, coll.id, team_id) >= coll.daily_run_quota:
-            raise Conflict(f"the team's quota of {coll.daily_run_quota} runs a day is used; it resets at "
-                           f"{_next_midnight()}")
-
-    def _runs_today(s: Session, cid: int, team_id: int) -> int:
-        midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-        return sum(1 for t in s.scalars(select(Run.submitted_at).where(Run.collection_id == cid,
-                                                                       Run.team_id == team_id))
-                   if as_utc(t) >= midnight)
-
-    def _team_name(s: Session, me: Principal) -> str | None:
-        team = s.get(Team, me.team_id) if me.team_id else None
-        return team.name if team else None
 
     handlers = [live, ready, create_team, create_token, create_collection, list_collections, get_collection,
                 update_collection, list_qrels, list_runs, get_run, download_run, delete_run, leaderboard, get_job,
@@ -715,11 +489,6 @@ async def _in_thread(fn: Callable[[], Any]) -> Any:
     return await anyio.to_thread.run_sync(fn)
 
 
-def _iso(value: datetime | None) -> str | None:
-    value = as_utc(value)
-    return value.isoformat() if value else None
-
-
 def _parse_time(value: Any, key: str) -> datetime | None:
     if value is None:
         return None
@@ -728,10 +497,3 @@ def _parse_time(value: Any, key: str) -> datetime | None:
     except ValueError:
         raise InvalidMeasure(f"{key} is an ISO 8601 time, not {value!r}") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def _next_midnight() -> str:
-    from datetime import timedelta
-
-    now = datetime.now(UTC)
-    return (now.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)).isoformat()

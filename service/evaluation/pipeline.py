@@ -389,8 +389,12 @@ def _meta_evaluation(tables: dict[str, tuple[list[int], list[str], np.ndarray]],
         except ValueError as exc:
             out["power"][metric] = {"error": str(exc)}
             continue
+        # The ASL curve (Sakai's figures: every pair's ASL, sorted), thinned to at most 200 points.
+        asl = np.sort(dp.asl[np.isfinite(dp.asl)])
+        at = np.unique(np.linspace(0, len(asl) - 1, min(len(asl), 200)).round().astype(int)) if len(asl) else asl
         out["power"][metric] = {"power": dp.power, "significant_pairs": dp.significant_pairs, "pairs": dp.pairs,
-                                "difference_required": dp.difference_required}
+                                "difference_required": dp.difference_required,
+                                "asl_curve": [[int(i) + 1, float(asl[i])] for i in at]}
         means[metric] = dict(zip(run_ids, np.nanmean(matrix, axis=0).tolist()))
     names = sorted(means)
     for i, a in enumerate(names):

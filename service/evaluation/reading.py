@@ -101,7 +101,7 @@ def computed_at(s: Session, coll, version: int | None = None):  # type: ignore[n
 
 
 def significance_for(s: Session, coll, metric: str, test: str | None = None,  # type: ignore[no-untyped-def]
-                     qrels_version: int | None = None, subset: str = "all"):
+                     qrels_version: int | None = None, subset: str = "all", any_settings: bool = False):
     """The stored pairwise test of ``metric`` for the current (or given) results, or None.
 
     Returns (run tags in the stored order, p_adjusted over pairs, alpha, test name).
@@ -115,11 +115,13 @@ def significance_for(s: Session, coll, metric: str, test: str | None = None,  # 
     version_id = complete_version_id(s, coll) if qrels_version is None else s.scalar(select(QrelsVersion.id).where(
         QrelsVersion.collection_id == coll.id, QrelsVersion.version == qrels_version))
     # Only the id first: the arrays (a few hundred kB for 100 runs) are read once per process.
-    where = [Significance.qrels_version_id == version_id, Significance.metric == metric, Significance.subset == subset,
-             Significance.settings_hash == config.settings_hash, Significance.evaluator_version == EVALUATOR_VERSION]
-    if test is None:
+    where = [Significance.qrels_version_id == version_id, Significance.metric == metric, Significance.subset == subset]
+    if not any_settings:  # ``any_settings``: the newest stored test, whatever configuration made it
+        where += [Significance.settings_hash == config.settings_hash,
+                  Significance.evaluator_version == EVALUATOR_VERSION]
+    if test is None and not any_settings:
         where.append(Significance.params_hash == params_hash(config.significance))
-    else:
+    elif test is not None:
         where.append(Significance.test == test)
     row_id = s.scalar(select(Significance.id).where(*where).order_by(Significance.id.desc()).limit(1))
     if row_id is None:
