@@ -7,8 +7,6 @@ package does not import the workers), and reads come from stored results.
 
 from __future__ import annotations
 
-import csv
-import io
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -26,13 +24,14 @@ from sqlalchemy.orm import Session, sessionmaker
 import service
 from service.errors import InvalidInput, InvalidMeasure
 from service.evaluation import access, views
+from service.evaluation.exports import board_csv, board_latex
 from service.evaluation.access import Conflict, Forbidden, NotFound, Principal, Unauthenticated
 from service.evaluation.pipeline import Followup, plan_job
 from service.evaluation.reading import qrels_diff
 from service.evaluation.reading import jobs as list_jobs
 from service.evaluation.setup import ConfigSpec, audit, set_config
 from service.store.db import session_factory, transaction
-from service.store.models import ApiToken, Collection, Job, LeaderboardSnapshot, Team
+from service.store.models import ApiToken, Collection, Job, Team
 
 Dispatch = Callable[[list[Followup]], None]
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
@@ -292,15 +291,9 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                               test: str | None = None) -> Response[Any]:
         doc = views.leaderboard_doc(s, coll, me, metric, primary_only, qrels_version, test)
         if format == "csv":
-            out = io.StringIO()
-            w = csv.writer(out)
-            w.writerow(["rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "baseline"])
-            for r in doc["rows"]:
-                w.writerow([r["rank"], r["run"], r["team"], r["mean"], r["ci_low"], r["ci_high"], r["n_topics"],
-                            r["baseline"]])
-            return Response(out.getvalue(), media_type="text/csv")
+            return Response(board_csv(doc), media_type="text/csv")
         if format == "latex":
-            return Response(_latex(doc), media_type="text/plain")
+            return Response(board_latex(doc), media_type="text/plain")
         if format != "json":
             raise InvalidMeasure("format is json, csv or latex")
         return Response(doc)
@@ -310,15 +303,9 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                me: NamedDependency[Principal]) -> dict[str, Any]:
         coll = _collection(s, cid, me)
         me.require_organiser(coll.id)
-        metric = data.get("metric")
-        board = _leaderboard_response(s, coll, me, metric, "json", False).content
-        snap = LeaderboardSnapshot(collection_id=cid, qrels_version=board["qrels_version"] or 0,
-                                   metric=board["metric"], label=str(data.get("label", "")), content=board,
-                                   created_by=me.name)
-        s.add(snap)
-        audit(s, me.name, "leaderboard.freeze", cid, metric=board["metric"], qrels_version=board["qrels_version"])
+        doc = views.freeze(s, coll, me, data.get("metric"), str(data.get("label", "")))
         s.commit()
-        return {"id": snap.id, "qrels_version": snap.qrels_version, "metric": snap.metric, "label": snap.label}
+        return doc
 
     @get("/api/collections/{cid:int}/snapshots", sync_to_thread=True)
     def list_snapshots(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
@@ -454,33 +441,21 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                 update_collection, list_qrels, list_runs, get_run, download_run, delete_run, leaderboard, get_job,
                 upload_qrels_handler, submit_run_handler, diff_qrels, run_scores, compare, significance_matrix,
                 update_run, freeze, list_snapshots, get_snapshot, revoke_token, metaeval, run_curve]
+    from litestar.plugins.jinja import JinjaTemplateEngine
+    from litestar.static_files import create_static_files_router
+    from litestar.template.config import TemplateConfig
+
+    from service.portal.routes import STATIC, TEMPLATES, portal_router
+
     return Litestar(
-        route_handlers=handlers,
+        route_handlers=[*handlers, portal_router(factory, send),
+                        create_static_files_router(path="/static", directories=[STATIC], include_in_schema=False)],
+        template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
         dependencies={"s": Provide(db), "me": Provide(caller, sync_to_thread=True)},
         exception_handlers=_handlers(),
         request_max_body_size=max_body,
         openapi_config=OpenAPIConfig(title="Cranfield", version=service.__version__, path="/schema"),
     )
-
-
-def _latex(doc: dict[str, Any]) -> str:
-    """A LaTeX table of the leaderboard; superscript letters mark statistically tied groups."""
-    def esc(text: str) -> str:
-        return "".join("\\" + c if c in "&%$#_{}" else c for c in str(text))
-
-    sig = doc.get("significance")
-    lines = ["\\begin{tabular}{rllrr}", "\\hline",
-             f"Rank & Run & Team & {esc(doc['metric'])} & 95\\% CI \\\\", "\\hline"]
-    for r in doc["rows"]:
-        mark = f"$^{{{r['groups']}}}$" if r.get("groups") else ""
-        ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
-        base = " (baseline)" if r["baseline"] else ""
-        lines.append(f"{r['rank']} & {esc(r['run'])}{base} & {esc(r['team'])} & {r['mean']:.4f}{mark} & {ci} \\\\")
-    lines += ["\\hline", "\\end{tabular}"]
-    if sig:
-        lines.append(f"% runs sharing a letter are not significantly different ({sig['test']}, "
-                     f"alpha = {sig['alpha']}, correction {sig['correction']})")
-    return "\n".join(lines) + "\n"
 
 
 async def _in_thread(fn: Callable[[], Any]) -> Any:

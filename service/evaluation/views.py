@@ -360,6 +360,24 @@ def snapshot(s: Session, sid: int, me: Principal) -> dict[str, Any]:
             **snap.content}
 
 
+def freeze(s: Session, coll: Collection, me: Principal, metric: str | None, label: str) -> dict[str, Any]:
+    """Store the current board (as the organiser sees it) as an immutable snapshot."""
+    from service.evaluation.setup import audit
+
+    me.require_organiser(coll.id)
+    board = leaderboard_doc(s, coll, me, metric)
+    snap = LeaderboardSnapshot(collection_id=coll.id, qrels_version=board["qrels_version"] or 0,
+                               metric=board["metric"], label=label, content=board, created_by=me.name)
+    s.add(snap)
+    audit(s, me.name, "leaderboard.freeze", coll.id, metric=board["metric"], qrels_version=board["qrels_version"])
+    s.flush()
+    return {"id": snap.id, "qrels_version": snap.qrels_version, "metric": snap.metric, "label": snap.label}
+
+
+def topic_ids(s: Session, coll: Collection) -> list[str]:
+    return sorted(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
+
+
 def job_progress(s: Session, coll: Collection, me: Principal) -> list[dict[str, Any]]:
     """The collection's jobs, newest first, for progress displays (organisers only)."""
     from service.evaluation.reading import jobs
@@ -452,3 +470,25 @@ def submit_run(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes
         job, followups = plan_job(s, coll, "submission")
         doc = {**run_doc(row), "job": job.id}
     return doc, followups
+
+
+def run_metrics(s: Session, rid: int, me: Principal) -> dict[str, Any]:
+    """The run's mean and interval of every metric of the collection, on the current results
+    (the visible topics' figures for callers of a public view)."""
+    from service.store.models import RunEvaluation, Score
+
+    row, coll = run(s, rid, me)
+    if not (owns_or_organises(me, row, coll) or coll.leaderboard_released):
+        raise denied(me, f"the scores of run {rid}")
+    public = public_view(coll, me)
+    cols = ((Score.metric, Score.public_mean, Score.public_ci_low, Score.public_ci_high, Score.public_n) if public
+            else (Score.metric, Score.mean, Score.ci_low, Score.ci_high, Score.n_topics))
+    found = {m: (mean, lo, hi, n) for m, mean, lo, hi, n in s.execute(select(*cols).join(RunEvaluation).where(
+        RunEvaluation.run_id == row.id, RunEvaluation.qrels_version_id == coll.current_qrels_id,
+        RunEvaluation.settings_hash == coll.current_config.settings_hash,
+        RunEvaluation.evaluator_version == EVALUATOR_VERSION))}
+    order = list(coll.current_config.metrics)
+    return {"run": run_doc(row), "collection": collection_doc(coll, me),
+            "topics": "visible only (public/private split)" if public else "all",
+            "metrics": [{"metric": m, "mean": found[m][0], "ci_low": found[m][1], "ci_high": found[m][2],
+                         "n_topics": found[m][3]} for m in order if m in found]}

@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,72 @@ def wait_for(predicate, timeout: float, what: str, backend: Backend | None = Non
         time.sleep(every)
     logs = backend.logs() if backend else ""
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{logs}")
+
+
+# ------------------------------------------------------------------ an API world for HTTP tests
+from service.sample import CollectionSpec, generate  # noqa: E402
+
+SPEC = CollectionSpec(topics=6, runs=3, depth=20, docs_per_topic=60, judged_per_topic=30, seed=3)
+
+
+@dataclass
+class World:
+    client: Any  # litestar.testing.TestClient
+    tokens: dict[str, str]  # role name -> secret
+    cid: int
+    other_cid: int
+    runs: dict[str, str]  # tag -> run text
+    qrels: str
+    run_ids: dict[str, int]
+
+
+def auth(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+@pytest.fixture
+def world(backend: Backend) -> Iterator[World]:
+    """A private, unreleased collection ("task", nDCG@10 official) with qrels and three runs
+    (two of team alpha, one of beta), and a second collection; one token per role."""
+    from litestar.testing import TestClient
+
+    from service.api.app import create_app
+    from service.evaluation.access import create_token
+    from service.evaluation.pipeline import Followup, evaluate_item, run_tests
+    from service.store.db import transaction
+
+    factory = backend.factory()
+
+    def dispatch(followups: list[Followup]) -> None:  # the worker's part, in-process
+        queue = list(followups)
+        while queue:
+            f = queue.pop(0)
+            queue += evaluate_item(factory, f.id) if f.task == "evaluate_item" else run_tests(factory, f.id)
+
+    with transaction(factory) as s:
+        admin, _ = create_token(s, "admin", name="root")
+    app = create_app(backend.database_url, dispatch)
+    with TestClient(app=app) as client:
+        a = auth(admin)
+        for team in ("alpha", "beta"):
+            assert client.post("/api/teams", json={"name": team}, headers=a).status_code == 201
+        cid = client.post("/api/collections", json={"name": "task", "official_metric": "nDCG@10",
+                                                    "metrics": ["AP", "nDCG@10"]}, headers=a).json()["id"]
+        other = client.post("/api/collections", json={"name": "other"}, headers=a).json()["id"]
+        tokens = {"admin": admin}
+        tokens["organiser"] = client.post("/api/tokens", json={"role": "organiser", "collections": [cid]},
+                                          headers=a).json()["token"]
+        tokens["other_organiser"] = client.post("/api/tokens", json={"role": "organiser", "collections": [other]},
+                                                headers=a).json()["token"]
+        for team in ("alpha", "beta"):
+            tokens[team] = client.post("/api/tokens", json={"role": "participant", "team": team},
+                                       headers=auth(tokens["organiser"])).json()["token"]
+        qrels, runs = generate(SPEC)
+        r = client.post(f"/api/collections/{cid}/qrels", content=qrels, headers=auth(tokens["organiser"]))
+        assert r.status_code == 201, r.text
+        run_ids = {}
+        for (tag, text), team in zip(runs.items(), ("alpha", "alpha", "beta")):
+            r = client.post(f"/api/collections/{cid}/runs", content=text, headers=auth(tokens[team]))
+            assert r.status_code == 201, r.text
+            run_ids[tag] = r.json()["id"]
+        yield World(client, tokens, cid, other, runs, qrels, run_ids)

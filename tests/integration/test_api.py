@@ -6,75 +6,16 @@ the migrations and the use cases are real.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 from litestar.testing import TestClient
 
 from service.api.app import create_app
 from service.evaluation.access import create_token
-from service.evaluation.pipeline import Followup, evaluate_item, run_tests
-from service.sample import CollectionSpec, generate
+from service.evaluation.pipeline import evaluate_item, run_tests
+from service.sample import generate
 from service.store.db import transaction
-from tests.integration.conftest import Backend
-
-SPEC = CollectionSpec(topics=6, runs=3, depth=20, docs_per_topic=60, judged_per_topic=30, seed=3)
-
-
-@dataclass
-class World:
-    client: TestClient
-    tokens: dict[str, str]  # role name -> secret
-    cid: int
-    other_cid: int
-    runs: dict[str, str]  # tag -> run text
-    qrels: str
-    run_ids: dict[str, int]
-
-
-def auth(token: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"} if token else {}
-
-
-@pytest.fixture
-def world(backend: Backend) -> Iterator[World]:
-    factory = backend.factory()
-
-    def dispatch(followups: list[Followup]) -> None:  # the worker's part, in-process
-        queue = list(followups)
-        while queue:
-            f = queue.pop(0)
-            queue += evaluate_item(factory, f.id) if f.task == "evaluate_item" else run_tests(factory, f.id)
-
-    with transaction(factory) as s:
-        admin, _ = create_token(s, "admin", name="root")
-    app = create_app(backend.database_url, dispatch)
-    with TestClient(app=app) as client:
-        a = auth(admin)
-        for team in ("alpha", "beta"):
-            assert client.post("/api/teams", json={"name": team}, headers=a).status_code == 201
-        cid = client.post("/api/collections", json={"name": "task", "official_metric": "nDCG@10",
-                                                    "metrics": ["AP", "nDCG@10"]}, headers=a).json()["id"]
-        other = client.post("/api/collections", json={"name": "other"}, headers=a).json()["id"]
-        tokens = {"admin": admin}
-        tokens["organiser"] = client.post("/api/tokens", json={"role": "organiser", "collections": [cid]},
-                                          headers=a).json()["token"]
-        tokens["other_organiser"] = client.post("/api/tokens", json={"role": "organiser", "collections": [other]},
-                                                headers=a).json()["token"]
-        for team in ("alpha", "beta"):
-            tokens[team] = client.post("/api/tokens", json={"role": "participant", "team": team},
-                                       headers=auth(tokens["organiser"])).json()["token"]
-        qrels, runs = generate(SPEC)
-        r = client.post(f"/api/collections/{cid}/qrels", content=qrels, headers=auth(tokens["organiser"]))
-        assert r.status_code == 201, r.text
-        run_ids = {}
-        for (tag, text), team in zip(runs.items(), ("alpha", "alpha", "beta")):
-            r = client.post(f"/api/collections/{cid}/runs", content=text, headers=auth(tokens[team]))
-            assert r.status_code == 201, r.text
-            run_ids[tag] = r.json()["id"]
-        yield World(client, tokens, cid, other, runs, qrels, run_ids)
-
+from tests.integration.conftest import SPEC, Backend, World, auth
 
 def test_flow_leaderboard_and_corrected_qrels(world: World) -> None:
     c, t = world.client, world.tokens
@@ -89,7 +30,7 @@ def test_flow_leaderboard_and_corrected_qrels(world: World) -> None:
     public = c.get(f"/api/collections/{world.cid}/leaderboard?metric=AP").json()
     assert public["metric"] == "AP" and len(public["rows"]) == 3
     csv_text = c.get(f"/api/collections/{world.cid}/leaderboard?format=csv").text
-    assert csv_text.splitlines()[0] == "rank,run,team,mean,ci_low,ci_high,n_topics,baseline"
+    assert csv_text.splitlines()[0] == "rank,run,team,mean,ci_low,ci_high,n_topics,baseline,groups"
     # corrected qrels: a new version, re-evaluated, the leaderboard follows
     corrected = world.qrels.replace(" L0\n", " L1\n", 5)
     r = c.post(f"/api/collections/{world.cid}/qrels", content=corrected, headers=auth(t["organiser"]))

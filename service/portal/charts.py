@@ -1,0 +1,263 @@
+"""Server-side SVG charts for the portal pages (matplotlib, no JavaScript needed to read them).
+
+Every function takes plain data (what the views return) and gives an inline ``<svg>`` string
+with labelled axes. Colours come from the Okabe-Ito palette and the cividis colour map, both
+distinguishable with the common colour-vision deficiencies; series also differ by marker or
+line style, so no information is carried by colour alone. Rendered charts are cached by their
+input, so a busy leaderboard renders each chart once per change of the stored results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+from matplotlib.figure import Figure  # noqa: E402  (after choosing the backend)
+
+OKABE_ITO = {"blue": "#0072B2", "orange": "#E69F00", "green": "#009E73", "vermillion": "#D55E00",
+             "purple": "#CC79A7", "sky": "#56B4E9", "yellow": "#F0E442", "black": "#000000"}
+SERIES = [OKABE_ITO[c] for c in ("blue", "vermillion", "green", "purple", "orange", "sky", "black")]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+LINESTYLES = ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1))]
+
+matplotlib.rcParams.update({
+    "svg.fonttype": "none",  # text stays text: searchable, scalable, read by screen readers
+    "svg.hashsalt": "cranfield",  # stable element ids, so equal charts are equal bytes
+    "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9,
+    "axes.spines.top": False, "axes.spines.right": False,
+})
+
+_CACHE: OrderedDict[str, str] = OrderedDict()
+_LOCK = threading.Lock()
+_CACHE_SIZE = 256
+
+
+def _cached(kind: str, data: Any, draw: Callable[[], Figure], label: str) -> str:
+    key = kind + hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+    with _LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    svg = _to_svg(draw(), label)
+    with _LOCK:
+        _CACHE[key] = svg
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return svg
+
+
+def _to_svg(fig: Figure, label: str) -> str:
+    out = io.StringIO()
+    fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None, "Title": label})
+    text = out.getvalue()
+    svg = text[text.index("<svg"):]
+    # An accessible name for the whole image; the page carries the data as a table too.
+    head_end = svg.index(">")
+    return svg[:head_end] + f' role="img" aria-label="{_attr(label)}"' + svg[head_end:]
+
+
+def _attr(text: str) -> str:
+    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _figure(width: float, height: float) -> Figure:
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+# ---------------------------------------------------------------------------------- charts
+def interval_chart(rows: Sequence[dict[str, Any]], metric: str) -> str:
+    """The leaderboard's means with their 95% intervals, best run on top; baselines as squares."""
+    data = [[r["run"], r["mean"], r.get("ci_low"), r.get("ci_high"), bool(r.get("baseline"))] for r in rows]
+
+    def draw() -> Figure:
+        n = max(len(data), 1)
+        fig = _figure(7.0, 0.9 + 0.24 * n)
+        ax = fig.add_subplot()
+        for i, (run, mean, lo, hi, base) in enumerate(data):
+            y = n - 1 - i
+            colour = OKABE_ITO["vermillion"] if base else OKABE_ITO["blue"]
+            if lo is not None and hi is not None:
+                ax.plot([lo, hi], [y, y], color=colour, linewidth=1.6, solid_capstyle="butt")
+            ax.plot([mean], [y], marker="s" if base else "o", color=colour, markersize=5)
+        ax.set_yticks(range(n), [d[0] + (" (baseline)" if d[4] else "") for d in reversed(data)] or [""])
+        ax.set_xlabel(f"{metric}: mean over topics, with 95% interval")
+        ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+        return fig
+
+    return _cached("interval", [data, metric], draw, f"{metric} means with 95% intervals, by run")
+
+
+def per_topic_chart(topics: Sequence[str], values: Sequence[float | None], median: Sequence[float | None],
+                    best: Sequence[float | None], run: str, metric: str) -> str:
+    """A run's score per topic as bars, with the topic's median and best over all runs as markers."""
+    data = [list(topics), list(values), list(median), list(best), run, metric]
+
+    def draw() -> Figure:
+        n = max(len(topics), 1)
+        fig = _figure(min(max(6.0, 0.22 * n + 1.5), 14.0), 3.2)
+        ax = fig.add_subplot()
+        xs = range(len(topics))
+        ax.bar(xs, [v if v is not None else 0.0 for v in values], color=OKABE_ITO["sky"], edgecolor=OKABE_ITO["blue"],
+               linewidth=0.5, label=run)
+        ax.plot(xs, [m if m is not None else float("nan") for m in median], linestyle="none", marker="_",
+                markersize=10, markeredgewidth=2, color=OKABE_ITO["black"], label="median of all runs")
+        ax.plot(xs, [b if b is not None else float("nan") for b in best], linestyle="none", marker="v",
+                markersize=5, color=OKABE_ITO["vermillion"], label="best of all runs")
+        ax.set_xticks(list(xs), list(topics), rotation=90, fontsize=7)
+        ax.set_xlabel("topic")
+        ax.set_ylabel(metric)
+        ax.set_xlim(-0.6, len(topics) - 0.4)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        return fig
+
+    return _cached("per_topic", data, draw, f"{metric} of {run} per topic against the median and best run")
+
+
+def gain_curve_chart(series: dict[str, dict[str, Sequence[float]]], depth: int, log_base: float = 2) -> str:
+    """J&K's curves: average DCG by rank for the run, the best run and the ideal ranking (left),
+    and their normalised nDCG curves (right). ``series``: name -> {"dcg": [...], "ndcg": [...]}."""
+    cut = min(depth, 200)
+    data = {k: {kk: list(v[kk])[:cut] for kk in ("dcg", "ndcg") if kk in v} for k, v in series.items()}
+
+    def draw() -> Figure:
+        fig = _figure(8.5, 3.2)
+        left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+        for i, (name, curves) in enumerate(data.items()):
+            style = dict(color=SERIES[i % len(SERIES)], linestyle=LINESTYLES[i % len(LINESTYLES)], linewidth=1.5)
+            if "dcg" in curves:
+                left.plot(range(1, len(curves["dcg"]) + 1), curves["dcg"], label=name, **style)
+            if "ndcg" in curves:
+                right.plot(range(1, len(curves["ndcg"]) + 1), curves["ndcg"], label=name, **style)
+        left.set_xlabel("rank")
+        left.set_ylabel(f"average DCG (log base {log_base:g})")
+        left.set_title("DCG curves")
+        right.set_xlabel("rank")
+        right.set_ylabel("average nDCG")
+        right.set_ylim(0, 1.02)
+        right.set_title("nDCG curves")
+        left.legend(frameon=False, fontsize=8)
+        for ax in (left, right):
+            ax.grid(color="#eeeeee", linewidth=0.6)
+        return fig
+
+    return _cached("curves", [data, depth, log_base], draw, "DCG and nDCG curves against the ideal and the best run")
+
+
+def difference_chart(differences: dict[str, float], a: str, b: str, metric: str) -> str:
+    """Per-topic differences a - b, sorted: wins above the axis, losses below."""
+    items = sorted(differences.items(), key=lambda kv: -kv[1])
+
+    def draw() -> Figure:
+        n = max(len(items), 1)
+        fig = _figure(min(max(6.0, 0.2 * n + 1.5), 14.0), 3.0)
+        ax = fig.add_subplot()
+        colours = [OKABE_ITO["blue"] if v > 0 else OKABE_ITO["orange"] for _, v in items]
+        hatches = ["" if v > 0 else "//" for _, v in items]
+        bars = ax.bar(range(len(items)), [v for _, v in items], color=colours, edgecolor="#333333", linewidth=0.4)
+        for bar, hatch in zip(bars, hatches):
+            bar.set_hatch(hatch)
+        ax.axhline(0, color="#333333", linewidth=0.8)
+        ax.set_xticks(range(len(items)), [t for t, _ in items], rotation=90, fontsize=7)
+        ax.set_xlabel("topic (sorted by difference)")
+        ax.set_ylabel(f"{metric}: {a} − {b}")
+        ax.set_xlim(-0.6, len(items) - 0.4)
+        return fig
+
+    return _cached("diff", [items, a, b, metric], draw, f"per-topic {metric} differences of {a} minus {b}")
+
+
+def p_value_heatmap(runs: Sequence[str], p: Sequence[Sequence[float | None]], alpha: float, metric: str,
+                    test: str) -> str:
+    """Every run pair's (adjusted) p-value; cells below alpha are marked with a dot."""
+    data = [list(runs), [list(r) for r in p], alpha, metric, test]
+
+    def draw() -> Figure:
+        import numpy as np
+
+        n = max(len(runs), 1)
+        size = min(max(4.0, 0.22 * n + 2.0), 16.0)
+        fig = _figure(size + 1.0, size)
+        ax = fig.add_subplot()
+        m = np.array([[np.nan if v is None else v for v in row] for row in p], dtype=float).reshape(len(runs),
+                                                                                                   len(runs))
+        image = ax.imshow(m, cmap="cividis", vmin=0.0, vmax=1.0, interpolation="nearest")
+        ys, xs = np.nonzero((m < alpha) & ~np.eye(len(runs), dtype=bool))
+        if len(xs) and n <= 60:
+            ax.scatter(xs, ys, s=max(4, 60 - n), color="white", edgecolors="black", linewidths=0.4,
+                       label=f"p < {alpha:g}")
+            ax.legend(loc="upper left", bbox_to_anchor=(1.25, 1.0), frameon=False)
+        fontsize = 8 if n <= 30 else 6 if n <= 60 else 4
+        ax.set_xticks(range(len(runs)), list(runs), rotation=90, fontsize=fontsize)
+        ax.set_yticks(range(len(runs)), list(runs), fontsize=fontsize)
+        ax.set_title(f"{test}: adjusted p-values of {metric} (runs in leaderboard order)")
+        fig.colorbar(image, ax=ax, shrink=0.7, label="adjusted p-value")
+        return fig
+
+    return _cached("pheat", data, draw, f"heat map of {test} p-values for {metric} over all run pairs")
+
+
+def tau_heatmap(metrics: Sequence[str], tau: dict[tuple[str, str], float], threshold: float | None) -> str:
+    """Kendall's tau between the system rankings of every pair of metrics, values written in the cells."""
+    names = list(metrics)
+    data = [names, sorted([list(k) + [v] for k, v in tau.items()]), threshold]
+
+    def draw() -> Figure:
+        import numpy as np
+
+        n = len(names)
+        m = np.eye(n)
+        for i, a in enumerate(names):
+            for j, b in enumerate(names):
+                if i != j:
+                    v = tau.get((a, b), tau.get((b, a)))
+                    m[i, j] = np.nan if v is None else v
+        size = min(max(3.5, 0.55 * n + 2.0), 14.0)
+        fig = _figure(size + 1.0, size)
+        ax = fig.add_subplot()
+        image = ax.imshow(m, cmap="cividis", vmin=-1.0, vmax=1.0, interpolation="nearest")
+        for i in range(n):
+            for j in range(n):
+                if not np.isnan(m[i, j]):
+                    ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                            color="white" if m[i, j] < 0.3 else "black")
+        ax.set_xticks(range(n), names, rotation=90)
+        ax.set_yticks(range(n), names)
+        title = "Kendall's tau between the metrics' system rankings"
+        if threshold is not None:
+            title += f"\n(significant at 0.01 above {threshold:.3f})"
+        ax.set_title(title)
+        fig.colorbar(image, ax=ax, shrink=0.7, label="Kendall's tau")
+        return fig
+
+    return _cached("tau", data, draw, "heat map of Kendall's tau between metrics")
+
+
+def asl_chart(curves: dict[str, Sequence[Sequence[float]]], alpha: float, pairs: int) -> str:
+    """Sakai's ASL curves: each metric's achieved significance levels over the run pairs, sorted."""
+    data = [{k: [list(p) for p in v] for k, v in curves.items()}, alpha, pairs]
+
+    def draw() -> Figure:
+        fig = _figure(7.0, 3.6)
+        ax = fig.add_subplot()
+        for i, (name, points) in enumerate(curves.items()):
+            ax.plot([p[0] for p in points], [p[1] for p in points], label=name, color=SERIES[i % len(SERIES)],
+                    linestyle=LINESTYLES[i % len(LINESTYLES)], linewidth=1.4)
+        ax.axhline(alpha, color="#555555", linewidth=0.8, linestyle=":")
+        ax.text(1, alpha, f" α = {alpha:g}", va="bottom", fontsize=8)
+        ax.set_xlabel(f"run pairs sorted by ASL (of {pairs})")
+        ax.set_ylabel("achieved significance level (ASL)")
+        ax.set_ylim(0, max(0.1, 2 * alpha))  # the low end, as in Sakai's figures: where the curves cross alpha
+        ax.legend(loc="upper left", frameon=False, fontsize=8, ncols=2)
+        ax.grid(color="#eeeeee", linewidth=0.6)
+        return fig
+
+    return _cached("asl", data, draw, "ASL curves of the metrics (paired bootstrap)")

@@ -1,0 +1,64 @@
+// Cranfield portal: small conveniences on top of pages that work without JavaScript.
+(function () {
+  "use strict";
+
+  // Selectors marked data-autosubmit submit their form on change (the button stays for no-JS).
+  document.querySelectorAll("[data-autosubmit]").forEach(function (el) {
+    el.addEventListener("change", function () { el.form.submit(); });
+  });
+
+  // Run files: check the first lines before uploading (the server validates everything again).
+  var runInput = document.querySelector("input[data-run-check]");
+  if (runInput) {
+    var out = document.getElementById("client-hint");
+    var topics = new Set(JSON.parse(runInput.getAttribute("data-topics") || "[]"));
+    runInput.addEventListener("change", function () {
+      out.textContent = ""; out.hidden = true;
+      var file = runInput.files[0];
+      if (!file) { return; }
+      file.slice(0, 262144).text().then(function (text) {
+        var lines = text.split("\n"), problem = null, n = Math.min(lines.length, 2000);
+        if (file.size === 0) { problem = "the file is empty"; }
+        for (var i = 0; i < n && !problem; i++) {
+          var line = lines[i].replace(/\r$/, "");
+          if (i === n - 1 && n === lines.length && line === "") { break; }
+          if (line.trim() === "") { problem = "line " + (i + 1) + ": empty line"; break; }
+          var cols = line.trim().split(/\s+/);
+          if (cols.length !== 6) { problem = "line " + (i + 1) + ": expected 6 columns (topic Q0 docno rank score tag), found " + cols.length; break; }
+          if (topics.size && !topics.has(cols[0])) { problem = "line " + (i + 1) + ": unknown topic " + cols[0]; break; }
+          if (isNaN(Number(cols[4]))) { problem = "line " + (i + 1) + ": the score " + cols[4] + " is not a number"; break; }
+        }
+        if (problem) { out.textContent = "Before you upload: " + problem + "."; out.hidden = false; }
+      });
+    });
+  }
+
+  // Live progress: pages with data-progress-url poll it while work is pending.
+  var live = document.querySelector("[data-progress-url]");
+  if (live) {
+    var url = live.getAttribute("data-progress-url");
+    var tick = function () {
+      fetch(url, { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (doc) {
+        var pending = false;
+        (doc.runs || []).forEach(function (run) {
+          var cell = document.querySelector('[data-run-status="' + run.id + '"]');
+          if (cell) { cell.textContent = run.status; cell.className = "badge " + run.status; }
+          var rank = document.querySelector('[data-run-rank="' + run.id + '"]');
+          if (rank) { rank.textContent = run.rank == null ? "–" : run.rank; }
+          var mean = document.querySelector('[data-run-mean="' + run.id + '"]');
+          if (mean) { mean.textContent = run.mean == null ? "–" : run.mean.toFixed(4); }
+          if (run.status !== "evaluated" && run.status !== "failed" && run.status !== "rejected") { pending = true; }
+        });
+        var bar = document.querySelector("progress[data-job]");
+        if (bar && doc.job) {
+          bar.max = Math.max(doc.job.total, 1); bar.value = doc.job.done + doc.job.failed;
+          var label = document.getElementById("job-status");
+          if (label) { label.textContent = doc.job.status + ": " + (doc.job.done + doc.job.failed) + " of " + doc.job.total + " runs"; }
+          if (doc.job.status !== "done" && doc.job.status !== "failed") { pending = true; }
+        }
+        if (pending) { setTimeout(tick, 1000); }
+      }).catch(function () { setTimeout(tick, 3000); });
+    };
+    tick();
+  }
+})();

@@ -1,0 +1,210 @@
+"""The web portal over HTTP (no browser): every page for every role, the forms, the secrets.
+
+The browser tests (tests/browser) drive the same pages in Chromium; these check the access
+rules and the server-side behaviour on both databases, quickly.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from service.portal.routes import COOKIE, csrf_for
+from tests.integration.conftest import World, auth
+
+ROLES = ("anonymous", "alpha", "beta", "organiser", "other_organiser", "admin")
+
+
+def as_role(world: World, role: str) -> dict[str, str]:
+    token = world.tokens.get(role)
+    return {"Cookie": f"{COOKIE}={token}"} if token else {}
+
+
+def expect(**by_role: int) -> dict[str, int]:
+    default = by_role.pop("default")
+    return {role: by_role.get(role, default) for role in ROLES}
+
+
+def table_runs(html: str, table_id: str = "leaderboard") -> list[str]:
+    """The run tags of a page's table, in order."""
+    body = html[html.index(f'id="{table_id}"'):]
+    body = body[: body.index("</table>")]
+    return re.findall(r'<tr data-run="([^"]+)"', body)
+
+
+def test_every_page_for_every_role_on_an_unreleased_private_collection(world: World) -> None:
+    c, cid, other = world.client, world.cid, world.other_cid
+    alpha_run, alpha_run2, beta_run = (world.run_ids[t] for t in ("RUN-01", "RUN-02", "RUN-03"))
+    participant_or_staff = expect(default=200, anonymous=401, other_organiser=403)
+    staff_only = expect(default=403, anonymous=401, organiser=200, admin=200)
+    cases = [
+        ("/", expect(default=200)),
+        (f"/c/{cid}", participant_or_staff),
+        (f"/c/{cid}/board.csv", participant_or_staff),
+        (f"/c/{cid}/board.tex", participant_or_staff),
+        (f"/runs/{alpha_run}", expect(default=200, anonymous=401, beta=403, other_organiser=403)),
+        (f"/runs/{beta_run}", expect(default=200, anonymous=401, alpha=403, other_organiser=403)),
+        (f"/c/{cid}/compare", participant_or_staff),
+        (f"/c/{cid}/compare?a={alpha_run}&b={alpha_run2}", expect(default=200, anonymous=401, beta=403,
+                                                                  other_organiser=403)),
+        (f"/c/{cid}/compare?a={alpha_run}&b={beta_run}", staff_only),
+        (f"/c/{cid}/significance", participant_or_staff),  # participants: a "not released" notice
+        (f"/c/{cid}/changes", staff_only),
+        (f"/c/{cid}/analysis", staff_only),
+        (f"/c/{cid}/snapshots", staff_only),
+        (f"/c/{cid}/submit", participant_or_staff),
+        (f"/c/{cid}/runs", participant_or_staff),
+        (f"/c/{cid}/progress.json", participant_or_staff),
+        (f"/c/{cid}/qrels", staff_only),
+        (f"/c/{other}", expect(default=200, anonymous=401, organiser=403)),
+        ("/c/999", expect(default=404)),
+        ("/runs/999", expect(default=404)),
+        ("/snapshots/999", expect(default=404)),
+    ]
+    for path, statuses in cases:
+        for role in ROLES:
+            r = c.get(path, headers=as_role(world, role), follow_redirects=False)
+            assert r.status_code == statuses[role], (path, role, r.status_code, r.text[:300])
+            if r.status_code >= 400 and not path.endswith((".csv", ".tex", ".json")):
+                assert "<h1>" in r.text and 'role="alert"' in r.text  # an HTML error page, not JSON
+    # what each participant sees of the unreleased board: its own team's runs only
+    beta_board = c.get(f"/c/{cid}", headers=as_role(world, "beta")).text
+    assert table_runs(beta_board) == ["RUN-03"] and "RUN-01" not in beta_board
+    assert "RUN-01" not in c.get(f"/c/{cid}/board.csv", headers=as_role(world, "beta")).text
+    assert "once the leaderboard is released" in c.get(f"/c/{cid}/significance", headers=as_role(world, "alpha")).text
+
+
+def test_qrels_and_other_teams_runs_stay_secret(world: World) -> None:
+    c, cid = world.client, world.cid
+    judged = [line.split()[1] for line in world.qrels.splitlines()[:20]]
+    for role in ("anonymous", "alpha", "beta"):
+        for path in ("/", f"/c/{cid}", f"/c/{cid}/runs", f"/c/{cid}/submit", f"/c/{cid}/qrels",
+                     f"/runs/{world.run_ids['RUN-01']}"):
+            text = c.get(path, headers=as_role(world, role)).text
+            assert not any(docno in text for docno in judged), (role, path)
+    # organisers see versions and the judgments' level counts, but the page is theirs only
+    assert "Versions" in c.get(f"/c/{cid}/qrels", headers=as_role(world, "organiser")).text
+
+
+def test_released_public_board_is_readable_signed_out(world: World) -> None:
+    c, cid = world.client, world.cid
+    assert c.patch(f"/api/collections/{cid}", json={"leaderboard_released": True, "visibility": "public"},
+                   headers=auth(world.tokens["organiser"])).status_code == 200
+    board = c.get(f"/c/{cid}")
+    assert board.status_code == 200 and table_runs(board.text) and "<svg" in board.text
+    for path in (f"/c/{cid}/significance", f"/c/{cid}/analysis", f"/c/{cid}/snapshots", f"/c/{cid}/changes",
+                 f"/runs/{world.run_ids['RUN-01']}"):
+        assert c.get(path).status_code == 200, path
+    run_page = c.get(f"/runs/{world.run_ids['RUN-01']}").text
+    assert 'id="metrics"' in run_page and 'id="per-topic"' not in run_page  # per-topic: the team's own
+    assert c.get(f"/c/{cid}/compare?a={world.run_ids['RUN-01']}&b={world.run_ids['RUN-03']}").status_code == 401
+    assert c.get(f"/c/{cid}/qrels", follow_redirects=False).status_code == 303  # to the sign-in page
+
+
+def test_metric_selector_orders_by_the_chosen_metric(world: World) -> None:
+    c, cid = world.client, world.cid
+    org = as_role(world, "organiser")
+    for metric in ("nDCG@10", "AP"):
+        page = c.get(f"/c/{cid}", params={"metric": metric}, headers=org).text
+        api = c.get(f"/api/collections/{cid}/leaderboard", params={"metric": metric},
+                    headers=auth(world.tokens["organiser"])).json()
+        assert table_runs(page) == [r["run"] for r in api["rows"]]
+        assert f'<option value="{metric}" selected>' in page
+    assert c.get(f"/c/{cid}", params={"metric": "P@5"}, headers=org).status_code == 400  # not configured
+
+
+def test_sign_in_submit_and_see_the_run_ranked(world: World) -> None:
+    c, cid = world.client, world.cid
+    r = c.post("/login", data={"token": "cf_wrong", "next": f"/c/{cid}"}, follow_redirects=False)
+    assert r.status_code == 401 and "unknown or revoked" in r.text
+    r = c.post("/login", data={"token": world.tokens["beta"], "next": "//evil.example/"}, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/"  # no open redirect
+    cookie = r.headers["set-cookie"]
+    assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
+    headers = as_role(world, "beta")
+    csrf = csrf_for(world.tokens["beta"])
+    text = world.runs["RUN-03"].replace("RUN-03", "beta-new")
+    # without the form token: refused, nothing stored
+    r = c.post(f"/c/{cid}/submit", files={"file": ("beta-new.txt", text)}, headers=headers)
+    assert r.status_code == 403
+    # a bad file: the page shows the file name and the line, nothing stored
+    bad = "0001 Q0 a 1 1 bad\n0001 Q0 b 2 x bad\n"
+    r = c.post(f"/c/{cid}/submit", files={"file": ("bad.txt", bad)}, data={"csrf": csrf}, headers=headers)
+    assert r.status_code == 422 and "bad.txt, line 2" in r.text and "not a number" in r.text
+    r = c.post(f"/c/{cid}/submit", files={"file": ("beta-new.txt", text)},
+               data={"csrf": csrf, "description": "BM25 + <b>rerank</b>"}, headers=headers, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith(f"/c/{cid}/runs?submitted=")
+    runs_page = c.get(r.headers["location"], headers=headers).text
+    assert table_runs(runs_page, "runs") == ["RUN-03", "beta-new"]
+    board = c.get(f"/c/{cid}", headers=as_role(world, "organiser")).text
+    assert "beta-new" in table_runs(board)
+    progress = c.get(f"/c/{cid}/progress.json", headers=headers).json()
+    new = next(run for run in progress["runs"] if run["status"] == "evaluated" and run["rank"] is not None
+               and run["id"] == int(r.headers["location"].rsplit("=", 1)[1]))
+    assert new["mean"] is not None
+    run_page = c.get(f"/runs/{new['id']}", headers=headers).text
+    assert "BM25 + &lt;b&gt;rerank&lt;/b&gt;" in run_page and "<b>rerank</b>" not in run_page  # escaped
+    assert 'id="per-topic"' in run_page and "median" in run_page
+
+
+def test_script_in_a_run_tag_is_escaped_in_pages_and_charts(world: World) -> None:
+    c, cid = world.client, world.cid
+    tag = "<script>alert(1)</script>"
+    text = world.runs["RUN-01"].replace("RUN-01", tag)
+    r = c.post(f"/api/collections/{cid}/runs", content=text, headers=auth(world.tokens["alpha"]))
+    assert r.status_code == 201, r.text
+    for path in (f"/c/{cid}", f"/c/{cid}/runs", f"/runs/{r.json()['id']}", f"/c/{cid}/significance"):
+        page = c.get(path, headers=as_role(world, "organiser")).text
+        assert "<script>alert(1)" not in page, path
+
+
+def test_organiser_uploads_qrels_sees_the_diff_progress_and_rank_changes(world: World) -> None:
+    c, cid = world.client, world.cid
+    org = as_role(world, "organiser")
+    csrf = csrf_for(world.tokens["organiser"])
+    r = c.post(f"/c/{cid}/qrels", files={"file": ("broken.qrels", "t 0 d\n")}, data={"csrf": csrf}, headers=org)
+    assert r.status_code == 422 and "broken.qrels, line 1" in r.text
+    corrected = world.qrels.replace(" L0\n", " L2\n", 4)
+    r = c.post(f"/c/{cid}/qrels", files={"file": ("v2.qrels", corrected)}, data={"csrf": csrf}, headers=org,
+               follow_redirects=False)
+    assert r.status_code == 303 and "old=1&new=2" in r.headers["location"]
+    page = c.get(r.headers["location"], headers=org).text
+    assert "0 added, 0 removed, 4 changed judgments." in page
+    assert re.search(r'<progress id="job-progress"[^>]*max="(\d+)" value="\1"', page)  # finished: full bar
+    changes = c.get(f"/c/{cid}/changes", headers=org).text
+    assert "qrels version 1 → 2" in changes and sorted(table_runs(changes, "rank-changes")) == ["RUN-01", "RUN-02", "RUN-03"]
+    assert 'id="sig-changes"' in changes or 'id="no-sig-changes"' in changes
+    # participants cannot upload even with a form token of their own
+    r = c.post(f"/c/{cid}/qrels", files={"file": ("x.qrels", corrected)},
+               data={"csrf": csrf_for(world.tokens["alpha"])}, headers=as_role(world, "alpha"))
+    assert r.status_code == 403
+
+
+def test_snapshots_analysis_and_significance_pages(world: World) -> None:
+    c, cid = world.client, world.cid
+    org = as_role(world, "organiser")
+    r = c.post(f"/c/{cid}/snapshots", data={"csrf": csrf_for(world.tokens["organiser"]), "label": "official",
+                                            "metric": "AP"}, headers=org, follow_redirects=False)
+    assert r.status_code == 303
+    snap = c.get(r.headers["location"], headers=org).text
+    assert "Snapshot: official" in snap and "AP on qrels version <strong>1</strong>" in snap
+    assert "official" in c.get(f"/c/{cid}/snapshots", headers=org).text
+    analysis = c.get(f"/c/{cid}/analysis", headers=org).text
+    assert 'id="power"' in analysis and "AP" in analysis and "Kendall" in analysis
+    assert analysis.count("<svg") == 2  # the ASL curves and the tau heat map
+    sig = c.get(f"/c/{cid}/significance", headers=org).text
+    assert 'id="p-matrix"' in sig and "<svg" in sig and 'aria-label="heat map' in sig
+
+
+@pytest.mark.parametrize("page", ["board", "run"])
+def test_charts_are_labelled_svg(world: World, page: str) -> None:
+    c = world.client
+    path = f"/c/{world.cid}" if page == "board" else f"/runs/{world.run_ids['RUN-01']}"
+    html = c.get(path, headers=as_role(world, "organiser")).text
+    svgs = re.findall(r"<svg.*?</svg>", html, flags=re.S)
+    assert svgs and all('role="img"' in s and "aria-label=" in s for s in svgs)
+    if page == "board":
+        assert "with 95% interval" in svgs[0]  # the axis label, as text
+    else:
+        assert len(svgs) == 2 and "rank" in svgs[1] and "ideal ranking" in svgs[1]
