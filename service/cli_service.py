@@ -336,9 +336,11 @@ def _token(args: argparse.Namespace, out: TextIO, url: str) -> int:
     from sqlalchemy import select
 
     from service.evaluation.access import create_token
+    from service.store import migrate
     from service.store.db import transaction
     from service.store.models import Collection
 
+    migrate.upgrade(url)  # the first admin token is often the first command on a new database
     with transaction(_factory(url)) as s:
         ids = []
         for name in args.collections:

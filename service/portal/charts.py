@@ -189,12 +189,15 @@ def p_value_heatmap(runs: Sequence[str], p: Sequence[Sequence[float | None]], al
         ax = fig.add_subplot()
         m = np.array([[np.nan if v is None else v for v in row] for row in p], dtype=float).reshape(len(runs),
                                                                                                    len(runs))
-        image = ax.imshow(m, cmap="cividis", vmin=0.0, vmax=1.0, interpolation="nearest")
-        ys, xs = np.nonzero((m < alpha) & ~np.eye(len(runs), dtype=bool))
+        np.fill_diagonal(m, np.nan)  # a run against itself: no test, drawn blank
+        cmap = matplotlib.colormaps["cividis"].with_extremes(bad="#f2f2f2")
+        image = ax.imshow(m, cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
+        ys, xs = np.nonzero(m < alpha)
         if len(xs) and n <= 60:
             ax.scatter(xs, ys, s=max(4, 60 - n), color="white", edgecolors="black", linewidths=0.4,
-                       label=f"p < {alpha:g}")
-            ax.legend(loc="upper left", bbox_to_anchor=(1.25, 1.0), frameon=False)
+                       label=f"significant (p < {alpha:g})")
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02 - 0.012 * max(len(r) for r in runs)),
+                      frameon=False)
         fontsize = 8 if n <= 30 else 6 if n <= 60 else 4
         ax.set_xticks(range(len(runs)), list(runs), rotation=90, fontsize=fontsize)
         ax.set_yticks(range(len(runs)), list(runs), fontsize=fontsize)
@@ -223,12 +226,14 @@ def tau_heatmap(metrics: Sequence[str], tau: dict[tuple[str, str], float], thres
         size = min(max(3.5, 0.55 * n + 2.0), 14.0)
         fig = _figure(size + 1.0, size)
         ax = fig.add_subplot()
-        image = ax.imshow(m, cmap="cividis", vmin=-1.0, vmax=1.0, interpolation="nearest")
+        low = float(np.nanmin(m)) if n else 0.0
+        vmin = -1.0 if low < 0 else 0.0  # most tau values are positive: spend the colour range there
+        image = ax.imshow(m, cmap="cividis", vmin=vmin, vmax=1.0, interpolation="nearest")
         for i in range(n):
             for j in range(n):
                 if not np.isnan(m[i, j]):
                     ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                            color="white" if m[i, j] < 0.3 else "black")
+                            color="white" if m[i, j] < vmin + 0.45 * (1 - vmin) else "black")
         ax.set_xticks(range(n), names, rotation=90)
         ax.set_yticks(range(n), names)
         title = "Kendall's tau between the metrics' system rankings"

@@ -64,7 +64,7 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
 
     def page(request: Request, s: Session, me: Principal, name: str, status: int = 200, **context: Any) -> Template:
         secret = request.cookies.get(COOKIE, "")
-        return Template(template_name=name, status_code=status, context={
+        return Template(template_name=name, status_code=status, media_type="text/html", context={
             "me": me, "team": views.team_name(s, me), "csrf": csrf_for(secret) if me.role else "",
             "path": request.url.path, **context})
 
@@ -119,13 +119,15 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
 
     # --------------------------------------------------------------------- leaderboard
     def board_doc(s: Session, coll: Collection, me: Principal, metric: str | None, test: str | None,
-                  qrels_version: int | None, primary_only: bool) -> dict[str, Any]:
-        return views.leaderboard_doc(s, coll, me, metric or None, primary_only, qrels_version, test or None)
+                  qrels_version: str | None, primary_only: bool) -> dict[str, Any]:
+        # Forms send empty strings for "default" choices.
+        version = int(qrels_version) if qrels_version and qrels_version.strip() else None
+        return views.leaderboard_doc(s, coll, me, metric or None, primary_only, version, test or None)
 
     @get("/c/{cid:int}", sync_to_thread=True)
     def board(request: Request, cid: FromPath[int], s: NamedDependency[Session],
               viewer: NamedDependency[Principal], metric: FromQuery[str | None] = None,
-              test: FromQuery[str | None] = None, qrels_version: FromQuery[int | None] = None,
+              test: FromQuery[str | None] = None, qrels_version: FromQuery[str | None] = None,
               primary_only: FromQuery[bool] = False) -> Template:
         coll = views.collection(s, cid, viewer)
         ctx = coll_context(s, coll, viewer)
@@ -138,13 +140,14 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
         versions = ([v["version"] for v in reversed(views.qrels_versions(s, coll, viewer)["items"])]
                     if viewer.can_organise(cid) else [])
         return page(request, s, viewer, "board.html", doc=doc, chart=chart, metrics=metrics,
-                    tests=views.stored_tests(s, coll), test=test, versions=versions, qrels_version=qrels_version,
+                    tests=views.stored_tests(s, coll), test=test, versions=versions,
+                    qrels_version=int(qrels_version) if qrels_version else None,
                     primary_only=primary_only, **ctx)
 
     @get("/c/{cid:int}/board.csv", sync_to_thread=True, media_type="text/csv")
     def board_csv_file(cid: FromPath[int], s: NamedDependency[Session], viewer: NamedDependency[Principal],
                        metric: FromQuery[str | None] = None, test: FromQuery[str | None] = None,
-                       qrels_version: FromQuery[int | None] = None,
+                       qrels_version: FromQuery[str | None] = None,
                        primary_only: FromQuery[bool] = False) -> Response[str]:
         coll = views.collection(s, cid, viewer)
         doc = board_doc(s, coll, viewer, metric, test, qrels_version, primary_only)
@@ -154,7 +157,7 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
     @get("/c/{cid:int}/board.tex", sync_to_thread=True, media_type="text/plain")
     def board_tex_file(cid: FromPath[int], s: NamedDependency[Session], viewer: NamedDependency[Principal],
                        metric: FromQuery[str | None] = None, test: FromQuery[str | None] = None,
-                       qrels_version: FromQuery[int | None] = None,
+                       qrels_version: FromQuery[str | None] = None,
                        primary_only: FromQuery[bool] = False) -> Response[str]:
         coll = views.collection(s, cid, viewer)
         doc = board_doc(s, coll, viewer, metric, test, qrels_version, primary_only)
@@ -243,8 +246,10 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
             p = [[matrix["p_adjusted"][index[x]][index[y]] for y in order] for x in order]
             matrix = {**matrix, "runs": order, "p_adjusted": p}
             chart = charts.p_value_heatmap(order, p, matrix["alpha"], matrix["metric"], matrix["test"])
+        sig = coll.current_config.significance
         return page(request, s, viewer, "significance.html", matrix=matrix, chart=chart,
-                    metrics=list(coll.current_config.metrics), tests=views.stored_tests(s, coll), test=test, **ctx)
+                    metrics=list(sig.get("metrics") or [coll.current_config.official_metric]),
+                    tests=views.stored_tests(s, coll), test=test, **ctx)
 
     @get("/c/{cid:int}/changes", sync_to_thread=True)
     def changes_page(request: Request, cid: FromPath[int], s: NamedDependency[Session],

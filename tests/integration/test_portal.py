@@ -66,6 +66,8 @@ def test_every_page_for_every_role_on_an_unreleased_private_collection(world: Wo
         for role in ROLES:
             r = c.get(path, headers=as_role(world, role), follow_redirects=False)
             assert r.status_code == statuses[role], (path, role, r.status_code, r.text[:300])
+            if r.status_code < 300 and not path.endswith((".csv", ".tex", ".json")):
+                assert r.headers["content-type"].startswith("text/html"), (path, role)
             if r.status_code >= 400 and not path.endswith((".csv", ".tex", ".json")):
                 assert "<h1>" in r.text and 'role="alert"' in r.text  # an HTML error page, not JSON
     # what each participant sees of the unreleased board: its own team's runs only
@@ -112,6 +114,10 @@ def test_metric_selector_orders_by_the_chosen_metric(world: World) -> None:
         assert table_runs(page) == [r["run"] for r in api["rows"]]
         assert f'<option value="{metric}" selected>' in page
     assert c.get(f"/c/{cid}", params={"metric": "P@5"}, headers=org).status_code == 400  # not configured
+    # the form's "default" choices arrive as empty strings
+    empty = c.get(f"/c/{cid}?metric=AP&test=&qrels_version=", headers=org)
+    assert empty.status_code == 200 and table_runs(empty.text)
+    assert c.get(f"/c/{cid}?qrels_version=x", headers=org).status_code == 400
 
 
 def test_sign_in_submit_and_see_the_run_ranked(world: World) -> None:
