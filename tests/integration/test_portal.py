@@ -214,3 +214,35 @@ def test_charts_are_labelled_svg(world: World, page: str) -> None:
         assert "with 95% interval" in svgs[0]  # the axis label, as text
     else:
         assert len(svgs) == 2 and "rank" in svgs[1] and "ideal ranking" in svgs[1]
+
+
+def test_every_form_for_every_role(world: World) -> None:
+    """The portal's state-changing forms, each role posting with its own valid form token."""
+    c, cid = world.client, world.cid
+    run_text = world.runs["RUN-01"].replace("RUN-01", "form-{role}")
+    for role in ROLES:
+        headers = as_role(world, role)
+        token = world.tokens.get(role)
+        csrf = csrf_for(token) if token else ""
+        # runs: participants for their team, organisers for a team they name
+        data = {"csrf": csrf, **({"team": "beta"} if role in ("organiser", "admin") else {})}
+        r = c.post(f"/c/{cid}/submit", files={"file": ("run.txt", run_text.format(role=role))}, data=data,
+                   headers=headers, follow_redirects=False)
+        allowed = role in ("alpha", "beta", "organiser", "admin")
+        assert r.status_code == (303 if allowed else 403), (role, r.status_code, r.text[:300])
+        # snapshots and qrels: organisers of this collection and admins only
+        r = c.post(f"/c/{cid}/snapshots", data={"csrf": csrf, "label": role}, headers=headers,
+                   follow_redirects=False)
+        assert r.status_code == (303 if role in ("organiser", "admin") else 403), (role, r.status_code)
+        r = c.post(f"/c/{cid}/qrels", files={"file": ("q.txt", world.qrels)}, data={"csrf": csrf}, headers=headers,
+                   follow_redirects=False)
+        assert r.status_code == (303 if role in ("organiser", "admin") else 403), (role, r.status_code)
+        r = c.post("/logout", data={"csrf": csrf}, headers=headers, follow_redirects=False)
+        assert r.status_code == (303 if token else 403)
+        if token:
+            assert f"{COOKIE}=" in r.headers["set-cookie"] and "max-age=0" in r.headers["set-cookie"].lower()
+    runs = c.get(f"/api/collections/{cid}/runs", headers=auth(world.tokens["organiser"])).json()["items"]
+    assert sorted(r["tag"] for r in runs if r["tag"].startswith("form-")) == [
+        "form-admin", "form-alpha", "form-beta", "form-organiser"]
+    versions = c.get(f"/api/collections/{cid}/qrels", headers=auth(world.tokens["organiser"])).json()["items"]
+    assert len(versions) == 3  # the organiser's and the admin's uploads
