@@ -61,11 +61,34 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     tok = sub.add_parser("token", help="API tokens")
     tsub = tok.add_subparsers(dest="token_command", required=True)
     tc = tsub.add_parser("create", help="create a token (printed once; only its hash is stored)")
-    tc.add_argument("--role", required=True, choices=("admin", "organiser", "participant"))
+    tc.add_argument("--role", required=True, choices=("admin", "organiser", "participant", "assessor"))
     tc.add_argument("--name", default="")
     tc.add_argument("--team", help="participant tokens: the team")
     tc.add_argument("--collection", action="append", dest="collections", default=[],
-                    help="organiser tokens: a collection they organise (repeatable)")
+                    help="organiser and assessor tokens: a collection they organise or judge (repeatable)")
+    tc.add_argument("--topic", action="append", dest="topics", default=[],
+                    help="assessor tokens: a topic they judge (repeatable)")
+
+    pl = sub.add_parser("pool", help="build a depth-k pool of the submitted runs (less what is judged) and write "
+                                     "one file per topic for the assessors")
+    pl.add_argument("--collection", required=True)
+    pl.add_argument("--depth", type=int, required=True)
+    pick = pl.add_mutually_exclusive_group()
+    pick.add_argument("--primary-only", action="store_true", help="only each team's primary runs")
+    pick.add_argument("--max-priority", type=int, help="only runs within this judging priority (TREC)")
+    pl.add_argument("--out", required=True, help="folder for the per-topic files (documents in a seeded random order)")
+
+    jd = sub.add_parser("judgments", help="judgments of a pool")
+    jsub = jd.add_subparsers(dest="judgments_command", required=True)
+    ja = jsub.add_parser("add", help="check judgments against a pool; they become a new qrels version")
+    ja.add_argument("--pool", type=int, required=True, help="the pool's id")
+    ja.add_argument("file")
+
+    ru = sub.add_parser("reusability", help="pool statistics and leave-one-team-out (computed by the workers)")
+    ru.add_argument("--collection", required=True)
+    ru.add_argument("--metric", help="default: the official metric")
+    ru.add_argument("--depth", type=int, help="default: the newest pool's depth (or 100)")
+    ru.add_argument("--wait", type=float, default=0, metavar="SECONDS", help="wait for the result and print it")
 
     srv = sub.add_parser("serve", help="the HTTP API (and, on the embedded default, a worker and the scheduler)")
     srv.add_argument("--host", default="127.0.0.1")
@@ -79,7 +102,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     jb.add_argument("--format", choices=("tsv", "json"), default="tsv")
 
 
-COMMANDS = ("db", "worker", "beat", "load", "qrels", "reevaluate", "leaderboard", "jobs", "demo", "token", "serve")
+COMMANDS = ("db", "worker", "beat", "load", "qrels", "reevaluate", "leaderboard", "jobs", "demo", "token", "serve",
+            "pool", "judgments", "reusability")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -110,7 +134,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             app.start(["beat", "--loglevel", args.loglevel])
         return 0
     return {"load": _load, "qrels": _qrels_add, "reevaluate": _reevaluate, "leaderboard": _leaderboard,
-            "jobs": _jobs, "demo": _demo, "token": _token, "serve": _serve}[args.command](args, out, url)
+            "jobs": _jobs, "demo": _demo, "token": _token, "serve": _serve, "pool": _pool, "judgments": _judgments,
+            "reusability": _reusability}[args.command](args, out, url)
 
 
 def _safe(url: str) -> str:
@@ -348,7 +373,8 @@ def _token(args: argparse.Namespace, out: TextIO, url: str) -> int:
             if cid is None:
                 raise InvalidMeasure(f"no collection named {name!r}")
             ids.append(cid)
-        secret, token = create_token(s, args.role, name=args.name, team=args.team, collections=ids, actor="cli")
+        secret, token = create_token(s, args.role, name=args.name, team=args.team, collections=ids,
+                                 topics=args.topics or None, actor="cli")
     out.write(f"{secret}\n")
     import sys
 
@@ -440,3 +466,76 @@ def _load_public_sample(folder: Path, out: TextIO, url: str) -> None:
         with transaction(_factory(url)) as s:
             coll = s.scalar(select(Collection).where(Collection.name == "sample"))
             coll.visibility, coll.leaderboard_released = "public", True
+
+
+# The CLI acts with an administrator's rights (it runs where the database is).
+def _cli_principal():  # type: ignore[no-untyped-def]
+    from service.evaluation.access import Principal
+
+    return Principal(role="admin", name="cli")
+
+
+def _pool(args: argparse.Namespace, out: TextIO, url: str) -> int:
+    import json
+
+    from service.evaluation import judging
+    from service.evaluation.setup import get_collection
+    from service.store.db import transaction
+
+    me = _cli_principal()
+    selection = "primary" if args.primary_only else "priority" if args.max_priority is not None else "all"
+    with transaction(_factory(url)) as s:
+        coll = get_collection(s, args.collection)
+        pool = judging.create_pool(s, coll, me, args.depth, selection, args.max_priority)
+        doc = judging.pool_doc(s, pool, me)
+        folder = Path(args.out) / f"pool-{pool.number}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for topic, counts in pool.counts.items():
+            if counts["new"]:
+                (folder / f"{topic}.txt").write_text(judging.assessment_file(s, pool.id, me, topic))
+        (folder / "pool.json").write_text(json.dumps(doc, indent=2, default=str))
+    out.write(f"pool {doc['number']} (id {doc['id']}) of {args.collection}: depth {doc['depth']}, "
+              f"{len(doc['runs'])} runs ({selection}), {doc['size']} documents to judge over "
+              f"{sum(1 for c in doc['counts'].values() if c['new'])} topics")
+    if doc["excludes_judged_in_qrels_version"]:
+        out.write(f", leaving out what qrels version {doc['excludes_judged_in_qrels_version']} judges")
+    out.write(f"\nfiles: {folder}\n")
+    return 0
+
+
+def _judgments(args: argparse.Namespace, out: TextIO, url: str) -> int:
+    from service.evaluation import judging
+
+    doc, followups = judging.submit_judgments(_factory(url), lambda s: _cli_principal(), args.pool,
+                                              Path(args.file).read_bytes(), source=args.file)
+    _send(followups)
+    out.write(f"qrels version {doc['qrels_version']}: {doc['judgments']} judgments of {len(doc['topics'])} topics "
+              f"accepted; job {doc['job']} re-evaluates the runs\n")
+    return 0
+
+
+def _reusability(args: argparse.Namespace, out: TextIO, url: str) -> int:
+    import json
+    import time
+
+    from service.evaluation import reusability
+    from service.evaluation.setup import get_collection
+    from service.store.db import transaction
+    from service.store.models import Analysis
+
+    me = _cli_principal()
+    with transaction(_factory(url)) as s:
+        row, followups = reusability.request(s, get_collection(s, args.collection), me, args.metric, None, args.depth)
+        analysis_id = row.id
+    _send(followups)
+    deadline = time.monotonic() + args.wait
+    while True:
+        with _factory(url)() as s:
+            row = s.get(Analysis, analysis_id)
+            doc = reusability.doc(s, row, me)
+        if doc["status"] in ("done", "failed") or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    out.write(json.dumps(doc, indent=2) + "\n" if args.wait else f"analysis {analysis_id} queued\n")
+    return 0 if doc["status"] != "failed" else 1
+

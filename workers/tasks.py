@@ -6,7 +6,7 @@ from celery import Celery
 from sqlalchemy.exc import OperationalError
 
 from service.config import settings
-from service.evaluation import pipeline
+from service.evaluation import pipeline, reusability
 from service.store.db import session_factory
 from workers.app import app
 
@@ -38,10 +38,16 @@ def run_tests(job_id: int) -> None:
     send(pipeline.run_tests(_factory(), job_id))
 
 
+@app.task(name="cranfield.run_analysis", **_RETRY)
+def run_analysis(analysis_id: int) -> None:
+    send(reusability.compute(_factory(), analysis_id, settings().worker.max_attempts))
+
+
 @app.task(name="cranfield.sweep", **_RETRY)
 def sweep() -> None:
     cfg = settings().worker
     send(pipeline.sweep(_factory(), cfg.stuck_timeout, cfg.max_attempts))
+    send(reusability.sweep(_factory(), cfg.stuck_timeout))
 
 
 @app.task(name="cranfield.refresh", **_RETRY)
@@ -49,4 +55,5 @@ def refresh() -> None:
     send(pipeline.refresh_stale(_factory()))
 
 
-TASK_NAMES = {"evaluate_item": "cranfield.evaluate_item", "run_tests": "cranfield.run_tests"}
+TASK_NAMES = {"evaluate_item": "cranfield.evaluate_item", "run_tests": "cranfield.run_tests",
+              "run_analysis": "cranfield.run_analysis"}

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from litestar import Litestar, Request, Response, delete, get, patch, post
+from litestar import Litestar, Request, Response, delete, get, patch, post, put
 from litestar.di import NamedDependency, Provide
 from litestar.exceptions import HTTPException
 from litestar.openapi import OpenAPIConfig
@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import service
 from service.errors import InvalidInput, InvalidMeasure
-from service.evaluation import access, views
+from service.evaluation import access, judging, reusability, views
 from service.evaluation.exports import board_csv, board_latex
 from service.evaluation.access import Conflict, Forbidden, NotFound, Principal, Unauthenticated
 from service.evaluation.pipeline import Followup, plan_job
@@ -137,10 +137,16 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
             pass
         elif me.role == "organiser" and role == "participant":
             pass  # organisers give their participants tokens
+        elif me.role == "organiser" and role == "assessor" and collections and all(me.can_organise(c) for c in collections):
+            pass  # and their assessors, for their own collections
         else:
-            raise Forbidden("admins create any token; organisers create participant tokens")
+            raise Forbidden("admins create any token; organisers create participant tokens, and assessor tokens "
+                            "for their collections")
+        topics = data.get("topics")
+        if topics is not None and (not isinstance(topics, list) or not all(isinstance(x, str) for x in topics)):
+            raise InvalidMeasure("topics is a list of topic ids")
         secret, token = access.create_token(s, str(role), name=str(data.get("name", "")), team=data.get("team"),
-                                            collections=collections, actor=me.name)
+                                            collections=collections, topics=topics, actor=me.name)
         s.commit()
         return {"id": token.id, "token": secret, "role": token.role, "prefix": token.prefix,
                 "note": "the token is shown only once"}
@@ -382,6 +388,12 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                 run.is_primary = bool(data["primary"])
             if "description" in data:
                 run.description = str(data["description"])
+            if "priority" in data:  # TREC's judging priority within the team (1 = judge first)
+                priority = data["priority"]
+                if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)
+                                             or priority < 1):
+                    raise InvalidMeasure("priority is a positive integer or null")
+                run.judging_priority = priority
             if "baseline" in data:
                 if not me.can_organise(coll.id):
                     raise Forbidden("only organisers mark baselines")
@@ -437,10 +449,103 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         send(followups)
         return doc
 
+    # ------------------------------------------------------------ topics, pools, judging
+    @post("/api/collections/{cid:int}/topics", sync_to_thread=True)
+    def add_topics(cid: FromPath[int], data: JSONBody[dict[str, Any]], s: NamedDependency[Session],
+                   me: NamedDependency[Principal]) -> dict[str, Any]:
+        """Register topics before any judgment exists, so runs can be submitted and pooled."""
+        topics = data.get("topics")
+        if not isinstance(topics, list):
+            raise InvalidMeasure("send {\"topics\": [ids]}")
+        out = judging.add_topics(s, _collection(s, cid, me), me, topics)
+        s.commit()
+        return {"topics": out}
+
+    @post("/api/collections/{cid:int}/pools", sync_to_thread=True)
+    def create_pool(cid: FromPath[int], data: JSONBody[dict[str, Any]], s: NamedDependency[Session],
+                    me: NamedDependency[Principal]) -> dict[str, Any]:
+        coll = _collection(s, cid, me)
+        me.require_organiser(cid)
+        selection = "primary" if data.get("primary_only") else str(data.get("selection", "all"))
+        pool = judging.create_pool(s, coll, me, data.get("depth"), selection,  # type: ignore[arg-type]
+                                   data.get("max_priority"))
+        s.commit()
+        return judging.pool_doc(s, pool, me)
+
+    @get("/api/collections/{cid:int}/pools", sync_to_thread=True)
+    def list_pools(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        from service.store.models import Pool
+
+        _collection(s, cid, me)
+        me.require_organiser(cid)
+        pools = s.scalars(select(Pool).where(Pool.collection_id == cid).order_by(Pool.number))
+        return {"items": [judging.pool_doc(s, p, me) for p in pools]}
+
+    @get("/api/pools/{pid:int}", sync_to_thread=True)
+    def get_pool(pid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        return judging.pool_doc(s, judging.get_pool(s, pid, me), me)
+
+    @get("/api/pools/{pid:int}/topics/{topic:str}", sync_to_thread=True, media_type="text/plain")
+    def assessment_file(pid: FromPath[int], topic: FromPath[str], s: NamedDependency[Session],
+                        me: NamedDependency[Principal]) -> Response[str]:
+        return Response(judging.assessment_file(s, pid, me, topic), media_type="text/plain")
+
+    @get("/api/assessments", sync_to_thread=True)
+    def list_assessments(s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        return {"items": judging.assessments(s, me)}
+
+    @post("/api/pools/{pid:int}/judgments")
+    async def upload_judgments(pid: FromPath[int], request: Request) -> dict[str, Any]:
+        body = await _read_stream(request)
+        auth = request.headers.get("authorization")
+
+        def work() -> dict[str, Any]:
+            doc, followups = judging.submit_judgments(factory, lambda s: access.principal_for(s, auth), pid, body)
+            send(followups)
+            return doc
+
+        return await _in_thread(work)
+
+    @get("/api/collections/{cid:int}/assessors", sync_to_thread=True)
+    def list_assessors(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        return {"items": judging.assignments(s, _collection(s, cid, me), me)}
+
+    @put("/api/collections/{cid:int}/assessors/{tid:int}", sync_to_thread=True)
+    def assign(cid: FromPath[int], tid: FromPath[int], data: JSONBody[dict[str, Any]], s: NamedDependency[Session],
+               me: NamedDependency[Principal]) -> dict[str, Any]:
+        topics = data.get("topics")
+        if not isinstance(topics, list) or not all(isinstance(x, str) for x in topics):
+            raise InvalidMeasure("send {\"topics\": [ids]}")
+        out = judging.set_assignment(s, _collection(s, cid, me), me, tid, topics)
+        s.commit()
+        return {"token_id": tid, "topics": out}
+
+    @post("/api/collections/{cid:int}/analyses", sync_to_thread=True, status_code=202)
+    def request_analysis(cid: FromPath[int], data: JSONBody[dict[str, Any]], s: NamedDependency[Session],
+                         me: NamedDependency[Principal]) -> dict[str, Any]:
+        """Pool statistics and the leave-one-team-out test of the current qrels, by the workers."""
+        row, followups = reusability.request(s, _collection(s, cid, me), me, data.get("metric"), data.get("pool"),
+                                             data.get("depth"))
+        s.commit()
+        send(followups)
+        return reusability.doc(s, row, me)
+
+    @get("/api/analyses/{aid:int}", sync_to_thread=True)
+    def get_analysis(aid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
+        from service.store.models import Analysis
+
+        row = s.get(Analysis, aid)
+        if row is None:
+            raise NotFound(f"no analysis {aid}")
+        _collection(s, row.collection_id, me)
+        return reusability.doc(s, row, me)
+
     handlers = [live, ready, create_team, create_token, create_collection, list_collections, get_collection,
                 update_collection, list_qrels, list_runs, get_run, download_run, delete_run, leaderboard, get_job,
                 upload_qrels_handler, submit_run_handler, diff_qrels, run_scores, compare, significance_matrix,
-                update_run, freeze, list_snapshots, get_snapshot, revoke_token, metaeval, run_curve]
+                update_run, freeze, list_snapshots, get_snapshot, revoke_token, metaeval, run_curve, add_topics,
+                create_pool, list_pools, get_pool, assessment_file, list_assessments, upload_judgments, list_assessors,
+                assign, request_analysis, get_analysis]
     from litestar.plugins.jinja import JinjaTemplateEngine
     from litestar.static_files import create_static_files_router
     from litestar.template.config import TemplateConfig

@@ -2,8 +2,10 @@
 
 Roles: ``admin`` (everything), ``organiser`` of some collections (everything about those),
 ``participant`` (a team member: submits runs, sees its own team's runs and scores; other
-teams' scores only once the leaderboard is released), and anonymous (public, released
-leaderboards only). Qrels are never shown to participants or anonymous users.
+teams' scores only once the leaderboard is released), ``assessor`` (judges the pools of the
+topics assigned to it and sees nothing else: no runs, scores or teams, so judging stays
+blind), and anonymous (public, released leaderboards only). Qrels are never shown to
+participants, assessors or anonymous users.
 Tokens are random secrets; only their sha256 is stored.
 """
 
@@ -19,7 +21,7 @@ from sqlalchemy.orm import Session
 from service.errors import CranfieldError
 from service.store.models import ApiToken, Collection, CollectionOrganiser, Run, Team
 
-ROLES = ("admin", "organiser", "participant")
+ROLES = ("admin", "organiser", "participant", "assessor")
 
 
 class Unauthenticated(CranfieldError):
@@ -47,6 +49,7 @@ class Principal:
     team_id: int | None = None
     organises: frozenset[int] = field(default_factory=frozenset)
     name: str = "anonymous"
+    assigned: frozenset[tuple[int, str]] = field(default_factory=frozenset)  # assessors: (collection, topic)
 
     @property
     def is_admin(self) -> bool:
@@ -70,10 +73,18 @@ class Principal:
             raise Forbidden("only an organiser of this collection may do this")
 
     def can_see_collection(self, coll: Collection) -> bool:
+        if self.role == "assessor":
+            return False  # blind judging: assessors reach only their pools (can_assess)
         return coll.visibility == "public" or self.can_organise(coll.id) or self.role == "participant"
+
+    def can_assess(self, collection_id: int, topic: str) -> bool:
+        """Organisers judge any topic of their collections; assessors their assigned topics."""
+        return self.can_organise(collection_id) or (collection_id, topic) in self.assigned
 
     def can_see_run(self, run: Run, coll: Collection) -> bool:
         """Runs of the caller's team, or any run of a released leaderboard (or to organisers)."""
+        if self.role == "assessor":
+            return False
         if self.can_organise(coll.id):
             return True
         if self.role == "participant" and run.team_id == self.team_id:
@@ -92,6 +103,7 @@ def create_token(
     name: str = "",
     team: str | None = None,
     collections: list[int] | None = None,
+    topics: list[str] | None = None,
     actor: str = "",
 ) -> tuple[str, ApiToken]:
     """A new token; returns (secret, row). The secret is not stored and cannot be shown again."""
@@ -105,6 +117,10 @@ def create_token(
         if row_team is None:
             raise NotFound(f"no team named {team!r}")
         team_id = row_team.id
+    if role == "assessor" and (not collections or not topics):
+        raise Conflict("an assessor token needs a collection and the topics it judges")
+    if role != "assessor" and topics:
+        raise Conflict("only assessor tokens have topics")
     secret = "cf_" + secrets.token_urlsafe(32)
     token = ApiToken(token_hash=_hash(secret), prefix=secret[:10], name=name, role=role, team_id=team_id,
                      created_by=actor)
@@ -113,8 +129,26 @@ def create_token(
     for cid in collections or []:
         if s.get(Collection, cid) is None:
             raise NotFound(f"no collection {cid}")
-        s.add(CollectionOrganiser(token_id=token.id, collection_id=cid))
+        if role == "assessor":
+            assign_topics(s, token.id, cid, topics or [])
+        else:
+            s.add(CollectionOrganiser(token_id=token.id, collection_id=cid))
     return secret, token
+
+
+def assign_topics(s: Session, token_id: int, collection_id: int, topics: list[str]) -> None:
+    """Replace an assessor's topics in a collection (topics must be the collection's)."""
+    from sqlalchemy import delete
+
+    from service.store.models import AssessorAssignment, Topic
+
+    known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == collection_id)))
+    unknown = sorted(set(topics) - known)
+    if unknown:
+        raise Conflict(f"unknown topics of collection {collection_id}: {', '.join(unknown[:20])}")
+    s.execute(delete(AssessorAssignment).where(AssessorAssignment.token_id == token_id,
+                                               AssessorAssignment.collection_id == collection_id))
+    s.add_all(AssessorAssignment(token_id=token_id, collection_id=collection_id, topic=t) for t in sorted(set(topics)))
 
 
 def principal_for(s: Session, authorization: str | None) -> Principal:
@@ -129,5 +163,11 @@ def principal_for(s: Session, authorization: str | None) -> Principal:
         raise Unauthenticated("unknown or revoked token")
     organises = frozenset(s.scalars(select(CollectionOrganiser.collection_id).where(
         CollectionOrganiser.token_id == token.id)))
+    assigned: frozenset[tuple[int, str]] = frozenset()
+    if token.role == "assessor":
+        from service.store.models import AssessorAssignment
+
+        assigned = frozenset((c, t) for c, t in s.execute(select(
+            AssessorAssignment.collection_id, AssessorAssignment.topic).where(AssessorAssignment.token_id == token.id)))
     return Principal(role=token.role, token_id=token.id, team_id=token.team_id, organises=organises,
-                     name=token.name or token.prefix)
+                     name=token.name or token.prefix, assigned=assigned)

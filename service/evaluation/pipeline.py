@@ -64,7 +64,7 @@ TEST_PARAMS = ("test", "resamples", "alpha", "correction", "seed")
 class Followup:
     """Work to send to the workers once the current transaction has committed."""
 
-    task: str  # "evaluate_item" | "run_tests"
+    task: str  # "evaluate_item" | "run_tests" | "run_analysis"
     id: int
 
 
@@ -121,6 +121,9 @@ def plan_job(
 
 
 # ---------------------------------------------------------------------------- evaluating
+#: Stored for every run whatever the configuration: the share of the top 10 that is judged,
+#: shown beside the leaderboard so that organisers see when condensed-list metrics fit better.
+ALWAYS_EVALUATED = ("Judged@10",)
 _QRELS_CACHE: dict[tuple[str, int, str], Qrels] = {}
 
 
@@ -165,7 +168,7 @@ def evaluate_item(
                    evaluator_version=EVALUATOR_VERSION)
         already = s.scalar(select(RunEvaluation.id).filter_by(**key))
         config_id, order, settings, metrics = config.id, config.evaluation.get("order", "score"), \
-            eval_settings(config), list(config.metrics)
+            eval_settings(config), list(config.metrics) + [m for m in ALWAYS_EVALUATED if m not in config.metrics]
         hidden = list(config.evaluation.get("hidden_topics") or [])
     if already is not None:  # computed before (a retry, or another job): nothing to redo
         with transaction(factory) as s:

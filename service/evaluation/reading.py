@@ -26,6 +26,7 @@ class LeaderboardRow:
     n_topics: int
     qrels_version: int
     baseline: bool
+    judged_at_10: float | None = None  # share of the top 10 judged (stored with every evaluation)
 
 
 def leaderboard(
@@ -58,10 +59,18 @@ def leaderboard(
                 RunEvaluation.settings_hash == config.settings_hash,
                 RunEvaluation.evaluator_version == EVALUATOR_VERSION, Score.metric == name, mean.is_not(None))
          .order_by(mean.desc(), Run.tag))
+    judged_mean = Score.public_mean if public else Score.mean
+    judged = dict(s.execute(
+        select(Run.tag, judged_mean).join(RunEvaluation, RunEvaluation.id == Score.run_evaluation_id)
+        .join(Run, Run.id == RunEvaluation.run_id)
+        .where(Run.collection_id == coll.id, RunEvaluation.qrels_version_id == version_id,
+               RunEvaluation.settings_hash == config.settings_hash,
+               RunEvaluation.evaluator_version == EVALUATOR_VERSION, Score.metric == "Judged@10")).all())
     rows: list[LeaderboardRow] = []
     for i, (tag, team, base, mean, lo, hi, n) in enumerate(s.execute(q)):
         rank = i + 1 if not rows or mean != rows[-1].mean else rows[-1].rank  # ties share a rank
-        rows.append(LeaderboardRow(rank, tag, team, mean, lo, hi, n, version.version if version else 0, base))
+        rows.append(LeaderboardRow(rank, tag, team, mean, lo, hi, n, version.version if version else 0, base,
+                                   judged.get(tag)))
     return name, rows
 
 

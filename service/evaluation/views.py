@@ -149,7 +149,8 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
             "significance": {"test": sig[3], "alpha": sig[2], "correction": coll.current_config.significance.get(
                 "correction")} if sig else None,
             "rows": [{**{k: r[k] for k in ("rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "baseline",
-                                           "beats", "tied_with", "groups") if k in r}, "run_id": run_ids.get(r["run"])}
+                                           "judged_at_10", "beats", "tied_with", "groups") if k in r},
+                      "run_id": run_ids.get(r["run"])}
                      for r in annotated]}
 
 
@@ -456,8 +457,6 @@ def submit_run(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes
                 raise NotFound(f"no team named {team_param!r}")
         else:
             raise Forbidden("only participants and this collection's organisers submit runs")
-        if coll.current_qrels_id is None:
-            raise Conflict("the collection has no qrels yet")
         order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
         parsed = parse_run(body, source, order)
         known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == cid)))
@@ -467,8 +466,11 @@ def submit_run(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes
         row = add_run(s, coll, body, source, team=team.name, actor=me.name, parsed=parsed)
         if description:
             row.description = description
-        job, followups = plan_job(s, coll, "submission")
-        doc = {**run_doc(row), "job": job.id}
+        if coll.current_qrels_id is None:  # before any judgment (the run waits for the pool's qrels)
+            doc, followups = {**run_doc(row), "job": None}, []
+        else:
+            job, followups = plan_job(s, coll, "submission")
+            doc = {**run_doc(row), "job": job.id}
     return doc, followups
 
 

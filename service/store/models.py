@@ -160,6 +160,8 @@ class Run(Base):
     n_topics: Mapped[int] = mapped_column(Integer, default=0)
     n_lines: Mapped[int] = mapped_column(Integer, default=0)
     depth: Mapped[int] = mapped_column(Integer, default=0)
+    # TREC's judging priority within the team (1 = judge first); None: the submission order
+    judging_priority: Mapped[int | None] = mapped_column(Integer)
 
     team: Mapped[Team] = relationship()
 
@@ -299,7 +301,7 @@ class ApiToken(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     prefix: Mapped[str] = mapped_column(String(16))  # the secret's first characters, to recognise it
     name: Mapped[str] = mapped_column(String(200), default="")
-    role: Mapped[str] = mapped_column(String(20))  # admin | organiser | participant
+    role: Mapped[str] = mapped_column(String(20))  # admin | organiser | participant | assessor
     team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))  # participants
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     created_by: Mapped[str] = mapped_column(String(200), default="")
@@ -338,3 +340,67 @@ class AuditEvent(Base):
     action: Mapped[str] = mapped_column(String(60))  # qrels.upload | run.submit | run.delete | config.update | ...
     collection_id: Mapped[int | None] = mapped_column(ForeignKey("collections.id", ondelete="SET NULL"))
     details: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+class Pool(Base):
+    """A depth-k pool of a collection's runs: which runs, what was excluded, counts per topic.
+
+    Immutable once written; its documents are rows of PoolDocument. ``base_qrels_version_id``
+    is the version whose judged documents were left out (incremental pooling).
+    """
+
+    __tablename__ = "pools"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)  # 1, 2, ... within the collection
+    depth: Mapped[int] = mapped_column(Integer)
+    selection: Mapped[str] = mapped_column(String(20))  # all | primary | priority
+    max_priority: Mapped[int | None] = mapped_column(Integer)
+    max_level: Mapped[int] = mapped_column(Integer)  # judgments are levels 0..max_level
+    base_qrels_version_id: Mapped[int | None] = mapped_column(ForeignKey("qrels_versions.id", ondelete="SET NULL"))
+    run_ids: Mapped[list[Any]] = mapped_column(default=list)
+    counts: Mapped[dict[str, Any]] = mapped_column(default=dict)  # topic -> {new, already_judged, union}
+    size: Mapped[int] = mapped_column(Integer, default=0)
+    seed: Mapped[int] = mapped_column(Integer, default=0)  # the assessors' document order
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_by: Mapped[str] = mapped_column(String(200), default="")
+    __table_args__ = (UniqueConstraint("collection_id", "number"),)
+
+
+class PoolDocument(Base):
+    """One document of a pool's topic, to be judged."""
+
+    __tablename__ = "pool_documents"
+    pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(100), primary_key=True)
+    docno: Mapped[str] = mapped_column(String(200), primary_key=True)
+
+
+class AssessorAssignment(Base):
+    """The topics of a collection an assessor token judges (and the only ones it sees)."""
+
+    __tablename__ = "assessor_assignments"
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(100), primary_key=True)
+
+
+class Analysis(Base):
+    """A reusability analysis computed by the workers (leave-one-team-out), kept with its inputs."""
+
+    __tablename__ = "analyses"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(40))  # leave_one_team_out
+    params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    qrels_version_id: Mapped[int] = mapped_column(ForeignKey("qrels_versions.id", ondelete="CASCADE"))
+    config_id: Mapped[int] = mapped_column(ForeignKey("collection_configs.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(20), default="queued")  # queued | running | done | failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    result: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    error: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_by: Mapped[str] = mapped_column(String(200), default="")
+

@@ -180,16 +180,13 @@ def world(backend: Backend) -> Iterator[World]:
 
     from service.api.app import create_app
     from service.evaluation.access import create_token
-    from service.evaluation.pipeline import Followup, evaluate_item, run_tests
+    from service.evaluation.pipeline import Followup
     from service.store.db import transaction
 
     factory = backend.factory()
 
     def dispatch(followups: list[Followup]) -> None:  # the worker's part, in-process
-        queue = list(followups)
-        while queue:
-            f = queue.pop(0)
-            queue += evaluate_item(factory, f.id) if f.task == "evaluate_item" else run_tests(factory, f.id)
+        run_inline(factory, followups)
 
     with transaction(factory) as s:
         admin, _ = create_token(s, "admin", name="root")
@@ -218,3 +215,16 @@ def world(backend: Backend) -> Iterator[World]:
             assert r.status_code == 201, r.text
             run_ids[tag] = r.json()["id"]
         yield World(client, tokens, cid, other, runs, qrels, run_ids)
+
+
+def run_inline(factory, followups) -> None:  # type: ignore[no-untyped-def]
+    """Do what the workers' tasks do, in this process, until no follow-up remains."""
+    from service.evaluation import reusability
+    from service.evaluation.pipeline import evaluate_item, run_tests
+
+    tasks = {"evaluate_item": evaluate_item, "run_tests": run_tests, "run_analysis": reusability.compute}
+    queue = list(followups)
+    while queue:
+        f = queue.pop(0)
+        queue += tasks[f.task](factory, f.id)
+

@@ -1,0 +1,303 @@
+"""The judgment workflow: pools from submitted runs, blind assessment, judgments into qrels versions.
+
+Organisers build a depth-k pool (all runs, each team's primary runs, or the runs within a
+judging priority), leaving out documents the current qrels already judge (incremental
+pooling when late runs arrive). A pool is stored once and never changes. Assessors download
+the documents of their assigned topics in a seeded random order and upload judgments, which
+are checked against the pool line by line; accepted judgments, laid over the current qrels,
+become a new qrels version, which starts the re-evaluation of every run.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.errors import InvalidInput, InvalidMeasure
+from service.evaluation.access import Conflict, Forbidden, NotFound, Principal
+from service.evaluation.pipeline import Followup, plan_job
+from service.evaluation.setup import add_qrels, audit, load_qrels, load_run
+from service.formats.readers import parse_qrels
+from service.formats.types import Qrels
+from service.metrics import pooling
+from service.store.db import transaction
+from service.store.models import (AssessorAssignment, Collection, Pool, PoolDocument, QrelsVersion, Run, Team,
+                                  Topic)
+
+SELECTIONS = ("all", "primary", "priority")
+
+
+# ----------------------------------------------------------------------------- topics
+def add_topics(s: Session, coll: Collection, me: Principal, topics: list[str]) -> list[str]:
+    """Register topics before any judgment exists (runs are validated against them)."""
+    me.require_organiser(coll.id)
+    cleaned = [str(t).strip() for t in topics]
+    if not cleaned or any(not t or any(c.isspace() for c in t) for t in cleaned):
+        raise InvalidMeasure("topics are non-empty ids without spaces")
+    known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
+    new = sorted(set(cleaned) - known)
+    if new:
+        s.execute(insert(Topic), [{"collection_id": coll.id, "topic_id": t} for t in new])
+        audit(s, me.name, "topics.add", coll.id, topics=new)
+    return sorted(known | set(new))
+
+
+# ------------------------------------------------------------------------------ pools
+def max_level(s: Session, coll: Collection) -> int:
+    """The top judgment level H of the collection: declared (evaluation.max_level, or the
+    configured levels), else the current qrels' top level, else 3."""
+    cfg = coll.current_config
+    if cfg is not None and cfg.evaluation.get("max_level") is not None:
+        return int(cfg.evaluation["max_level"])
+    if cfg is not None and cfg.levels:
+        return max(int(level["level"]) for level in cfg.levels)
+    if coll.current_qrels is not None:
+        return max(3, load_qrels(coll.current_qrels).max_level)
+    return 3
+
+
+def pooled_runs(s: Session, coll: Collection, selection: str, max_priority: int | None) -> list[Run]:
+    """The runs a pool is made of: all, each team's primary runs, or those within a judging
+    priority (a run's own priority, else its place in its team's submission order)."""
+    if selection not in SELECTIONS:
+        raise InvalidMeasure(f"selection is one of {', '.join(SELECTIONS)}")
+    runs = list(s.scalars(select(Run).where(Run.collection_id == coll.id).order_by(Run.submitted_at, Run.id)))
+    if selection == "primary":
+        return [r for r in runs if r.is_primary]
+    if selection == "priority":
+        if max_priority is None or max_priority < 1:
+            raise InvalidMeasure("a priority pool needs max_priority >= 1")
+        place: dict[int, int] = {}
+        chosen = []
+        for r in runs:
+            place[r.team_id] = place.get(r.team_id, 0) + 1
+            if (r.judging_priority if r.judging_priority is not None else place[r.team_id]) <= max_priority:
+                chosen.append(r)
+        return chosen
+    return runs
+
+
+def create_pool(s: Session, coll: Collection, me: Principal, depth: int, selection: str = "all",
+                max_priority: int | None = None) -> Pool:
+    """Build and store a pool (immutable) from the collection's runs, less what is judged."""
+    me.require_organiser(coll.id)
+    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
+        raise InvalidMeasure("depth is a positive integer")
+    runs = pooled_runs(s, coll, selection, max_priority)
+    if not runs:
+        raise Conflict("no run matches the pool's selection")
+    order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
+    core = [load_run(r.file, r.source_name or r.tag, order) for r in runs]
+    judged = load_qrels(coll.current_qrels) if coll.current_qrels is not None else None
+    topics = list(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
+    built = pooling.build_pool(core, depth, judged, topics)
+    number = (s.scalar(select(func.max(Pool.number)).where(Pool.collection_id == coll.id)) or 0) + 1
+    row = Pool(collection_id=coll.id, number=number, depth=depth, selection=selection, max_priority=max_priority,
+               max_level=max_level(s, coll), base_qrels_version_id=coll.current_qrels_id,
+               run_ids=[r.id for r in runs], counts=built.counts(), size=built.size,
+               seed=secrets.randbelow(2**31), created_by=me.name)
+    s.add(row)
+    s.flush()
+    docs = [{"pool_id": row.id, "topic": t, "docno": d} for t, ds in built.documents.items() for d in ds]
+    for start in range(0, len(docs), 5000):
+        s.execute(insert(PoolDocument), docs[start:start + 5000])
+    audit(s, me.name, "pool.create", coll.id, pool=number, depth=depth, selection=selection, size=built.size)
+    return row
+
+
+def pool_doc(s: Session, pool: Pool, me: Principal) -> dict[str, Any]:
+    """A pool as organisers see it (runs and counts); assessors get :func:`assessments`."""
+    me.require_organiser(pool.collection_id)
+    tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(pool.run_ids))).all())
+    base = s.get(QrelsVersion, pool.base_qrels_version_id) if pool.base_qrels_version_id else None
+    return {"id": pool.id, "collection_id": pool.collection_id, "number": pool.number, "depth": pool.depth,
+            "selection": pool.selection, "max_priority": pool.max_priority, "max_level": pool.max_level,
+            "excludes_judged_in_qrels_version": base.version if base else None,
+            "runs": [tags.get(r, str(r)) for r in pool.run_ids], "size": pool.size, "counts": pool.counts,
+            "created_at": pool.created_at.isoformat() if pool.created_at else None, "created_by": pool.created_by}
+
+
+def get_pool(s: Session, pool_id: int, me: Principal) -> Pool:
+    pool = s.get(Pool, pool_id)
+    if pool is None:
+        raise NotFound(f"no pool {pool_id}")
+    me.require_authenticated()
+    if not (me.can_organise(pool.collection_id)
+            or any(c == pool.collection_id for c, _ in me.assigned)):
+        raise Forbidden(f"pool {pool_id} is not yours to judge")
+    return pool
+
+
+def pool_documents(s: Session, pool: Pool, topic: str) -> list[str]:
+    return list(s.scalars(select(PoolDocument.docno).where(PoolDocument.pool_id == pool.id,
+                                                           PoolDocument.topic == topic).order_by(PoolDocument.docno)))
+
+
+def assessment_file(s: Session, pool_id: int, me: Principal, topic: str) -> str:
+    """The plain per-topic format an assessor judges: ``topic docno`` lines in a seeded random
+    order (never rank order), to be returned with a level appended (``L2`` or ``2``)."""
+    pool = get_pool(s, pool_id, me)
+    if not me.can_assess(pool.collection_id, topic):
+        raise Forbidden(f"topic {topic} is not assigned to you")
+    docs = pool_documents(s, pool, topic)
+    if not docs and topic not in pool.counts:
+        raise NotFound(f"topic {topic} is not in pool {pool_id}")
+    ordered = pooling.assessment_order(docs, pooling.topic_seed(pool.seed, topic))
+    return "".join(f"{topic} {d}\n" for d in ordered)
+
+
+def assessments(s: Session, me: Principal) -> list[dict[str, Any]]:
+    """What an assessor (or organiser) has to judge: per pool and assigned topic, the pool's
+    documents and how many the current qrels already judge. No runs, scores or teams."""
+    me.require_authenticated()
+    if me.role != "assessor":
+        raise Forbidden("this list is the assessors'; organisers read their pools")
+    out = []
+    collections = sorted({c for c, _ in me.assigned})
+    for cid in collections:
+        coll = s.get(Collection, cid)
+        judged = _judged_pairs(s, coll.current_qrels_id) if coll.current_qrels_id else set()
+        for pool in s.scalars(select(Pool).where(Pool.collection_id == cid).order_by(Pool.number)):
+            for topic in sorted(t for c, t in me.assigned if c == cid):
+                docs = pool_documents(s, pool, topic)
+                if not docs:
+                    continue
+                done = sum(1 for d in docs if (topic, d) in judged)
+                out.append({"pool": pool.id, "collection_id": cid, "collection": coll.name, "topic": topic,
+                            "documents": len(docs), "judged": done, "max_level": pool.max_level,
+                            "download": f"/api/pools/{pool.id}/topics/{topic}"})
+    return out
+
+
+def _judged_pairs(s: Session, qrels_version_id: int) -> set[tuple[str, str]]:
+    from service.store.models import Judgment
+
+    return set(s.execute(select(Judgment.topic, Judgment.docno).where(
+        Judgment.qrels_version_id == qrels_version_id, Judgment.level >= 0)).all())
+
+
+# -------------------------------------------------------------------------- judgments
+@dataclass(frozen=True)
+class JudgmentLine:
+    line: int
+    topic: str
+    docno: str
+    level: int
+
+
+def judgment_lines(body: bytes, source: str) -> list[JudgmentLine]:
+    """The judgments of an upload with their line numbers, after the reader's own validation
+    (TREC ``topic iter docno level`` or NTCIR ``topic docno Lk``)."""
+    parse_qrels(body, source)  # format errors, with their line, first
+    out = []
+    for number, raw in enumerate(body.decode("utf-8").splitlines(), start=1):
+        cols = raw.split()
+        if not cols or raw.lstrip().startswith("#"):
+            continue
+        topic, docno, label = (cols[0], cols[1], cols[2]) if len(cols) == 3 else (cols[0], cols[2], cols[3])
+        level = int(label[1:]) if label[:1] in ("L", "l") else int(float(label))
+        out.append(JudgmentLine(number, topic, docno, level))
+    return out
+
+
+def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, body: bytes,
+                     source: str = "judgments upload") -> tuple[dict[str, Any], list[Followup]]:
+    """Check an upload against the pool; accepted, it becomes a new qrels version (the current
+    judgments with these laid over them) and the collection is re-evaluated.
+
+    Every judged document must be in the pool of its topic, every topic assigned to the
+    caller, every level within 0..H, and every pool document of an uploaded topic judged.
+    """
+    lines = judgment_lines(body, source)
+    if not lines:
+        raise InvalidInput(source, None, "no judgments in the upload")
+    with factory() as s:  # validate before taking any write lock
+        me = me_of(s)
+        pool = get_pool(s, pool_id, me)
+        coll = s.get(Collection, pool.collection_id)
+        topics = sorted({ln.topic for ln in lines})
+        pool_docs = {t: set(pool_documents(s, pool, t)) for t in topics}
+        seen: set[tuple[str, str]] = set()
+        for ln in lines:
+            if not me.can_assess(pool.collection_id, ln.topic):
+                raise InvalidInput(source, ln.line, f"topic {ln.topic} is not assigned to you")
+            if ln.topic not in pool.counts:
+                raise InvalidInput(source, ln.line, f"topic {ln.topic} is not in pool {pool.number}")
+            if ln.docno not in pool_docs[ln.topic]:
+                raise InvalidInput(source, ln.line, f"document {ln.docno} is not in the pool of topic {ln.topic}")
+            if not 0 <= ln.level <= pool.max_level:
+                raise InvalidInput(source, ln.line, f"unknown level {ln.level}: levels are 0 to {pool.max_level} "
+                                                    f"(L0 to L{pool.max_level})")
+            if (ln.topic, ln.docno) in seen:
+                raise InvalidInput(source, ln.line, f"document {ln.docno} of topic {ln.topic} is judged twice")
+            seen.add((ln.topic, ln.docno))
+        for topic in topics:
+            missing = sorted(pool_docs[topic] - {d for t, d in seen if t == topic})
+            if missing:
+                raise InvalidInput(source, None, f"topic {topic}: {len(missing)} pool document(s) not judged, e.g. "
+                                                 f"{', '.join(missing[:5])}")
+        current = load_qrels(coll.current_qrels) if coll.current_qrels is not None else None
+    merged = _overlay(current, lines)
+    text = _qrels_text(merged)
+    with transaction(factory) as s:
+        coll = s.get(Collection, pool.collection_id)
+        previous = coll.current_qrels_id
+        version = add_qrels(s, coll, text, f"{source} (pool {pool.number})", me.name, parsed=merged)
+        audit(s, me.name, "judgments.accept", coll.id, pool=pool.number, topics=topics, judgments=len(lines))
+        followups: list[Followup] = []
+        job_id = None
+        if s.scalar(select(func.count()).select_from(Run).where(Run.collection_id == coll.id)):
+            job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
+            job_id = job.id
+        doc = {"qrels_version": version.version, "judgments": len(lines), "topics": topics, "job": job_id}
+    return doc, followups
+
+
+def _overlay(current: Qrels | None, lines: list[JudgmentLine]) -> Qrels:
+    judgments = current.to_mapping() if current is not None else {}
+    for ln in lines:
+        judgments.setdefault(ln.topic, {})[ln.docno] = ln.level
+    return Qrels.from_mapping(judgments, source="judgments")
+
+
+def _qrels_text(qrels: Qrels) -> bytes:
+    """The version's file in NTCIR form (``topic docno Lk``), sorted: what `qrels` downloads give."""
+    out = []
+    for t, judgments in qrels.to_mapping().items():
+        out.extend(f"{t} {d} L{lv}\n" for d, lv in sorted(judgments.items()))
+    return "".join(out).encode("utf-8")
+
+
+def team_of(s: Session, run_ids: list[int]) -> dict[int, str]:
+    return dict(s.execute(select(Run.id, Team.name).join(Team, Team.id == Run.team_id).where(Run.id.in_(run_ids))))
+
+
+def set_assignment(s: Session, coll: Collection, me: Principal, token_id: int, topics: list[str]) -> list[str]:
+    """Replace an assessor token's topics in this collection (organisers)."""
+    from service.evaluation.access import assign_topics
+    from service.store.models import ApiToken
+
+    me.require_organiser(coll.id)
+    token = s.get(ApiToken, token_id)
+    if token is None or token.role != "assessor":
+        raise NotFound(f"no assessor token {token_id}")
+    assign_topics(s, token_id, coll.id, topics)
+    audit(s, me.name, "assessor.assign", coll.id, token=token.prefix, topics=sorted(set(topics)))
+    return sorted(set(topics))
+
+
+def assignments(s: Session, coll: Collection, me: Principal) -> list[dict[str, Any]]:
+    from service.store.models import ApiToken
+
+    me.require_organiser(coll.id)
+    rows = s.execute(select(ApiToken.id, ApiToken.name, ApiToken.prefix, AssessorAssignment.topic)
+                     .join(AssessorAssignment, AssessorAssignment.token_id == ApiToken.id)
+                     .where(AssessorAssignment.collection_id == coll.id).order_by(ApiToken.id, AssessorAssignment.topic))
+    out: dict[int, dict[str, Any]] = {}
+    for tid, name, prefix, topic in rows:
+        out.setdefault(tid, {"token_id": tid, "name": name, "prefix": prefix, "topics": []})["topics"].append(topic)
+    return list(out.values())

@@ -1,0 +1,167 @@
+"""Pool statistics and Zobel's leave-one-team-out test, computed by the workers and stored.
+
+An organiser asks for an analysis of the current qrels (``request``); a worker computes it
+(``compute``) from the stored runs and judgments and stores the result in one transaction.
+The API only reads it. Claiming is conditional (queued -> running), so a retried or
+duplicated task does nothing twice; the sweeper re-queues one stuck in "running".
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.errors import InvalidMeasure
+from service.evaluation.access import NotFound, Principal
+from service.evaluation.pipeline import Followup, _json_safe
+from service.evaluation.setup import audit, eval_settings, load_qrels, load_run
+from service.metrics import parse_measure, pooling
+from service.metrics.scoring import evaluate
+from service.store.db import as_utc, transaction
+from service.store.models import utcnow
+from service.store.models import Analysis, Collection, CollectionConfig, Pool, QrelsVersion, Run, Team
+
+KIND = "reusability"
+DEFAULT_DEPTH = 100  # without a pool: the depth taken as pooled (TREC's usual)
+
+
+def request(s: Session, coll: Collection, me: Principal, metric: str | None = None, pool_id: int | None = None,
+            depth: int | None = None) -> tuple[Analysis, list[Followup]]:
+    """Queue the reusability analysis of the current qrels (organisers)."""
+    me.require_organiser(coll.id)
+    if coll.current_qrels_id is None:
+        raise InvalidMeasure("the collection has no qrels yet")
+    config = coll.current_config
+    name = str(parse_measure(metric)) if metric else config.official_metric
+    pool = None
+    if pool_id is not None:
+        pool = s.get(Pool, pool_id)
+        if pool is None or pool.collection_id != coll.id:
+            raise NotFound(f"no pool {pool_id} in collection {coll.id}")
+    else:
+        pool = s.scalars(select(Pool).where(Pool.collection_id == coll.id).order_by(Pool.number.desc())).first()
+    if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 1):
+        raise InvalidMeasure("depth is a positive integer")
+    params = {"metric": name, "pool": pool.number if pool else None, "pool_id": pool.id if pool else None,
+              "depth": depth or (pool.depth if pool else DEFAULT_DEPTH),
+              "pooled_runs": list(pool.run_ids) if pool else None}
+    row = Analysis(collection_id=coll.id, kind=KIND, params=params, qrels_version_id=coll.current_qrels_id,
+                   config_id=coll.current_config_id, created_by=me.name)
+    s.add(row)
+    s.flush()
+    audit(s, me.name, "analysis.request", coll.id, analysis=row.id, kind=KIND, metric=name)
+    return row, [Followup("run_analysis", row.id)]
+
+
+def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int = 3) -> list[Followup]:
+    """The worker's part: claim, compute with no transaction open, store in one transaction."""
+    with transaction(factory) as s:
+        row = s.get(Analysis, analysis_id)
+        if row is None or row.status != "queued":
+            return []
+        if row.attempts >= max_attempts:
+            row.status, row.error, row.finished_at = "failed", f"gave up after {row.attempts} attempts", utcnow()
+            return []
+        claimed = s.execute(update(Analysis).where(Analysis.id == analysis_id, Analysis.status == "queued")
+                            .values(status="running", started_at=utcnow(), attempts=Analysis.attempts + 1)
+                            .execution_options(synchronize_session=False)).rowcount
+        if claimed != 1:
+            return []
+    with factory() as s:
+        row = s.get(Analysis, analysis_id)
+        params = dict(row.params)
+        qrels = load_qrels(s.get(QrelsVersion, row.qrels_version_id))
+        config = s.get(CollectionConfig, row.config_id)
+        settings, order = eval_settings(config), config.evaluation.get("order", "score")
+        runs = list(s.execute(select(Run.id, Run.tag, Run.file, Run.source_name, Team.name)
+                              .join(Team, Team.id == Run.team_id).where(Run.collection_id == row.collection_id)
+                              .order_by(Run.id)))
+    try:
+        result = reusability(qrels, [(tag, load_run(blob, source or tag, order), team, rid)
+                                     for rid, tag, blob, source, team in runs], params, settings)
+        status, error = "done", ""
+    except Exception as exc:  # noqa: BLE001  (recorded on the analysis; the worker goes on)
+        result, status, error = {}, "failed", f"{type(exc).__name__}: {exc}"
+    with transaction(factory) as s:
+        fresh = s.get(Analysis, analysis_id)
+        if fresh is None or fresh.status != "running":
+            return []  # re-queued by the sweeper meanwhile: that attempt will store it
+        fresh.result, fresh.status, fresh.error, fresh.finished_at = _json_safe(result), status, error, utcnow()
+    return []
+
+
+def reusability(qrels: Any, runs: list[tuple[str, Any, str, int]], params: dict[str, Any],
+                settings: Any) -> dict[str, Any]:
+    """Pool size and judged share per topic, unique relevant documents per run and team,
+    Judged@10 and Judged@depth of every run, and the leave-one-team-out table."""
+    depth = int(params["depth"])
+    tags = [t for t, _, _, _ in runs]
+    core = {t: r for t, r, _, _ in runs}
+    teams = {t: team for t, _, team, _ in runs}
+    ids = {t: rid for t, _, _, rid in runs}
+    pooled_ids = params.get("pooled_runs")
+    pooled = [t for t in tags if pooled_ids is None or ids[t] in set(pooled_ids)]
+    by_run = pooling.contributions({t: core[t] for t in pooled}, {t: t for t in pooled}, depth)
+    by_team = pooling.contributions({t: core[t] for t in pooled}, {t: teams[t] for t in pooled}, depth)
+    topics = []
+    for topic in sorted(by_run):
+        i = qrels.topic_index(topic)
+        levels = dict(zip((d.decode() for d in qrels.docnos[i].tolist()), qrels.levels[i].tolist())) if i is not None \
+            else {}
+        union = by_run[topic]
+        judged = sum(1 for d in union if levels.get(d, -1) >= 0)
+        relevant = sum(1 for d in union if levels.get(d, -1) >= 1)
+        topics.append({"topic": topic, "pool_size": len(union), "judged": judged,
+                       "judged_share": judged / len(union) if union else None, "relevant_in_pool": relevant})
+    judged_measures = ["Judged@10", f"Judged@{depth}"]
+    ev = evaluate(qrels, [core[t] for t in tags], judged_measures, settings)
+    unique_runs = pooling.unique_relevant(qrels, by_run)
+    unique_teams = pooling.unique_relevant(qrels, by_team)
+    loto = pooling.leave_one_team_out(qrels, [core[t] for t in tags], teams, params["metric"], depth, settings,
+                                      pooled=pooled)
+    run_rows = []
+    for i, t in enumerate(tags):
+        run_rows.append({"run": t, "team": teams[t], "pooled": t in set(pooled),
+                         "judged_at_10": float(ev.means("Judged@10")[i]),
+                         f"judged_at_{depth}": float(ev.means(f"Judged@{depth}")[i]),
+                         "unique_relevant": unique_runs.get(t, 0)})
+    return {"metric": params["metric"], "depth": depth, "pool": params.get("pool"), "topics": topics,
+            "runs": run_rows, "teams": [{"team": k, "unique_relevant": unique_teams.get(k, 0),
+                                         "runs": sorted(t for t in tags if teams[t] == k)}
+                                        for k in sorted(set(teams.values()))],
+            "leave_one_team_out": {"runs": loto.runs, "max_drop": loto.max_drop, "mean_change": loto.mean_change,
+                                   "max_rank_drop": loto.max_rank_drop, "kendall_tau": loto.tau},
+            "mean_judged_share": float(np.mean([t["judged_share"] for t in topics if t["judged_share"] is not None]))
+            if topics else None}
+
+
+def doc(s: Session, row: Analysis, me: Principal) -> dict[str, Any]:
+    me.require_organiser(row.collection_id)
+    version = s.get(QrelsVersion, row.qrels_version_id)
+    return {"id": row.id, "collection_id": row.collection_id, "kind": row.kind, "params": {
+        k: v for k, v in row.params.items() if k != "pooled_runs"}, "qrels_version": version.version if version else None,
+        "status": row.status, "error": row.error, "created_at": as_utc(row.created_at).isoformat(),
+        "finished_at": as_utc(row.finished_at).isoformat() if row.finished_at else None, "result": row.result}
+
+
+def latest(s: Session, coll: Collection, me: Principal) -> Analysis | None:
+    me.require_organiser(coll.id)
+    return s.scalars(select(Analysis).where(Analysis.collection_id == coll.id, Analysis.kind == KIND)
+                     .order_by(Analysis.id.desc())).first()
+
+
+def sweep(factory: sessionmaker[Session], timeout: float) -> list[Followup]:
+    """Re-queue analyses stuck in "running" (a worker lost) and queued ones never picked up."""
+    limit = utcnow() - timedelta(seconds=timeout)
+    out = []
+    with transaction(factory) as s:
+        for row in s.scalars(select(Analysis).where(Analysis.status.in_(("running", "queued")))):
+            started = as_utc(row.started_at or row.created_at)
+            if started is not None and started < limit:
+                row.status = "queued"
+                out.append(Followup("run_analysis", row.id))
+    return out
