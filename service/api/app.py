@@ -466,7 +466,9 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                     me: NamedDependency[Principal]) -> dict[str, Any]:
         coll = _collection(s, cid, me)
         me.require_organiser(cid)
-        selection = "primary" if data.get("primary_only") else str(data.get("selection", "all"))
+        selection = "primary" if data.get("primary_only") is True else str(data.get("selection", "all"))
+        if data.get("max_priority") is not None and selection == "all":
+            selection = "priority"
         pool = judging.create_pool(s, coll, me, data.get("depth"), selection,  # type: ignore[arg-type]
                                    data.get("max_priority"))
         s.commit()
@@ -524,8 +526,12 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     def request_analysis(cid: FromPath[int], data: JSONBody[dict[str, Any]], s: NamedDependency[Session],
                          me: NamedDependency[Principal]) -> dict[str, Any]:
         """Pool statistics and the leave-one-team-out test of the current qrels, by the workers."""
-        row, followups = reusability.request(s, _collection(s, cid, me), me, data.get("metric"), data.get("pool"),
-                                             data.get("depth"))
+        pool, metric = data.get("pool"), data.get("metric")
+        if pool is not None and (not isinstance(pool, int) or isinstance(pool, bool)):
+            raise InvalidMeasure("pool is a pool id")
+        if metric is not None and not isinstance(metric, str):
+            raise InvalidMeasure("metric is a metric name")
+        row, followups = reusability.request(s, _collection(s, cid, me), me, metric, pool, data.get("depth"))
         s.commit()
         send(followups)
         return reusability.doc(s, row, me)

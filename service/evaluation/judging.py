@@ -69,7 +69,7 @@ def pooled_runs(s: Session, coll: Collection, selection: str, max_priority: int 
     if selection == "primary":
         return [r for r in runs if r.is_primary]
     if selection == "priority":
-        if max_priority is None or max_priority < 1:
+        if not isinstance(max_priority, int) or isinstance(max_priority, bool) or max_priority < 1:
             raise InvalidMeasure("a priority pool needs max_priority >= 1")
         place: dict[int, int] = {}
         chosen = []
@@ -212,12 +212,12 @@ def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, b
     Every judged document must be in the pool of its topic, every topic assigned to the
     caller, every level within 0..H, and every pool document of an uploaded topic judged.
     """
-    lines = judgment_lines(body, source)
-    if not lines:
-        raise InvalidInput(source, None, "no judgments in the upload")
-    with factory() as s:  # validate before taking any write lock
+    with factory() as s:  # authorise, then validate, before taking any write lock
         me = me_of(s)
         pool = get_pool(s, pool_id, me)
+        lines = judgment_lines(body, source)
+        if not lines:
+            raise InvalidInput(source, None, "no judgments in the upload")
         coll = s.get(Collection, pool.collection_id)
         topics = sorted({ln.topic for ln in lines})
         pool_docs = {t: set(pool_documents(s, pool, t)) for t in topics}

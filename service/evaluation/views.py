@@ -460,6 +460,8 @@ def submit_run(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes
         order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
         parsed = parse_run(body, source, order)
         known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == cid)))
+        if not known:
+            raise Conflict("the collection has no topics yet (upload qrels or register its topics)")
         unknown = sorted(set(parsed.topics) - known)
         if unknown:
             raise InvalidInput(source, None, f"unknown topics: {', '.join(unknown[:20])}")

@@ -209,6 +209,10 @@ def world(backend: Backend) -> Iterator[World]:
         qrels, runs = generate(SPEC)
         r = client.post(f"/api/collections/{cid}/qrels", content=qrels, headers=auth(tokens["organiser"]))
         assert r.status_code == 201, r.text
+        r = client.post("/api/tokens", json={"role": "assessor", "name": "assessor", "collections": [cid],
+                                             "topics": ["0001"]}, headers=auth(tokens["organiser"]))
+        assert r.status_code == 201, r.text
+        tokens["assessor"] = r.json()["token"]
         run_ids = {}
         for (tag, text), team in zip(runs.items(), ("alpha", "alpha", "beta")):
             r = client.post(f"/api/collections/{cid}/runs", content=text, headers=auth(tokens[team]))

@@ -42,7 +42,7 @@ def test_flow_leaderboard_and_corrected_qrels(world: World) -> None:
     assert [v["version"] for v in versions["items"]] == [1, 2] and versions["current"] == 2
 
 
-ROLES = ("anonymous", "alpha", "beta", "organiser", "other_organiser", "admin")
+ROLES = ("anonymous", "alpha", "beta", "organiser", "other_organiser", "admin", "assessor")
 
 
 def expect(**by_role: int) -> dict[str, int]:
@@ -57,16 +57,18 @@ def test_every_role_against_every_endpoint(world: World) -> None:
     # (method, path, body, expected status per role) -- the collection is private and unreleased
     cases = [
         ("GET", "/health/live", None, expect(default=200)),
-        ("GET", f"/api/collections/{cid}", None, expect(default=200, anonymous=401, other_organiser=403)),
+        ("GET", f"/api/collections/{cid}", None, expect(default=200, anonymous=401, other_organiser=403,
+                                                         assessor=403)),
         ("GET", f"/api/collections/{cid}/qrels", None, expect(default=403, anonymous=401, organiser=200, admin=200)),
-        ("GET", f"/api/collections/{cid}/runs", None, expect(default=200, anonymous=401, other_organiser=403)),
+        ("GET", f"/api/collections/{cid}/runs", None, expect(default=200, anonymous=401, other_organiser=403,
+                                                              assessor=403)),
         ("GET", f"/api/runs/{alpha_run}", None, expect(default=403, anonymous=401, alpha=200, organiser=200,
                                                       admin=200)),
         ("GET", f"/api/runs/{alpha_run}/file", None, expect(default=403, anonymous=401, alpha=200, organiser=200,
                                                            admin=200)),
         ("GET", f"/api/runs/{beta_run}", None, expect(default=403, anonymous=401, beta=200, organiser=200, admin=200)),
         ("GET", f"/api/collections/{cid}/leaderboard", None, expect(default=200, anonymous=401,
-                                                                    other_organiser=403)),
+                                                                    other_organiser=403, assessor=403)),
         ("GET", "/api/jobs/1", None, expect(default=403, anonymous=401, organiser=200, admin=200)),
         ("GET", f"/api/runs/{alpha_run}/scores", None, expect(default=403, anonymous=401, alpha=200, organiser=200,
                                                              admin=200)),
@@ -91,7 +93,25 @@ def test_every_role_against_every_endpoint(world: World) -> None:
         ("POST", f"/api/collections/{cid}/qrels", "t 0 d 1\n",
          expect(default=403, anonymous=401, organiser=201, admin=201)),
         ("POST", f"/api/collections/{other}/runs", "t Q0 d 1 1 x\n",
-         expect(default=409, anonymous=401, organiser=403, other_organiser=400, admin=400)),
+         expect(default=409, anonymous=401, organiser=403, other_organiser=400, admin=400, assessor=403)),
+        # topics, pools, assessment, reusability
+        ("POST", f"/api/collections/{cid}/topics", {"topics": ["9001"]},
+         expect(default=403, anonymous=401, organiser=201, admin=201)),
+        ("POST", f"/api/collections/{cid}/pools", {"depth": 5},
+         expect(default=403, anonymous=401, organiser=201, admin=201)),
+        ("GET", f"/api/collections/{cid}/pools", None, expect(default=403, anonymous=401, organiser=200, admin=200)),
+        ("GET", "/api/pools/1", None, expect(default=403, anonymous=401, organiser=200, admin=200)),
+        ("GET", "/api/pools/1/topics/0001", None, expect(default=403, anonymous=401, organiser=200, admin=200,
+                                                         assessor=200)),
+        ("GET", "/api/pools/1/topics/0002", None, expect(default=403, anonymous=401, organiser=200, admin=200)),
+        ("GET", "/api/assessments", None, expect(default=403, anonymous=401, assessor=200)),
+        ("POST", "/api/pools/1/judgments", "0002 NTC-001-00001 L1\n",
+         expect(default=403, anonymous=401, organiser=422, admin=422, assessor=422)),
+        ("GET", f"/api/collections/{cid}/assessors", None,
+         expect(default=403, anonymous=401, organiser=200, admin=200)),
+        ("POST", f"/api/collections/{cid}/analyses", {"metric": "AP"},
+         expect(default=403, anonymous=401, organiser=202, admin=202)),
+        ("GET", "/api/analyses/1", None, expect(default=403, anonymous=401, organiser=200, admin=200)),
         ("POST", f"/api/collections/{cid}/snapshots", {"label": "s-{role}"},
          expect(default=403, anonymous=401, organiser=201, admin=201)),
         ("PATCH", f"/api/runs/{alpha_run}/settings", {"description": "d"},

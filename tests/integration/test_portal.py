@@ -13,7 +13,7 @@ import pytest
 from service.portal.routes import COOKIE, csrf_for
 from tests.integration.conftest import World, auth
 
-ROLES = ("anonymous", "alpha", "beta", "organiser", "other_organiser", "admin")
+ROLES = ("anonymous", "alpha", "beta", "organiser", "other_organiser", "admin", "assessor")
 
 
 def as_role(world: World, role: str) -> dict[str, str]:
@@ -36,18 +36,18 @@ def table_runs(html: str, table_id: str = "leaderboard") -> list[str]:
 def test_every_page_for_every_role_on_an_unreleased_private_collection(world: World) -> None:
     c, cid, other = world.client, world.cid, world.other_cid
     alpha_run, alpha_run2, beta_run = (world.run_ids[t] for t in ("RUN-01", "RUN-02", "RUN-03"))
-    participant_or_staff = expect(default=200, anonymous=401, other_organiser=403)
+    participant_or_staff = expect(default=200, anonymous=401, other_organiser=403, assessor=403)
     staff_only = expect(default=403, anonymous=401, organiser=200, admin=200)
     cases = [
         ("/", expect(default=200)),
         (f"/c/{cid}", participant_or_staff),
         (f"/c/{cid}/board.csv", participant_or_staff),
         (f"/c/{cid}/board.tex", participant_or_staff),
-        (f"/runs/{alpha_run}", expect(default=200, anonymous=401, beta=403, other_organiser=403)),
-        (f"/runs/{beta_run}", expect(default=200, anonymous=401, alpha=403, other_organiser=403)),
+        (f"/runs/{alpha_run}", expect(default=200, anonymous=401, beta=403, other_organiser=403, assessor=403)),
+        (f"/runs/{beta_run}", expect(default=200, anonymous=401, alpha=403, other_organiser=403, assessor=403)),
         (f"/c/{cid}/compare", participant_or_staff),
         (f"/c/{cid}/compare?a={alpha_run}&b={alpha_run2}", expect(default=200, anonymous=401, beta=403,
-                                                                  other_organiser=403)),
+                                                                  other_organiser=403, assessor=403)),
         (f"/c/{cid}/compare?a={alpha_run}&b={beta_run}", staff_only),
         (f"/c/{cid}/significance", participant_or_staff),  # participants: a "not released" notice
         (f"/c/{cid}/changes", staff_only),
@@ -57,7 +57,7 @@ def test_every_page_for_every_role_on_an_unreleased_private_collection(world: Wo
         (f"/c/{cid}/runs", participant_or_staff),
         (f"/c/{cid}/progress.json", participant_or_staff),
         (f"/c/{cid}/qrels", staff_only),
-        (f"/c/{other}", expect(default=200, anonymous=401, organiser=403)),
+        (f"/c/{other}", expect(default=200, anonymous=401, organiser=403, assessor=403)),
         ("/c/999", expect(default=404)),
         ("/runs/999", expect(default=404)),
         ("/snapshots/999", expect(default=404)),
