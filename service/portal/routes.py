@@ -415,6 +415,55 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
             return page(request, s, me, "qrels.html", status=422 if isinstance(error, InvalidInput) else 409,
                         error=_error_doc(error), **_qrels_context(s, coll, me, None, None, None))
 
+    # ------------------------------------------------------- organisers: pools, reusability
+    @get("/c/{cid:int}/pools", sync_to_thread=True)
+    def pools_page(request: Request, cid: FromPath[int], s: NamedDependency[Session],
+                   viewer: NamedDependency[Principal]) -> Any:
+        from service.evaluation import judging, reusability
+        from service.store.models import Pool
+
+        coll = views.collection(s, cid, viewer)
+        if viewer.role is None:
+            return Redirect(path=f"/login?next=/c/{cid}/pools", status_code=303)
+        viewer.require_organiser(cid)
+        pools = [judging.pool_doc(s, p, viewer) for p in s.scalars(
+            select(Pool).where(Pool.collection_id == cid).order_by(Pool.number.desc()))]
+        latest = reusability.latest(s, coll, viewer)
+        analysis = reusability.doc(s, latest, viewer) if latest is not None else None
+        return page(request, s, viewer, "pools.html", pools=pools, analysis=analysis,
+                    assessors=judging.assignments(s, coll, viewer), metrics=list(coll.current_config.metrics),
+                    **coll_context(s, coll, viewer))
+
+    @post("/c/{cid:int}/pools")
+    async def pools_action(request: Request, cid: FromPath[int]) -> Redirect:
+        form = await request.form()
+        check_form(request, form)
+        secret = request.cookies.get(COOKIE, "")
+
+        def work() -> None:
+            from service.evaluation import judging, reusability
+            from service.store.db import transaction
+
+            followups: list[Followup] = []
+            with transaction(factory) as s:
+                me = access.principal_for(s, f"Bearer {secret}")
+                coll = views.collection(s, cid, me)
+                if form.get("action") == "pool":
+                    depth = str(form.get("depth", "")).strip()
+                    if not depth.isdigit():
+                        raise InvalidMeasure("the pool depth is a positive integer")
+                    judging.create_pool(s, coll, me, int(depth), str(form.get("selection") or "all"),
+                                        int(str(form.get("max_priority"))) if str(form.get("max_priority") or "")
+                                        .isdigit() else None)
+                elif form.get("action") == "analyse":
+                    _, followups = reusability.request(s, coll, me, str(form.get("metric") or "") or None)
+                else:
+                    raise InvalidMeasure("unknown action")
+            send(followups)
+
+        await _in_thread(work)
+        return Redirect(path=f"/c/{cid}/pools", status_code=303)
+
     # ----------------------------------------------------------------------- snapshots
     @get("/c/{cid:int}/snapshots", sync_to_thread=True)
     def snapshots_page(request: Request, cid: FromPath[int], s: NamedDependency[Session],
@@ -466,7 +515,7 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
 
     handlers = [index, login_form, login, logout, board, board_csv_file, board_tex_file, run_page, compare_page,
                 significance_page, changes_page, analysis_page, submit_form, submit, my_runs, progress, qrels_page,
-                qrels_upload, snapshots_page, freeze, snapshot_page]
+                qrels_upload, snapshots_page, freeze, snapshot_page, pools_page, pools_action]
     return Router(path="/", route_handlers=handlers, include_in_schema=False,
                   dependencies={"s": Provide(db), "viewer": Provide(viewer, sync_to_thread=True)},
                   # every class the API maps to JSON, so that pages answer errors with a page

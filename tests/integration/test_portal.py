@@ -57,6 +57,7 @@ def test_every_page_for_every_role_on_an_unreleased_private_collection(world: Wo
         (f"/c/{cid}/runs", participant_or_staff),
         (f"/c/{cid}/progress.json", participant_or_staff),
         (f"/c/{cid}/qrels", staff_only),
+        (f"/c/{cid}/pools", staff_only),
         (f"/c/{other}", expect(default=200, anonymous=401, organiser=403, assessor=403)),
         ("/c/999", expect(default=404)),
         ("/runs/999", expect(default=404)),
@@ -237,6 +238,9 @@ def test_every_form_for_every_role(world: World) -> None:
         r = c.post(f"/c/{cid}/qrels", files={"file": ("q.txt", world.qrels)}, data={"csrf": csrf}, headers=headers,
                    follow_redirects=False)
         assert r.status_code == (303 if role in ("organiser", "admin") else 403), (role, r.status_code)
+        r = c.post(f"/c/{cid}/pools", data={"csrf": csrf, "action": "pool", "depth": "5"}, headers=headers,
+                   follow_redirects=False)
+        assert r.status_code == (303 if role in ("organiser", "admin") else 403), (role, r.status_code)
         r = c.post("/logout", data={"csrf": csrf}, headers=headers, follow_redirects=False)
         assert r.status_code == (303 if token else 403)
         if token:
@@ -246,3 +250,28 @@ def test_every_form_for_every_role(world: World) -> None:
         "form-admin", "form-alpha", "form-beta", "form-organiser"]
     versions = c.get(f"/api/collections/{cid}/qrels", headers=auth(world.tokens["organiser"])).json()["items"]
     assert len(versions) == 3  # the organiser's and the admin's uploads
+
+
+def test_pools_page_builds_a_pool_and_shows_the_workers_reusability_analysis(world: World) -> None:
+    c, cid = world.client, world.cid
+    org = as_role(world, "organiser")
+    csrf = csrf_for(world.tokens["organiser"])
+    r = c.post(f"/c/{cid}/pools", data={"csrf": csrf, "action": "pool", "depth": "10", "selection": "all"},
+               headers=org, follow_redirects=False)
+    assert r.status_code == 303
+    r = c.post(f"/c/{cid}/pools", data={"csrf": csrf, "action": "pool", "depth": "x"}, headers=org)
+    assert r.status_code == 400 and "depth" in r.text
+    r = c.post(f"/c/{cid}/pools", data={"csrf": csrf, "action": "analyse", "metric": "AP"}, headers=org,
+               follow_redirects=False)
+    assert r.status_code == 303
+    page = c.get(f"/c/{cid}/pools", headers=org).text
+    assert 'id="pools"' in page and "judged in qrels version 1" in page
+    assert "<strong>done</strong>" in page and 'id="loto"' in page and 'id="topics"' in page
+    loto = page[page.index('id="loto"'):]
+    loto = loto[: loto.index("</table>")]
+    assert all(f'<th scope="row">{tag}</th>' in loto for tag in world.run_ids)  # every run, with its team's test
+    api = c.get(f"/api/collections/{cid}/leaderboard", headers=auth(world.tokens["organiser"])).json()
+    assert all(row["judged_at_10"] is not None for row in api["rows"])
+    board = c.get(f"/c/{cid}", headers=org).text
+    assert "Judged@10" in board
+
