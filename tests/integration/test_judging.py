@@ -305,3 +305,54 @@ def _direct_unique(runs: dict[str, str], teams: dict[str, str], judgments: dict[
         out[team] = sum(1 for t, docs in mine.items() for d in docs - theirs.get(t, set())
                         if judgments.get(t, {}).get(d, 0) >= 1)
     return out
+
+
+def test_pool_judgments_and_reusability_commands(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`cranfield pool`, `judgments add` and `reusability` on the embedded default, with a worker."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.integration.conftest import REPO
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRANFIELD_")}
+    env["PYTHONPATH"] = str(REPO)
+
+    def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "service.cli", *args], cwd=tmp_path, env=env, check=check,
+                              capture_output=True, text=True)
+
+    sample = REPO / "samples" / "ntcir-like"
+    cli("db", "upgrade")
+    cli("load", "--collection", "demo", "--qrels", str(sample / "qrels.ntcir"), "--runs", str(sample / "runs"))
+    out = cli("pool", "--collection", "demo", "--depth", "30", "--out", "pools").stdout
+    assert "pool 1 (id 1) of demo: depth 30, 8 runs (all)" in out and "leaving out what qrels version 1 judges" in out
+    files = sorted((tmp_path / "pools" / "pool-1").glob("*.txt"))
+    summary = json.loads((tmp_path / "pools" / "pool-1" / "pool.json").read_text())
+    assert files and sum(len(f.read_text().splitlines()) for f in files) == summary["size"] > 0
+    # judge everything non-relevant except the first document of each file, in TREC form
+    lines = []
+    for f in files:
+        for i, line in enumerate(f.read_text().splitlines()):
+            topic, docno = line.split()
+            lines.append(f"{topic} 0 {docno} {1 if i == 0 else 0}")
+    bad = tmp_path / "bad.qrels"
+    bad.write_text("\n".join(lines[:-1] + [lines[-1].rsplit(" ", 1)[0] + " 9"]) + "\n")
+    refused = cli("judgments", "add", "--pool", "1", str(bad), check=False)
+    assert refused.returncode != 0 and f"bad.qrels:{len(lines)}" in refused.stderr and "unknown level 9" in refused.stderr
+    good = tmp_path / "judged.qrels"
+    good.write_text("\n".join(lines) + "\n")
+    out = cli("judgments", "add", "--pool", "1", str(good)).stdout
+    assert out.startswith(f"qrels version 2: {len(lines)} judgments")
+    worker = subprocess.Popen([sys.executable, "-m", "service.cli", "worker", "--concurrency", "1"], cwd=tmp_path,
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        doc = json.loads(cli("reusability", "--collection", "demo", "--metric", "AP", "--wait", "120").stdout)
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+    assert doc["status"] == "done" and doc["qrels_version"] == 2 and doc["params"]["depth"] == 30
+    assert len(doc["result"]["leave_one_team_out"]["runs"]) == 8
+    assert all(t["judged_share"] == 1.0 for t in doc["result"]["topics"])  # the pool is fully judged now
