@@ -265,6 +265,16 @@ def test_organiser_corrects_qrels_and_reads_the_analysis_pages(service: Service,
         page.wait_for_url(re.compile(r".*/snapshots/\d+"))
         assert "qrels version 2" in page.inner_text("main")
         shot(page, "13-snapshot")
+
+        page.goto(f"{service.base}/c/{service.cid}/pools")
+        page.get_by_label("Depth").fill("20")
+        page.get_by_role("button", name="Build the pool").click()
+        assert page.locator("#pools tbody tr").count() == 1
+        page.get_by_role("button", name="Compute (by the workers)").click()
+        wait_for(lambda: (page.reload(), "done" in page.inner_text("#analysis-status"))[1], 120,
+                 "the reusability analysis")
+        assert page.locator("#loto tbody tr").count() == 7
+        shot(page, "15-pools-and-reusability")
     finally:
         ctx.close()
 
