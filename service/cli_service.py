@@ -518,21 +518,21 @@ def _reusability(args: argparse.Namespace, out: TextIO, url: str) -> int:
     import json
     import time
 
-    from service.evaluation import reusability
+    from service.evaluation import analyses
     from service.evaluation.setup import get_collection
     from service.store.db import transaction
     from service.store.models import Analysis
 
     me = _cli_principal()
     with transaction(_factory(url)) as s:
-        row, followups = reusability.request(s, get_collection(s, args.collection), me, args.metric, None, args.depth)
+        row, followups = analyses.request(s, get_collection(s, args.collection), me, args.metric, None, args.depth)
         analysis_id = row.id
     _send(followups)
     deadline = time.monotonic() + args.wait
     while True:
         with _factory(url)() as s:
             row = s.get(Analysis, analysis_id)
-            doc = reusability.doc(s, row, me)
+            doc = analyses.doc(s, row, me)
         if doc["status"] in ("done", "failed") or time.monotonic() >= deadline:
             break
         time.sleep(0.5)

@@ -195,8 +195,8 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_metaeval(args: argparse.Namespace, out: TextIO) -> int:
     from service.formats.readers import read_qrels, read_run
-    from service.metrics import EvalSettings, evaluate, parse_measures
-    from service.metrics.stats.meta import discriminative_power, kendall_matrix, kendall_tau, kendall_threshold, reduce_qrels
+    from service.metrics import EvalSettings, parse_measures
+    from service.metrics.stats.meta import kendall_matrix, kendall_threshold, reduction_experiment
 
     measures = parse_measures(args.measures or ["AP", "Q", "nDCG@1000"])
     if args.top_heaviness is not None and not args.runs:
@@ -208,21 +208,9 @@ def cmd_metaeval(args: argparse.Namespace, out: TextIO) -> int:
     # scale would move with the reduction, confounding the experiment.
     settings = EvalSettings(missing=args.missing, gains=_gains(args.gains), max_level=qrels.max_level)
     runs = [read_run(p, args.order) for p in args.runs]
-    levels = [100.0] + ([float(v) for v in args.reduce.split(",")] if args.reduce else [])
-    full_means = None
-    full = None
-    rows = []
-    for j in levels:
-        q = qrels if j == 100.0 else reduce_qrels(qrels, j, seed=args.seed)
-        ev = evaluate(q, runs, measures, settings)
-        means = np.vstack([ev.means(m) for m in measures])
-        if full_means is None:  # the first level is 100%: the full judgments
-            full_means, full = means, ev
-        for k, m in enumerate(measures):
-            dp = discriminative_power(ev.per_topic(m).T, alpha=args.alpha, resamples=args.resamples, seed=args.seed)
-            tau_full = kendall_tau(full_means[k], means[k]) if j != 100.0 else 1.0
-            rows.append({"kept": j, "metric": str(m), "power": dp.power, "significant_pairs": dp.significant_pairs,
-                         "pairs": dp.pairs, "difference_required": dp.difference_required, "tau_vs_full": tau_full})
+    kept = [float(v) for v in args.reduce.split(",")] if args.reduce else []
+    rows, full = reduction_experiment(qrels, runs, measures, settings, kept, args.alpha, args.resamples, args.seed)
+    full_means = np.vstack([full.means(m) for m in measures])
     tau = kendall_matrix(full_means)
     names = [str(m) for m in measures]
     threshold = kendall_threshold(len(runs), 0.01)

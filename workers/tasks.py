@@ -6,7 +6,7 @@ from celery import Celery
 from sqlalchemy.exc import OperationalError
 
 from service.config import settings
-from service.evaluation import pipeline, reusability
+from service.evaluation import analyses, pipeline
 from service.store.db import session_factory
 from workers.app import app
 
@@ -40,14 +40,14 @@ def run_tests(job_id: int) -> None:
 
 @app.task(name="cranfield.run_analysis", **_RETRY)
 def run_analysis(analysis_id: int) -> None:
-    send(reusability.compute(_factory(), analysis_id, settings().worker.max_attempts))
+    send(analyses.compute(_factory(), analysis_id, settings().worker.max_attempts))
 
 
 @app.task(name="cranfield.sweep", **_RETRY)
 def sweep() -> None:
     cfg = settings().worker
     send(pipeline.sweep(_factory(), cfg.stuck_timeout, cfg.max_attempts))
-    send(reusability.sweep(_factory(), cfg.stuck_timeout))
+    send(analyses.sweep(_factory(), cfg.stuck_timeout))
 
 
 @app.task(name="cranfield.refresh", **_RETRY)

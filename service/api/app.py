@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 import service
 from service.errors import InvalidInput, InvalidMeasure
-from service.evaluation import access, judging, reusability, views
+from service.evaluation import access, analyses, judging, views
 from service.evaluation.exports import board_csv, board_latex
 from service.evaluation.access import Conflict, Forbidden, NotFound, Principal, Unauthenticated
 from service.evaluation.pipeline import Followup, plan_job
@@ -525,16 +525,27 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     @post("/api/collections/{cid:int}/analyses", sync_to_thread=True, status_code=202)
     def request_analysis(cid: FromPath[int], data: JSONBody[dict[str, Any]], s: NamedDependency[Session],
                          me: NamedDependency[Principal]) -> dict[str, Any]:
-        """Pool statistics and the leave-one-team-out test of the current qrels, by the workers."""
+        """Queue an analysis of the current qrels for the workers: ``reusability`` (pool
+        statistics, leave-one-team-out) or ``reduction`` (the reduced-judgment experiment)."""
+        if data.get("kind", "reusability") == "reduction":
+            kept = data.get("kept")
+            if kept is not None and not isinstance(kept, list):
+                raise InvalidMeasure("kept is a list of percentages")
+            row, followups = analyses.request_reduction(s, _collection(s, cid, me), me, kept)
+            s.commit()
+            send(followups)
+            return analyses.doc(s, row, me)
+        if data.get("kind", "reusability") != "reusability":
+            raise InvalidMeasure("kind is reusability or reduction")
         pool, metric = data.get("pool"), data.get("metric")
         if pool is not None and (not isinstance(pool, int) or isinstance(pool, bool)):
             raise InvalidMeasure("pool is a pool id")
         if metric is not None and not isinstance(metric, str):
             raise InvalidMeasure("metric is a metric name")
-        row, followups = reusability.request(s, _collection(s, cid, me), me, metric, pool, data.get("depth"))
+        row, followups = analyses.request(s, _collection(s, cid, me), me, metric, pool, data.get("depth"))
         s.commit()
         send(followups)
-        return reusability.doc(s, row, me)
+        return analyses.doc(s, row, me)
 
     @get("/api/analyses/{aid:int}", sync_to_thread=True)
     def get_analysis(aid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:
@@ -544,7 +555,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         if row is None:
             raise NotFound(f"no analysis {aid}")
         _collection(s, row.collection_id, me)
-        return reusability.doc(s, row, me)
+        return analyses.doc(s, row, me)
 
     handlers = [live, ready, create_team, create_token, create_collection, list_collections, get_collection,
                 update_collection, list_qrels, list_runs, get_run, download_run, delete_run, leaderboard, get_job,

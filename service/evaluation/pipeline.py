@@ -457,11 +457,9 @@ def rank_changes(s: Session, job: Job, config: CollectionConfig) -> dict[str, An
 
 def _ranks(means: dict[int, float]) -> dict[int, int]:
     """Competition ranking (1, 2, 2, 4) by decreasing mean."""
-    ordered = sorted(means.items(), key=lambda kv: -kv[1])
-    out: dict[int, int] = {}
-    for i, (run_id, mean) in enumerate(ordered):
-        out[run_id] = i + 1 if i == 0 or mean != ordered[i - 1][1] else out[ordered[i - 1][0]]
-    return out
+    from service.metrics.pooling import competition_ranks
+
+    return competition_ranks(means)
 
 
 # -------------------------------------------------------------------- sweeping, refreshing

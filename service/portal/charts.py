@@ -266,3 +266,31 @@ def asl_chart(curves: dict[str, Sequence[Sequence[float]]], alpha: float, pairs:
         return fig
 
     return _cached("asl", data, draw, "ASL curves of the metrics (paired bootstrap)")
+
+
+def reduction_chart(rows: Sequence[dict[str, Any]]) -> str:
+    """The reduced-judgment experiment: each metric's discriminative power (left) and Kendall's
+    tau with its full-judgment ranking (right) against the share of judgments kept."""
+    data = [[r["metric"], r["kept"], r["power"], r["tau_vs_full"]] for r in rows]
+
+    def draw() -> Figure:
+        fig = _figure(8.5, 3.3)
+        left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+        metrics = list(dict.fromkeys(d[0] for d in data))
+        for i, m in enumerate(metrics):
+            points = sorted((d[1], d[2], d[3]) for d in data if d[0] == m)
+            style = dict(color=SERIES[i % len(SERIES)], linestyle=LINESTYLES[i % len(LINESTYLES)],
+                         marker=MARKERS[i % len(MARKERS)], markersize=4, linewidth=1.3, label=m)
+            left.plot([p[0] for p in points], [100 * p[1] for p in points], **style)
+            right.plot([p[0] for p in points], [p[2] for p in points], **style)
+        for ax in (left, right):
+            ax.set_xlabel("judgments kept (%)")
+            ax.invert_xaxis()
+            ax.grid(color="#eeeeee", linewidth=0.6)
+        left.set_ylabel("discriminative power (%)")
+        right.set_ylabel("Kendall's tau with the full ranking")
+        left.legend(frameon=False, fontsize=7, ncols=2)
+        return fig
+
+    return _cached("reduction", data, draw, "discriminative power and Kendall's tau against the judgments kept")
+

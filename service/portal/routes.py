@@ -144,25 +144,27 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
                     qrels_version=int(qrels_version) if qrels_version else None,
                     primary_only=primary_only, **ctx)
 
+    def board_file(cid: int, s: Session, viewer: Principal, metric: str | None, test: str | None,
+                   qrels_version: str | None, primary_only: bool, kind: str) -> Response[str]:
+        coll = views.collection(s, cid, viewer)
+        doc = board_doc(s, coll, viewer, metric, test, qrels_version, primary_only)
+        body, media = (board_csv(doc), "text/csv") if kind == "csv" else (board_latex(doc), "text/plain")
+        return Response(body, media_type=media, headers={
+            "Content-Disposition": f'attachment; filename="{_file(coll.name)}-{_file(doc["metric"])}.{kind}"'})
+
     @get("/c/{cid:int}/board.csv", sync_to_thread=True, media_type="text/csv")
     def board_csv_file(cid: FromPath[int], s: NamedDependency[Session], viewer: NamedDependency[Principal],
                        metric: FromQuery[str | None] = None, test: FromQuery[str | None] = None,
                        qrels_version: FromQuery[str | None] = None,
                        primary_only: FromQuery[bool] = False) -> Response[str]:
-        coll = views.collection(s, cid, viewer)
-        doc = board_doc(s, coll, viewer, metric, test, qrels_version, primary_only)
-        return Response(board_csv(doc), media_type="text/csv", headers={
-            "Content-Disposition": f'attachment; filename="{_file(coll.name)}-{_file(doc["metric"])}.csv"'})
+        return board_file(cid, s, viewer, metric, test, qrels_version, primary_only, "csv")
 
     @get("/c/{cid:int}/board.tex", sync_to_thread=True, media_type="text/plain")
     def board_tex_file(cid: FromPath[int], s: NamedDependency[Session], viewer: NamedDependency[Principal],
                        metric: FromQuery[str | None] = None, test: FromQuery[str | None] = None,
                        qrels_version: FromQuery[str | None] = None,
                        primary_only: FromQuery[bool] = False) -> Response[str]:
-        coll = views.collection(s, cid, viewer)
-        doc = board_doc(s, coll, viewer, metric, test, qrels_version, primary_only)
-        return Response(board_latex(doc), media_type="text/plain", headers={
-            "Content-Disposition": f'attachment; filename="{_file(coll.name)}-{_file(doc["metric"])}.tex"'})
+        return board_file(cid, s, viewer, metric, test, qrels_version, primary_only, "tex")
 
     # ------------------------------------------------------------------------ run page
     @get("/runs/{rid:int}", sync_to_thread=True)
@@ -276,8 +278,37 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
             if curves:
                 pairs = max(meta["power"][m].get("pairs", 0) for m in curves)
                 asl = charts.asl_chart(curves, meta["alpha"], pairs)
+        from service.evaluation import analyses
+
+        reduced = None
+        try:
+            latest = analyses.latest(s, coll, viewer, analyses.REDUCTION)
+            reduced = analyses.doc(s, latest, viewer) if latest is not None else None
+        except (Forbidden, Unauthenticated):
+            reduced = None
+        reduction_chart = (charts.reduction_chart(reduced["result"]["rows"])
+                           if reduced and reduced["status"] == "done" else None)
         return page(request, s, viewer, "analysis.html", meta=meta, tau_chart=tau_chart, asl_chart=asl,
-                    **coll_context(s, coll, viewer))
+                    reduced=reduced, reduction_chart=reduction_chart, **coll_context(s, coll, viewer))
+
+    @post("/c/{cid:int}/analysis")
+    async def analysis_action(request: Request, cid: FromPath[int]) -> Redirect:
+        """Organisers: queue the reduced-judgment experiment for the workers."""
+        form = await request.form()
+        check_form(request, form)
+        secret = request.cookies.get(COOKIE, "")
+
+        def work() -> None:
+            from service.evaluation import analyses
+            from service.store.db import transaction
+
+            with transaction(factory) as s:
+                me = access.principal_for(s, f"Bearer {secret}")
+                _, followups = analyses.request_reduction(s, views.collection(s, cid, me), me)
+            send(followups)
+
+        await _in_thread(work)
+        return Redirect(path=f"/c/{cid}/analysis", status_code=303)
 
     # -------------------------------------------------------------- submissions, my runs
     @get("/c/{cid:int}/submit", sync_to_thread=True)
@@ -299,36 +330,39 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
 
     @post("/c/{cid:int}/submit")
     async def submit(request: Request, cid: FromPath[int]) -> Any:
-        form = await request.form()
-        check_form(request, form)
-        upload = form.get("file")
-        if upload is None or isinstance(upload, str):
-            body, filename = b"", "run file"
-        else:
-            body, filename = await upload.read(), upload.filename or "run file"
-        secret = request.cookies.get(COOKIE, "")
-
-        def work() -> tuple[dict[str, Any] | None, Any]:
-            try:
-                if not body:
-                    raise InvalidInput(filename, None, "choose a run file to upload (it is empty or missing)")
-                doc, followups = views.submit_run(
-                    factory, lambda s: access.principal_for(s, f"Bearer {secret}"), cid, body,
-                    team_param=str(form.get("team") or "") or None, source=filename,
-                    description=str(form.get("description", "")).strip())
-            except (InvalidInput, InvalidMeasure, Conflict) as exc:
-                return None, exc
-            send(followups)
-            return doc, None
-
-        doc, error = await _in_thread(work)
+        form, body, filename, secret = await read_upload(request, "run")
+        doc, error = await _in_thread(lambda: attempt(filename, body, "run", lambda: views.submit_run(
+            factory, lambda s: access.principal_for(s, f"Bearer {secret}"), cid, body,
+            team_param=str(form.get("team") or "") or None, source=filename,
+            description=str(form.get("description", "")).strip())))
         if doc is not None:
             return Redirect(path=f"/c/{cid}/runs?submitted={doc['id']}", status_code=303)
         with factory() as s:
             me = viewer(request, s)
             coll = views.collection(s, cid, me)
-            return page(request, s, me, "submit.html", status=422 if isinstance(error, InvalidInput) else 409,
-                        error=_error_doc(error), **_submit_context(s, coll, me))
+            return page(request, s, me, "submit.html", status=_status(error), error=_error_doc(error),
+                        **_submit_context(s, coll, me))
+
+    async def read_upload(request: Request, what: str) -> tuple[Any, bytes, str, str]:
+        """(form, the uploaded file's bytes, its name, the caller's token) of a checked form."""
+        form = await request.form()
+        check_form(request, form)
+        upload = form.get("file")
+        if upload is None or isinstance(upload, str):
+            return form, b"", f"{what} file", request.cookies.get(COOKIE, "")
+        return form, await upload.read(), upload.filename or f"{what} file", request.cookies.get(COOKIE, "")
+
+    def attempt(filename: str, body: bytes, what: str, use_case: Callable[[], tuple[dict[str, Any], list[Followup]]]
+                ) -> tuple[dict[str, Any] | None, Exception | None]:
+        """Run an upload's use case; a refusal comes back to be shown on the form's page."""
+        try:
+            if not body:
+                raise InvalidInput(filename, None, f"choose a {what} file to upload (it is empty or missing)")
+            doc, followups = use_case()
+        except (InvalidInput, InvalidMeasure, Conflict) as exc:
+            return None, exc
+        send(followups)
+        return doc, None
 
     @get("/c/{cid:int}/runs", sync_to_thread=True)
     def my_runs(request: Request, cid: FromPath[int], s: NamedDependency[Session],
@@ -385,25 +419,9 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
 
     @post("/c/{cid:int}/qrels")
     async def qrels_upload(request: Request, cid: FromPath[int]) -> Any:
-        form = await request.form()
-        check_form(request, form)
-        upload = form.get("file")
-        body, filename = (b"", "qrels file") if upload is None or isinstance(upload, str) else (
-            await upload.read(), upload.filename or "qrels file")
-        secret = request.cookies.get(COOKIE, "")
-
-        def work() -> tuple[dict[str, Any] | None, Any]:
-            try:
-                if not body:
-                    raise InvalidInput(filename, None, "choose a qrels file to upload (it is empty or missing)")
-                doc, followups = views.upload_qrels(factory, lambda s: access.principal_for(s, f"Bearer {secret}"),
-                                                    cid, body, source=filename)
-            except (InvalidInput, InvalidMeasure, Conflict) as exc:
-                return None, exc
-            send(followups)
-            return doc, None
-
-        doc, error = await _in_thread(work)
+        _, body, filename, secret = await read_upload(request, "qrels")
+        doc, error = await _in_thread(lambda: attempt(filename, body, "qrels", lambda: views.upload_qrels(
+            factory, lambda s: access.principal_for(s, f"Bearer {secret}"), cid, body, source=filename)))
         if doc is not None:
             query = f"uploaded={doc['version']}"
             if doc.get("previous_version"):
@@ -412,14 +430,14 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
         with factory() as s:
             me = viewer(request, s)
             coll = views.collection(s, cid, me)
-            return page(request, s, me, "qrels.html", status=422 if isinstance(error, InvalidInput) else 409,
-                        error=_error_doc(error), **_qrels_context(s, coll, me, None, None, None))
+            return page(request, s, me, "qrels.html", status=_status(error), error=_error_doc(error),
+                        **_qrels_context(s, coll, me, None, None, None))
 
     # ------------------------------------------------------- organisers: pools, reusability
     @get("/c/{cid:int}/pools", sync_to_thread=True)
     def pools_page(request: Request, cid: FromPath[int], s: NamedDependency[Session],
                    viewer: NamedDependency[Principal]) -> Any:
-        from service.evaluation import judging, reusability
+        from service.evaluation import analyses, judging
         from service.store.models import Pool
 
         coll = views.collection(s, cid, viewer)
@@ -428,8 +446,8 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
         viewer.require_organiser(cid)
         pools = [judging.pool_doc(s, p, viewer) for p in s.scalars(
             select(Pool).where(Pool.collection_id == cid).order_by(Pool.number.desc()))]
-        latest = reusability.latest(s, coll, viewer)
-        analysis = reusability.doc(s, latest, viewer) if latest is not None else None
+        latest = analyses.latest(s, coll, viewer)
+        analysis = analyses.doc(s, latest, viewer) if latest is not None else None
         return page(request, s, viewer, "pools.html", pools=pools, analysis=analysis,
                     assessors=judging.assignments(s, coll, viewer), metrics=list(coll.current_config.metrics),
                     **coll_context(s, coll, viewer))
@@ -441,7 +459,7 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
         secret = request.cookies.get(COOKIE, "")
 
         def work() -> None:
-            from service.evaluation import judging, reusability
+            from service.evaluation import analyses, judging
             from service.store.db import transaction
 
             followups: list[Followup] = []
@@ -456,7 +474,7 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
                                         int(str(form.get("max_priority"))) if str(form.get("max_priority") or "")
                                         .isdigit() else None)
                 elif form.get("action") == "analyse":
-                    _, followups = reusability.request(s, coll, me, str(form.get("metric") or "") or None)
+                    _, followups = analyses.request(s, coll, me, str(form.get("metric") or "") or None)
                 else:
                     raise InvalidMeasure("unknown action")
             send(followups)
@@ -515,7 +533,7 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
 
     handlers = [index, login_form, login, logout, board, board_csv_file, board_tex_file, run_page, compare_page,
                 significance_page, changes_page, analysis_page, submit_form, submit, my_runs, progress, qrels_page,
-                qrels_upload, snapshots_page, freeze, snapshot_page, pools_page, pools_action]
+                qrels_upload, snapshots_page, freeze, snapshot_page, pools_page, pools_action, analysis_action]
     return Router(path="/", route_handlers=handlers, include_in_schema=False,
                   dependencies={"s": Provide(db), "viewer": Provide(viewer, sync_to_thread=True)},
                   # every class the API maps to JSON, so that pages answer errors with a page
@@ -529,7 +547,11 @@ _STATUS: dict[type, tuple[int, str]] = {
 }
 
 
-def _error_doc(exc: Exception) -> dict[str, Any]:
+def _status(exc: Exception | None) -> int:
+    return 422 if isinstance(exc, InvalidInput) else 400 if isinstance(exc, InvalidMeasure) else 409
+
+
+def _error_doc(exc: Exception | None) -> dict[str, Any]:
     if isinstance(exc, InvalidInput):
         return {"source": exc.source, "line": exc.line, "reason": exc.reason}
     return {"source": None, "line": None, "reason": str(exc)}

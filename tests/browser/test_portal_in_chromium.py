@@ -14,8 +14,10 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -129,6 +131,16 @@ def _context(browser: object, name: str, javascript: bool = True):  # type: igno
         java_script_enabled=javascript, viewport={"width": 1280, "height": 900})
 
 
+@contextmanager
+def browsing(browser: object, name: str, javascript: bool = True) -> Iterator[Any]:
+    """A page in a fresh Chromium profile, closed afterwards."""
+    ctx = _context(browser, name, javascript)
+    try:
+        yield ctx.new_page()
+    finally:
+        ctx.close()
+
+
 def shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
@@ -153,9 +165,7 @@ def api_order(service: Service, metric: str) -> list[str]:
 
 # ------------------------------------------------------------------------------------ tests
 def test_participant_signs_in_submits_and_sees_the_run_ranked(service: Service, browser: object) -> None:
-    ctx = _context(browser, "participant")
-    page = ctx.new_page()
-    try:
+    with browsing(browser, "participant") as page:
         page.goto(f"{service.base}/login")
         page.get_by_label("API token").fill(service.tokens["gamma"])
         shot(page, "01-sign-in")
@@ -204,14 +214,10 @@ def test_participant_signs_in_submits_and_sees_the_run_ranked(service: Service, 
         page.get_by_role("button", name="Compare").click()
         assert "wins" in page.inner_text("#wtl")
         shot(page, "07-compare")
-    finally:
-        ctx.close()
 
 
 def test_metric_selector_changes_the_order(service: Service, browser: object) -> None:
-    ctx = _context(browser, "selector")
-    page = ctx.new_page()
-    try:
+    with browsing(browser, "selector") as page:
         sign_in(page, service.base, service.tokens["alpha"])
         page.goto(f"{service.base}/c/{service.cid}")
         assert board_order(page) == api_order(service, "nDCG@10")
@@ -224,14 +230,10 @@ def test_metric_selector_changes_the_order(service: Service, browser: object) ->
             assert orders[metric] == api_order(service, metric)
         assert len({tuple(o) for o in orders.values()}) > 1  # the metrics disagree on this collection
         shot(page, "08-leaderboard-by-AP")
-    finally:
-        ctx.close()
 
 
 def test_organiser_corrects_qrels_and_reads_the_analysis_pages(service: Service, browser: object) -> None:
-    ctx = _context(browser, "organiser")
-    page = ctx.new_page()
-    try:
+    with browsing(browser, "organiser") as page:
         sign_in(page, service.base, service.tokens["organiser"])
         page.goto(f"{service.base}/c/{service.cid}/qrels")
         corrected = service.tmp / "qrels-v2.ntcir"
@@ -275,14 +277,10 @@ def test_organiser_corrects_qrels_and_reads_the_analysis_pages(service: Service,
                  "the reusability analysis")
         assert page.locator("#loto tbody tr").count() == 7
         shot(page, "15-pools-and-reusability")
-    finally:
-        ctx.close()
 
 
 def test_pages_read_without_javascript_and_meet_accessibility_basics(service: Service, browser: object) -> None:
-    ctx = _context(browser, "no-js", javascript=False)
-    page = ctx.new_page()
-    try:
+    with browsing(browser, "no-js", javascript=False) as page:
         sign_in(page, service.base, service.tokens["organiser"])  # plain form posts work without JS
         run_id = httpx.get(f"{service.base}/api/collections/{service.cid}/leaderboard",
                            headers={"Authorization": f"Bearer {service.tokens['organiser']}"}).json()["rows"][0]["run_id"]
@@ -303,8 +301,6 @@ def test_pages_read_without_javascript_and_meet_accessibility_basics(service: Se
         page.get_by_role("button", name="Show").click()
         assert board_order(page) == api_order(service, "AP")
         shot(page, "14-leaderboard-without-javascript")
-    finally:
-        ctx.close()
 
 
 # Labels, headings, image names and text contrast (WCAG's 4.5:1 for body text), in the page.

@@ -223,10 +223,10 @@ def world(backend: Backend) -> Iterator[World]:
 
 def run_inline(factory, followups) -> None:  # type: ignore[no-untyped-def]
     """Do what the workers' tasks do, in this process, until no follow-up remains."""
-    from service.evaluation import reusability
+    from service.evaluation import analyses
     from service.evaluation.pipeline import evaluate_item, run_tests
 
-    tasks = {"evaluate_item": evaluate_item, "run_tests": run_tests, "run_analysis": reusability.compute}
+    tasks = {"evaluate_item": evaluate_item, "run_tests": run_tests, "run_analysis": analyses.compute}
     queue = list(followups)
     while queue:
         f = queue.pop(0)

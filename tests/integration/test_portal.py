@@ -275,3 +275,33 @@ def test_pools_page_builds_a_pool_and_shows_the_workers_reusability_analysis(wor
     board = c.get(f"/c/{cid}", headers=org).text
     assert "Judged@10" in board
 
+
+def test_reduced_judgment_experiment_is_computed_by_the_workers_and_shown(world: World) -> None:
+    c, cid = world.client, world.cid
+    org = as_role(world, "organiser")
+    r = c.post(f"/c/{cid}/analysis", data={"csrf": csrf_for(world.tokens["alpha"])}, headers=as_role(world, "alpha"))
+    assert r.status_code == 403
+    r = c.post(f"/c/{cid}/analysis", data={"csrf": csrf_for(world.tokens["organiser"])}, headers=org,
+               follow_redirects=False)
+    assert r.status_code == 303
+    page = c.get(f"/c/{cid}/analysis", headers=org).text
+    assert 'id="reduction"' in page and page.count("<svg") == 3
+    body = page[page.index('id="reduction"'):]
+    body = body[: body.index("</table>")]
+    kept = re.findall(r'<td class="num">(\d+)</td><th scope="row">AP</th>', body)
+    assert kept == ["100", "90", "70", "50", "30", "10"]
+    # over the API: organisers queue it; participants read it only once the board is released
+    r = c.post(f"/api/collections/{cid}/analyses", json={"kind": "reduction", "kept": [50]},
+               headers=auth(world.tokens["organiser"]))
+    assert r.status_code == 202 and r.json()["params"]["kept"] == [50.0]
+    aid = r.json()["id"]
+    done = c.get(f"/api/analyses/{aid}", headers=auth(world.tokens["organiser"])).json()
+    assert done["status"] == "done" and {row["kept"] for row in done["result"]["rows"]} == {100.0, 50.0}
+    full_ap = next(row for row in done["result"]["rows"] if row["kept"] == 100.0 and row["metric"] == "AP")
+    assert full_ap["tau_vs_full"] == 1.0
+    assert c.get(f"/api/analyses/{aid}", headers=auth(world.tokens["alpha"])).status_code == 403
+    assert c.post(f"/api/collections/{cid}/analyses", json={"kind": "reduction", "kept": [150]},
+                  headers=auth(world.tokens["organiser"])).status_code == 400
+    c.patch(f"/api/collections/{cid}", json={"leaderboard_released": True}, headers=auth(world.tokens["organiser"]))
+    assert c.get(f"/api/analyses/{aid}", headers=auth(world.tokens["alpha"])).status_code == 200
+

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-from service.formats.types import Qrels
+from service.formats.types import Qrels, Run
 from service.metrics.stats.common import as_rng, as_score_matrix, pair_indices
 from service.metrics.stats.pairwise import bootstrap
 
@@ -139,3 +140,31 @@ def reduce_qrels(qrels: Qrels, percent: float, seed: int = 0) -> Qrels:
         docs_out.append(docs[keep])
         levels_out.append(levels[keep])
     return Qrels(topics=qrels.topics, docnos=tuple(docs_out), levels=tuple(levels_out), source=f"{qrels.source}@{percent}%")
+
+
+def reduction_experiment(qrels: Qrels, runs: Sequence[Run], measures: Sequence[object], settings: object,
+                         kept: Sequence[float] = (90, 70, 50, 30, 10), alpha: float = 0.05, resamples: int = 1000,
+                         seed: int = 0) -> tuple[list[dict[str, object]], object]:
+    """Buckley & Voorhees' reduced-judgment experiment as Sakai reports it: for the full
+    judgments and each share ``kept`` (percent) of them (:func:`reduce_qrels`), every measure's
+    discriminative power and Kendall's tau between its system ranking and the full one.
+
+    ``settings`` should fix ``max_level`` to the full judgments' top level, so that gain
+    scales do not move with the reduction. Returns (rows, the full judgments' Evaluation).
+    """
+    from service.metrics.scoring import evaluate
+
+    rows: list[dict[str, object]] = []
+    full_means = full = None
+    for j in [100.0, *[float(v) for v in kept if float(v) != 100.0]]:
+        q = qrels if j == 100.0 else reduce_qrels(qrels, j, seed=seed)
+        ev = evaluate(q, list(runs), measures, settings)  # type: ignore[arg-type]
+        means = np.vstack([ev.means(m) for m in ev.measures])
+        if full_means is None:
+            full_means, full = means, ev
+        for k, m in enumerate(ev.measures):
+            dp = discriminative_power(ev.per_topic(m).T, alpha=alpha, resamples=resamples, seed=seed)
+            rows.append({"kept": j, "metric": str(m), "power": dp.power, "significant_pairs": dp.significant_pairs,
+                         "pairs": dp.pairs, "difference_required": dp.difference_required,
+                         "tau_vs_full": kendall_tau(full_means[k], means[k]) if j != 100.0 else 1.0})
+    return rows, full

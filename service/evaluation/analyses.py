@@ -1,7 +1,9 @@
-"""Pool statistics and Zobel's leave-one-team-out test, computed by the workers and stored.
+"""Analyses of a collection computed by the workers and stored: reusability (pool statistics
+and Zobel's leave-one-team-out test) and the reduced-judgment experiment.
 
-An organiser asks for an analysis of the current qrels (``request``); a worker computes it
-(``compute``) from the stored runs and judgments and stores the result in one transaction.
+An organiser asks for an analysis of the current qrels (``request``, ``request_reduction``);
+a worker computes it (``compute``) from the stored runs and judgments and stores the result
+in one transaction.
 The API only reads it. Claiming is conditional (queued -> running), so a retried or
 duplicated task does nothing twice; the sweeper re-queues one stuck in "running".
 """
@@ -26,7 +28,9 @@ from service.store.models import utcnow
 from service.store.models import Analysis, Collection, CollectionConfig, Pool, QrelsVersion, Run, Team
 
 KIND = "reusability"
+REDUCTION = "reduction"
 DEFAULT_DEPTH = 100  # without a pool: the depth taken as pooled (TREC's usual)
+DEFAULT_KEPT = (90, 70, 50, 30, 10)  # percent of the judgments kept (Buckley & Voorhees; Sakai)
 
 
 def request(s: Session, coll: Collection, me: Principal, metric: str | None = None, pool_id: int | None = None,
@@ -57,6 +61,26 @@ def request(s: Session, coll: Collection, me: Principal, metric: str | None = No
     return row, [Followup("run_analysis", row.id)]
 
 
+def request_reduction(s: Session, coll: Collection, me: Principal,
+                      kept: list[float] | None = None) -> tuple[Analysis, list[Followup]]:
+    """Queue the reduced-judgment experiment on the collection's metrics (organisers)."""
+    me.require_organiser(coll.id)
+    if coll.current_qrels_id is None:
+        raise InvalidMeasure("the collection has no qrels yet")
+    shares = list(kept) if kept else list(DEFAULT_KEPT)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 100 for v in shares):
+        raise InvalidMeasure("kept is a list of percentages between 0 and 100")
+    sig = coll.current_config.significance
+    params = {"kept": sorted({float(v) for v in shares}, reverse=True), "metrics": list(coll.current_config.metrics),
+              "alpha": float(sig["alpha"]), "resamples": int(sig["resamples"]), "seed": int(sig["seed"])}
+    row = Analysis(collection_id=coll.id, kind=REDUCTION, params=params, qrels_version_id=coll.current_qrels_id,
+                   config_id=coll.current_config_id, created_by=me.name)
+    s.add(row)
+    s.flush()
+    audit(s, me.name, "analysis.request", coll.id, analysis=row.id, kind=REDUCTION)
+    return row, [Followup("run_analysis", row.id)]
+
+
 def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int = 3) -> list[Followup]:
     """The worker's part: claim, compute with no transaction open, store in one transaction."""
     with transaction(factory) as s:
@@ -73,7 +97,7 @@ def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int 
             return []
     with factory() as s:
         row = s.get(Analysis, analysis_id)
-        params = dict(row.params)
+        params, kind = dict(row.params), row.kind
         qrels = load_qrels(s.get(QrelsVersion, row.qrels_version_id))
         config = s.get(CollectionConfig, row.config_id)
         settings, order = eval_settings(config), config.evaluation.get("order", "score")
@@ -81,8 +105,11 @@ def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int 
                               .join(Team, Team.id == Run.team_id).where(Run.collection_id == row.collection_id)
                               .order_by(Run.id)))
     try:
-        result = reusability(qrels, [(tag, load_run(blob, source or tag, order), team, rid)
-                                     for rid, tag, blob, source, team in runs], params, settings)
+        loaded = [(tag, load_run(blob, source or tag, order), team, rid) for rid, tag, blob, source, team in runs]
+        if kind == REDUCTION:
+            result = reduction(qrels, [r for _, r, _, _ in loaded], params, settings)
+        else:
+            result = reusability(qrels, loaded, params, settings)
         status, error = "done", ""
     except Exception as exc:  # noqa: BLE001  (recorded on the analysis; the worker goes on)
         result, status, error = {}, "failed", f"{type(exc).__name__}: {exc}"
@@ -139,8 +166,28 @@ def reusability(qrels: Any, runs: list[tuple[str, Any, str, int]], params: dict[
             if topics else None}
 
 
+def reduction(qrels: Any, runs: list[Any], params: dict[str, Any], settings: Any) -> dict[str, Any]:
+    """Discriminative power and tau against the full ranking of every metric, on the full
+    judgments and on each reduced share (the gain scale keeps the full top level)."""
+    from dataclasses import replace
+
+    from service.metrics.stats.meta import reduction_experiment
+
+    fixed = replace(settings, max_level=settings.max_level if settings.max_level is not None else qrels.max_level)
+    rows, _ = reduction_experiment(qrels, runs, params["metrics"], fixed, params["kept"], params["alpha"],
+                                   params["resamples"], params["seed"])
+    return {"rows": rows, "runs": len(runs), "kept": [100.0, *params["kept"]]}
+
+
 def doc(s: Session, row: Analysis, me: Principal) -> dict[str, Any]:
-    me.require_organiser(row.collection_id)
+    if row.kind == REDUCTION:
+        from service.evaluation.views import denied, public_view
+
+        coll = s.get(Collection, row.collection_id)
+        if not (me.can_organise(coll.id) or coll.leaderboard_released) or public_view(coll, me):
+            raise denied(me, f"analysis {row.id}")
+    else:
+        me.require_organiser(row.collection_id)
     version = s.get(QrelsVersion, row.qrels_version_id)
     return {"id": row.id, "collection_id": row.collection_id, "kind": row.kind, "params": {
         k: v for k, v in row.params.items() if k != "pooled_runs"}, "qrels_version": version.version if version else None,
@@ -148,9 +195,11 @@ def doc(s: Session, row: Analysis, me: Principal) -> dict[str, Any]:
         "finished_at": as_utc(row.finished_at).isoformat() if row.finished_at else None, "result": row.result}
 
 
-def latest(s: Session, coll: Collection, me: Principal) -> Analysis | None:
-    me.require_organiser(coll.id)
-    return s.scalars(select(Analysis).where(Analysis.collection_id == coll.id, Analysis.kind == KIND)
+def latest(s: Session, coll: Collection, me: Principal, kind: str = KIND) -> Analysis | None:
+    """The newest analysis of a kind (reusability: organisers; reduction: as the meta-evaluation)."""
+    if kind == KIND:
+        me.require_organiser(coll.id)
+    return s.scalars(select(Analysis).where(Analysis.collection_id == coll.id, Analysis.kind == kind)
                      .order_by(Analysis.id.desc())).first()
 
 
