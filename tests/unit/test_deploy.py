@@ -32,3 +32,18 @@ def test_procfile_and_example_environment() -> None:
 
     for key in re.findall(r"^([A-Z_]+)=", env, flags=re.M):
         assert key in config_doc, key  # every example variable is a documented setting
+
+
+def test_every_api_route_is_documented(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """docs/api.md names every /api path the application serves (placeholders aside)."""
+    import re
+    from pathlib import Path
+
+    from service.api.app import create_app
+
+    app = create_app(f"sqlite:///{tmp_path / 'x.sqlite'}", lambda followups: None)
+    docs = Path(__file__).resolve().parents[2].joinpath("docs", "api.md").read_text()
+    documented = re.sub(r"\{[^}]*\}", "{}", docs)
+    paths = {re.sub(r"\{[^}]*\}", "{}", route.path) for route in app.routes if route.path.startswith("/api")}
+    missing = sorted(p for p in paths if not re.search(re.escape(p) + r"(?![\w/{])", documented))
+    assert paths and not missing, missing
