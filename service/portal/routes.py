@@ -482,6 +482,40 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
         await _in_thread(work)
         return Redirect(path=f"/c/{cid}/pools", status_code=303)
 
+    # ------------------------------------------------------------------------ assessors
+    @get("/assess", sync_to_thread=True)
+    def assess_page(request: Request, s: NamedDependency[Session], viewer: NamedDependency[Principal],
+                    accepted: FromQuery[int | None] = None) -> Any:
+        from service.evaluation import judging
+
+        if viewer.role is None:
+            return Redirect(path="/login?next=/assess", status_code=303)
+        return page(request, s, viewer, "assess.html", items=judging.assessments(s, viewer), error=None,
+                    accepted=accepted)
+
+    @get("/assess/{pid:int}/{topic:str}", sync_to_thread=True, media_type="text/plain")
+    def assess_file(pid: FromPath[int], topic: FromPath[str], s: NamedDependency[Session],
+                    viewer: NamedDependency[Principal]) -> Response[str]:
+        from service.evaluation import judging
+
+        body = judging.assessment_file(s, pid, viewer, topic)
+        return Response(body, media_type="text/plain", headers={
+            "Content-Disposition": f'attachment; filename="pool{pid}-{_file(topic)}.txt"'})
+
+    @post("/assess/{pid:int}")
+    async def assess_upload(request: Request, pid: FromPath[int]) -> Any:
+        from service.evaluation import judging
+
+        _, body, filename, secret = await read_upload(request, "judgments")
+        doc, error = await _in_thread(lambda: attempt(filename, body, "judgments", lambda: judging.submit_judgments(
+            factory, lambda s: access.principal_for(s, f"Bearer {secret}"), pid, body, source=filename)))
+        if doc is not None:
+            return Redirect(path=f"/assess?accepted={len(doc['topics'])}", status_code=303)
+        with factory() as s:
+            me = viewer(request, s)
+            return page(request, s, me, "assess.html", status=_status(error), items=judging.assessments(s, me),
+                        error=_error_doc(error), accepted=None)
+
     # ----------------------------------------------------------------------- snapshots
     @get("/c/{cid:int}/snapshots", sync_to_thread=True)
     def snapshots_page(request: Request, cid: FromPath[int], s: NamedDependency[Session],
@@ -533,7 +567,8 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
 
     handlers = [index, login_form, login, logout, board, board_csv_file, board_tex_file, run_page, compare_page,
                 significance_page, changes_page, analysis_page, submit_form, submit, my_runs, progress, qrels_page,
-                qrels_upload, snapshots_page, freeze, snapshot_page, pools_page, pools_action, analysis_action]
+                qrels_upload, snapshots_page, freeze, snapshot_page, pools_page, pools_action, analysis_action,
+                assess_page, assess_file, assess_upload]
     return Router(path="/", route_handlers=handlers, include_in_schema=False,
                   dependencies={"s": Provide(db), "viewer": Provide(viewer, sync_to_thread=True)},
                   # every class the API maps to JSON, so that pages answer errors with a page

@@ -305,3 +305,28 @@ def test_reduced_judgment_experiment_is_computed_by_the_workers_and_shown(world:
     c.patch(f"/api/collections/{cid}", json={"leaderboard_released": True}, headers=auth(world.tokens["organiser"]))
     assert c.get(f"/api/analyses/{aid}", headers=auth(world.tokens["alpha"])).status_code == 200
 
+
+
+def test_assessor_pages_download_and_upload(world: World) -> None:
+    c, cid = world.client, world.cid
+    pool = c.post(f"/api/collections/{cid}/pools", json={"depth": 40}, headers=auth(world.tokens["organiser"])).json()
+    assert pool["counts"]["0001"]["new"] > 0
+    for role in ROLES:
+        r = c.get("/assess", headers=as_role(world, role), follow_redirects=False)
+        assert r.status_code == {"assessor": 200, "anonymous": 303}.get(role, 403), (role, r.status_code)
+    h = as_role(world, "assessor")
+    page = c.get("/assess", headers=h).text
+    assert '<tr data-topic="0001">' in page and "RUN-" not in page and "alpha" not in page
+    text = c.get(f"/assess/{pool['id']}/0001", headers=h).text
+    assert len(text.splitlines()) == pool["counts"]["0001"]["new"]
+    assert c.get(f"/assess/{pool['id']}/0002", headers=h).status_code == 403
+    csrf = csrf_for(world.tokens["assessor"])
+    judged = "".join(f"{line} L1\n" for line in text.splitlines())
+    r = c.post(f"/assess/{pool['id']}", files={"file": ("mine.txt", judged.splitlines(True)[0])},
+               data={"csrf": csrf}, headers=h)
+    assert r.status_code == 422 and "mine.txt" in r.text and "not judged" in r.text
+    r = c.post(f"/assess/{pool['id']}", files={"file": ("mine.txt", judged)}, data={"csrf": csrf}, headers=h,
+               follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/assess?accepted=1"
+    versions = c.get(f"/api/collections/{cid}/qrels", headers=auth(world.tokens["organiser"])).json()
+    assert versions["current"] == 2
