@@ -81,7 +81,10 @@ def job_done(be: Backend, job_id: int) -> Job | None:
 def check_scores_equal_the_core(be: Backend, qrels_text: str, runs: dict[str, str], version: int) -> None:
     """Every stored score of the current version equals a direct evaluation by the core."""
     qrels = parse_qrels(qrels_text.encode())
-    core = evaluate(qrels, [parse_run(t.encode()) for t in runs.values()], METRICS, EvalSettings())
+    from service.evaluation.pipeline import ALWAYS_EVALUATED
+
+    core = evaluate(qrels, [parse_run(t.encode()) for t in runs.values()], [*METRICS, *ALWAYS_EVALUATED],
+                    EvalSettings())
     with be.factory()() as s:
         qv = s.scalar(select(QrelsVersion).where(QrelsVersion.version == version))
         evals = list(s.scalars(select(RunEvaluation).where(RunEvaluation.qrels_version_id == qv.id)))
@@ -91,6 +94,7 @@ def check_scores_equal_the_core(be: Backend, qrels_text: str, runs: dict[str, st
             assert ev.evaluator_version == EVALUATOR_VERSION
             assert tuple(ev.topics) == core.topics
             i = core.runs.index(run.tag)
+            assert {s.metric for s in ev.scores} == {str(m) for m in core.measures}  # Judged@10 always stored
             for score in ev.scores:
                 expected = core.per_topic(score.metric)[i]
                 assert np.array_equal(unpack(score.values), expected, equal_nan=True), (run.tag, score.metric)
@@ -156,7 +160,7 @@ def test_sigkill_mid_reevaluation_loses_and_duplicates_nothing(backend: Backend)
         assert n == len(runs)
         n_scores = s.scalar(select(func.count()).select_from(Score).join(RunEvaluation).join(QrelsVersion)
                             .where(QrelsVersion.version == 2))
-        assert n_scores == len(runs) * len(METRICS)
+        assert n_scores == len(runs) * (len(METRICS) + 1)  # + Judged@10
         assert s.scalar(select(func.count()).select_from(Significance).where(
             Significance.qrels_version_id == done.qrels_version_id)) == 1
 
