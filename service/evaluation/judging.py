@@ -196,7 +196,7 @@ def judgment_lines(body: bytes, source: str) -> list[JudgmentLine]:
     out = []
     for number, raw in enumerate(body.decode("utf-8").splitlines(), start=1):
         cols = raw.split()
-        if not cols or raw.lstrip().startswith("#"):
+        if not cols:  # blank lines, which the reader skips too
             continue
         topic, docno, label = (cols[0], cols[1], cols[2]) if len(cols) == 3 else (cols[0], cols[2], cols[3])
         level = int(label[1:]) if label[:1] in ("L", "l") else int(float(label))
