@@ -54,7 +54,7 @@ def _handlers() -> dict[Any, Callable[[Request, Exception], Response[Any]]]:
         assert isinstance(exc, HTTPException)
         return _error(exc.status_code, "http_error", str(exc.detail))
 
-    from sqlalchemy.exc import DataError
+    from sqlalchemy.exc import DataError, IntegrityError
 
     return {
         InvalidInput: invalid_input,
@@ -62,6 +62,7 @@ def _handlers() -> dict[Any, Callable[[Request, Exception], Response[Any]]]:
         ValueError: table(400, "bad_request"),
         OverflowError: lambda _, exc: _error(400, "bad_request", "a number in the request is out of range"),
         DataError: lambda _, exc: _error(400, "bad_request", "a value in the request is out of range"),
+        IntegrityError: lambda _, exc: _error(409, "conflict", "a concurrent change got there first; try again"),
         Unauthenticated: table(401, "unauthenticated"),
         Forbidden: table(403, "forbidden"),
         NotFound: table(404, "not_found"),

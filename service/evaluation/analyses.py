@@ -90,8 +90,10 @@ def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int 
         if row.attempts >= max_attempts:
             row.status, row.error, row.finished_at = "failed", f"gave up after {row.attempts} attempts", utcnow()
             return []
-        claimed = s.execute(update(Analysis).where(Analysis.id == analysis_id, Analysis.status == "queued")
-                            .values(status="running", started_at=utcnow(), attempts=Analysis.attempts + 1)
+        attempt = row.attempts + 1  # this claim's number: only its holder stores the result
+        claimed = s.execute(update(Analysis).where(Analysis.id == analysis_id, Analysis.status == "queued",
+                                                   Analysis.attempts == row.attempts)
+                            .values(status="running", started_at=utcnow(), attempts=attempt)
                             .execution_options(synchronize_session=False)).rowcount
         if claimed != 1:
             return []
@@ -115,8 +117,8 @@ def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int 
         result, status, error = {}, "failed", f"{type(exc).__name__}: {exc}"
     with transaction(factory) as s:
         fresh = s.get(Analysis, analysis_id)
-        if fresh is None or fresh.status != "running":
-            return []  # re-queued by the sweeper meanwhile: that attempt will store it
+        if fresh is None or fresh.status != "running" or fresh.attempts != attempt:
+            return []  # re-queued by the sweeper meanwhile and claimed again: that attempt stores it
         fresh.result, fresh.status, fresh.error, fresh.finished_at = _json_safe(result), status, error, utcnow()
     return []
 
@@ -204,13 +206,19 @@ def latest(s: Session, coll: Collection, me: Principal, kind: str = KIND) -> Ana
 
 
 def sweep(factory: sessionmaker[Session], timeout: float) -> list[Followup]:
-    """Re-queue analyses stuck in "running" (a worker lost) and queued ones never picked up."""
-    limit = utcnow() - timedelta(seconds=timeout)
+    """Re-send analyses stuck in "running" for ``timeout`` seconds (a worker lost; analyses
+    get three times the evaluation timeout, being longer) and queued ones never picked up.
+    Each change is conditional on the state read, so a concurrent claim wins."""
+    now = utcnow()
     out = []
     with transaction(factory) as s:
         for row in s.scalars(select(Analysis).where(Analysis.status.in_(("running", "queued")))):
-            started = as_utc(row.started_at or row.created_at)
-            if started is not None and started < limit:
-                row.status = "queued"
-                out.append(Followup("run_analysis", row.id))
+            if row.status == "running" and as_utc(row.started_at) < now - timedelta(seconds=3 * timeout):
+                changed = s.execute(update(Analysis).where(Analysis.id == row.id, Analysis.status == "running",
+                                                           Analysis.attempts == row.attempts)
+                                    .values(status="queued").execution_options(synchronize_session=False)).rowcount
+                if changed:
+                    out.append(Followup("run_analysis", row.id))
+            elif row.status == "queued" and as_utc(row.created_at) < now - timedelta(seconds=timeout):
+                out.append(Followup("run_analysis", row.id))  # lost on the way: sending twice is harmless
     return out

@@ -21,7 +21,7 @@ from service.errors import InvalidInput, InvalidMeasure
 from service.evaluation.access import Conflict, Forbidden, NotFound, Principal
 from service.evaluation.pipeline import Followup, plan_job
 from service.evaluation.setup import add_qrels, audit, load_qrels, load_run
-from service.formats.readers import parse_qrels
+from service.formats.readers import qrels_records
 from service.formats.types import Qrels
 from service.metrics import pooling
 from service.store.db import transaction
@@ -61,8 +61,9 @@ def max_level(s: Session, coll: Collection) -> int:
 
 
 def pooled_runs(s: Session, coll: Collection, selection: str, max_priority: int | None) -> list[Run]:
-    """The runs a pool is made of: all, each team's primary runs, or those within a judging
-    priority (a run's own priority, else its place in its team's submission order)."""
+    """The runs a pool is made of: all, each team's primary runs, or each team's first
+    ``max_priority`` runs in judging order (the priorities the team set, lowest first, then
+    runs without one in submission order): never more than N runs of a team."""
     if selection not in SELECTIONS:
         raise InvalidMeasure(f"selection is one of {', '.join(SELECTIONS)}")
     runs = list(s.scalars(select(Run).where(Run.collection_id == coll.id).order_by(Run.submitted_at, Run.id)))
@@ -71,13 +72,14 @@ def pooled_runs(s: Session, coll: Collection, selection: str, max_priority: int 
     if selection == "priority":
         if not isinstance(max_priority, int) or isinstance(max_priority, bool) or max_priority < 1:
             raise InvalidMeasure("a priority pool needs max_priority >= 1")
-        place: dict[int, int] = {}
-        chosen = []
-        for r in runs:
-            place[r.team_id] = place.get(r.team_id, 0) + 1
-            if (r.judging_priority if r.judging_priority is not None else place[r.team_id]) <= max_priority:
-                chosen.append(r)
-        return chosen
+        by_team: dict[int, list[Run]] = {}
+        for r in runs:  # submission order
+            by_team.setdefault(r.team_id, []).append(r)
+        chosen: set[int] = set()
+        for team_runs in by_team.values():
+            ordered = sorted(team_runs, key=lambda r: (r.judging_priority is None, r.judging_priority or 0))
+            chosen.update(r.id for r in ordered[:max_priority])  # a stable sort keeps submission order
+        return [r for r in runs if r.id in chosen]
     return runs
 
 
@@ -190,18 +192,9 @@ class JudgmentLine:
 
 
 def judgment_lines(body: bytes, source: str) -> list[JudgmentLine]:
-    """The judgments of an upload with their line numbers, after the reader's own validation
-    (TREC ``topic iter docno level`` or NTCIR ``topic docno Lk``)."""
-    parse_qrels(body, source)  # format errors, with their line, first
-    out = []
-    for number, raw in enumerate(body.decode("utf-8").splitlines(), start=1):
-        cols = raw.split()
-        if not cols:  # blank lines, which the reader skips too
-            continue
-        topic, docno, label = (cols[0], cols[1], cols[2]) if len(cols) == 3 else (cols[0], cols[2], cols[3])
-        level = int(label[1:]) if label[:1] in ("L", "l") else int(float(label))
-        out.append(JudgmentLine(number, topic, docno, level))
-    return out
+    """The judgments of an upload with their line numbers, read by the qrels reader itself
+    (TREC ``topic iter docno level`` or NTCIR ``topic docno Lk``; its errors come first)."""
+    return [JudgmentLine(line, topic, docno, level) for line, topic, docno, level in qrels_records(body, source)]
 
 
 def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, body: bytes,
@@ -218,7 +211,6 @@ def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, b
         lines = judgment_lines(body, source)
         if not lines:
             raise InvalidInput(source, None, "no judgments in the upload")
-        coll = s.get(Collection, pool.collection_id)
         topics = sorted({ln.topic for ln in lines})
         pool_docs = {t: set(pool_documents(s, pool, t)) for t in topics}
         seen: set[tuple[str, str]] = set()
@@ -240,12 +232,15 @@ def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, b
             if missing:
                 raise InvalidInput(source, None, f"topic {topic}: {len(missing)} pool document(s) not judged, e.g. "
                                                  f"{', '.join(missing[:5])}")
-        current = load_qrels(coll.current_qrels) if coll.current_qrels is not None else None
-    merged = _overlay(current, lines)
-    text = _qrels_text(merged)
     with transaction(factory) as s:
+        # The current version is read under the collection's lock (PostgreSQL row lock;
+        # SQLite's BEGIN IMMEDIATE), so two uploads in flight cannot drop each other's judgments.
+        s.execute(select(Collection.id).where(Collection.id == pool.collection_id).with_for_update())
         coll = s.get(Collection, pool.collection_id)
+        s.refresh(coll)
         previous = coll.current_qrels_id
+        merged = _overlay(load_qrels(coll.current_qrels) if coll.current_qrels is not None else None, lines)
+        text = _qrels_text(merged)
         version = add_qrels(s, coll, text, f"{source} (pool {pool.number})", me.name, parsed=merged)
         audit(s, me.name, "judgments.accept", coll.id, pool=pool.number, topics=topics, judgments=len(lines))
         followups: list[Followup] = []

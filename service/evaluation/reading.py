@@ -135,7 +135,8 @@ def significance_for(s: Session, coll, metric: str, test: str | None = None,  # 
     row_id = s.scalar(select(Significance.id).where(*where).order_by(Significance.id.desc()).limit(1))
     if row_id is None:
         return None
-    cached = _SIG_CACHE.get(row_id)
+    key = (str(s.get_bind().url), row_id)  # row ids repeat across databases (one process may serve several)
+    cached = _SIG_CACHE.get(key)
     if cached is None:  # stored matrices never change: decode each once per process
         row = s.get(Significance, row_id)
         tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(row.run_ids))).all())
@@ -147,11 +148,11 @@ def significance_for(s: Session, coll, metric: str, test: str | None = None,  # 
         if len(_SIG_CACHE) > 64:
             _SIG_CACHE.clear()
             _ANNOTATION_CACHE.clear()  # its keys use the identity of the matrices cached here
-        _SIG_CACHE[row.id] = cached
+        _SIG_CACHE[key] = cached
     return cached[1:]
 
 
-_SIG_CACHE: dict[int, tuple] = {}  # type: ignore[type-arg]
+_SIG_CACHE: dict[tuple[str, int], tuple] = {}  # type: ignore[type-arg]
 _ANNOTATION_CACHE: dict[tuple, list[dict[str, Any]]] = {}  # type: ignore[type-arg]
 
 

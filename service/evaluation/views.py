@@ -342,7 +342,8 @@ def significance_changes(before: Any, after: Any, rows: dict[str, dict[str, Any]
 
 
 def snapshots(s: Session, coll: Collection, me: Principal) -> list[dict[str, Any]]:
-    if not (me.can_organise(coll.id) or coll.leaderboard_released):
+    # A snapshot holds the organisers' board (all topics): not for others before the reveal.
+    if not (me.can_organise(coll.id) or coll.leaderboard_released) or public_view(coll, me):
         raise denied(me, f"the snapshots of collection {coll.id}")
     rows = s.scalars(select(LeaderboardSnapshot).where(LeaderboardSnapshot.collection_id == coll.id)
                      .order_by(LeaderboardSnapshot.id))
@@ -355,7 +356,7 @@ def snapshot(s: Session, sid: int, me: Principal) -> dict[str, Any]:
     if snap is None:
         raise NotFound(f"no snapshot {sid}")
     coll = collection(s, snap.collection_id, me)
-    if not (me.can_organise(coll.id) or coll.leaderboard_released):
+    if not (me.can_organise(coll.id) or coll.leaderboard_released) or public_view(coll, me):
         raise denied(me, f"snapshot {sid}")
     return {"id": snap.id, "collection_id": coll.id, "label": snap.label, "created_at": iso(snap.created_at),
             **snap.content}

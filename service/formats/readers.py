@@ -55,6 +55,21 @@ def _decode_all(values: np.ndarray) -> tuple[str, ...]:
 
 def parse_qrels(data: bytes, source: str = "<qrels>", fmt: QrelsFormat = "auto") -> Qrels:
     """Parse TREC or NTCIR qrels; ``auto`` picks by the first data line's column count."""
+    return _build_qrels(*_qrels_table(data, source, fmt))
+
+
+def qrels_records(data: bytes, source: str = "<qrels>", fmt: QrelsFormat = "auto") -> list[tuple[int, str, str, int]]:
+    """Each judgment line as (line number, topic, docno, level), read exactly as
+    :func:`parse_qrels` reads it (comments, BOM, separators), and validated the same way."""
+    table, doc_k, levels = _qrels_table(data, source, fmt)
+    _build_qrels(table, doc_k, levels)  # the same checks (duplicates, contradictions, range)
+    topics = [b.decode("utf-8") for b in table.field_bytes(0).tolist()]
+    docnos = [b.decode("utf-8") for b in table.field_bytes(doc_k).tolist()]
+    return [(int(line), topic, docno, int(level)) for line, topic, docno, level
+            in zip(table.line_numbers.tolist(), topics, docnos, levels.tolist())]
+
+
+def _qrels_table(data: bytes, source: str, fmt: QrelsFormat) -> tuple[TokenTable, int, np.ndarray]:
     if fmt == "auto":
         probe = tokenize(data, source, 3)
         first = int(probe.field_counts[0])
@@ -79,7 +94,7 @@ def parse_qrels(data: bytes, source: str = "<qrels>", fmt: QrelsFormat = "auto")
         levels = _ntcir_levels(table)
     else:
         raise ValueError(f"unknown qrels format {fmt!r}")
-    return _build_qrels(table, doc_k, levels)
+    return table, doc_k, levels
 
 
 def _ntcir_levels(table: TokenTable) -> np.ndarray:

@@ -183,6 +183,7 @@ def leave_one_team_out(qrels: Qrels, runs: Sequence[Run], teams: Mapping[str, st
     contrib = contributions(pool_runs, {t: teams[t] for t in pool_runs}, depth)
     full = evaluate(qrels, list(runs), [metric], base)
     full_means = dict(zip(full.runs, full.means(metric).tolist()))
+    full_scores = dict(zip(full.runs, full.per_topic(metric)))
     topics = full.topics
     unique = unique_relevant(qrels, contrib)
     reduced_means: dict[str, float] = {}
@@ -193,7 +194,11 @@ def leave_one_team_out(qrels: Qrels, runs: Sequence[Run], teams: Mapping[str, st
         per = ev.per_topic(metric)
         column = {t: i for i, t in enumerate(ev.topics)}
         for row, run in enumerate(own):
-            values = np.array([per[row, column[t]] if t in column else 0.0 for t in topics], dtype=np.float64)
+            # a topic left without relevant documents scores 0, unless the run was not scored
+            # on it at all (missing="skip": NaN stays NaN, the run's topic count unchanged)
+            values = np.array([per[row, column[t]] if t in column else (np.nan if np.isnan(full_scores[run.tag][k])
+                                                                         else 0.0)
+                               for k, t in enumerate(topics)], dtype=np.float64)
             reduced_means[run.tag] = float(np.nanmean(values)) if values.size and not np.all(np.isnan(values)) else 0.0
     full_rank = competition_ranks(full_means)
     rows: list[dict[str, object]] = []

@@ -30,6 +30,7 @@ LINESTYLES = ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1
 
 matplotlib.rcParams.update({
     "svg.fonttype": "none",  # text stays text: searchable, scalable, read by screen readers
+    "text.parse_math": False,  # run tags are user input: "$" is a character, not TeX
     "svg.hashsalt": "cranfield",  # stable element ids, so equal charts are equal bytes
     "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9,
     "axes.spines.top": False, "axes.spines.right": False,

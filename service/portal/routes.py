@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from urllib.parse import urlsplit
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from litestar.exceptions import HTTPException
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import InvalidInput, InvalidMeasure
@@ -91,6 +93,11 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
 
     @post("/login")
     async def login(request: Request) -> Any:
+        # No session yet to derive a form token from: refuse sign-ins posted by another site
+        # (login CSRF would sign the visitor in as the attacker).
+        origin = request.headers.get("origin")
+        if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host", ""):
+            raise Forbidden("sign in from this site's own form")
         form = await request.form()
         secret, target = str(form.get("token", "")).strip(), _local(str(form.get("next", "/")))
 
@@ -579,6 +586,7 @@ _STATUS: dict[type, tuple[int, str]] = {
     Unauthenticated: (401, "Please sign in"), Forbidden: (403, "Not allowed"), NotFound: (404, "Not found"),
     Conflict: (409, "Not possible now"), InvalidMeasure: (400, "Bad request"), ValueError: (400, "Bad request"),
     InvalidInput: (422, "The upload is not valid"), OverflowError: (400, "Bad request"),
+    IntegrityError: (409, "Not possible now"),
 }
 
 

@@ -355,10 +355,17 @@ def test_public_private_topic_split(world: World) -> None:
     assert not set(own["per_topic"]) & set(hidden) and own["mean"] is None
     assert c.get(f"/api/runs/{alpha_run}/curve", headers=auth(t["alpha"])).status_code == 403
     assert c.get(f"/api/collections/{cid}/metaeval").status_code == 401
+    # a snapshot holds the organisers' all-topic board: not shown to others before the reveal
+    sid = c.post(f"/api/collections/{cid}/snapshots", json={"label": "all topics"}, headers=org).json()["id"]
+    for who in (auth(t["alpha"]), {}):
+        assert c.get(f"/api/snapshots/{sid}", headers=who).status_code in (401, 403)
+        assert c.get(f"/api/collections/{cid}/snapshots", headers=who).status_code in (401, 403)
+        assert c.get(f"/snapshots/{sid}", headers=who).status_code in (401, 403)  # the portal page too
     # the organisers reveal the full leaderboard at the end
     assert c.patch(f"/api/collections/{cid}", json={"topics_revealed": True}, headers=org).status_code == 200
     revealed = c.get(f"/api/collections/{cid}/leaderboard?metric=AP").json()
     assert revealed["topics"] == "all" and [r["mean"] for r in revealed["rows"]] == [r["mean"] for r in full["rows"]]
+    assert c.get(f"/api/snapshots/{sid}", headers=auth(t["alpha"])).status_code == 200
 
 
 def test_uploads_over_the_limit_are_refused_while_streaming(backend: Backend) -> None:

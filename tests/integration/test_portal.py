@@ -125,6 +125,9 @@ def test_sign_in_submit_and_see_the_run_ranked(world: World) -> None:
     c, cid = world.client, world.cid
     r = c.post("/login", data={"token": "cf_wrong", "next": f"/c/{cid}"}, follow_redirects=False)
     assert r.status_code == 401 and "unknown or revoked" in r.text
+    r = c.post("/login", data={"token": world.tokens["beta"]}, headers={"Origin": "http://evil.example"},
+               follow_redirects=False)
+    assert r.status_code == 403 and "set-cookie" not in r.headers  # no sign-in posted by another site
     r = c.post("/login", data={"token": world.tokens["beta"], "next": "//evil.example/"}, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/"  # no open redirect
     cookie = r.headers["set-cookie"]
@@ -157,13 +160,14 @@ def test_sign_in_submit_and_see_the_run_ranked(world: World) -> None:
 
 def test_script_in_a_run_tag_is_escaped_in_pages_and_charts(world: World) -> None:
     c, cid = world.client, world.cid
-    tag = "<script>alert(1)</script>"
+    tag = "<script>alert(1)</script>$\\frac$"  # also TeX-like: charts must not parse it as math
     text = world.runs["RUN-01"].replace("RUN-01", tag)
     r = c.post(f"/api/collections/{cid}/runs", content=text, headers=auth(world.tokens["alpha"]))
     assert r.status_code == 201, r.text
     for path in (f"/c/{cid}", f"/c/{cid}/runs", f"/runs/{r.json()['id']}", f"/c/{cid}/significance"):
-        page = c.get(path, headers=as_role(world, "organiser")).text
-        assert "<script>alert(1)" not in page, path
+        r = c.get(path, headers=as_role(world, "organiser"))
+        assert r.status_code == 200 and "&lt;script&gt;alert(1)" in r.text, (path, r.status_code)
+        assert "<script>alert(1)" not in r.text, path
 
 
 def test_organiser_uploads_qrels_sees_the_diff_progress_and_rank_changes(world: World) -> None:

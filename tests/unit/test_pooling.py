@@ -108,3 +108,18 @@ def test_leave_one_team_out_matches_a_direct_computation_with_trec_eval() -> Non
         assert row["full_rank"] == 1 + sum(v > direct_full[tag] for v in direct_full.values())
     assert result.max_drop == pytest.approx(max(direct_full[t] - direct_reduced[t] for t in rows), abs=1e-9)
     assert -1.0 <= result.tau <= 1.0
+
+
+def test_leave_one_team_out_keeps_unscored_topics_unscored_with_missing_skip() -> None:
+    """Review finding: a run that never answered a topic must not get a 0 for it."""
+    from service.metrics.scoring import EvalSettings
+
+    a = Run.from_rankings("A", {"1": ["d1", "d2"], "2": ["e1", "e2"]})
+    b = Run.from_rankings("B", {"1": ["d1", "d3"]})  # no ranking for topic 2
+    c = Run.from_rankings("C", {"1": ["d1", "d2"], "2": ["e2", "e3"]})
+    qrels = Qrels.from_mapping({"1": {"d1": 1, "d2": 0}, "2": {"e1": 1, "e2": 0}})
+    result = pooling.leave_one_team_out(qrels, [a, b, c], {"A": "x", "B": "x", "C": "y"}, "AP", 2,
+                                        EvalSettings(missing="skip"))
+    rows = {r["run"]: r for r in result.runs}
+    assert rows["B"]["full"] == 1.0 and rows["B"]["reduced"] == 1.0  # its one topic is unchanged
+    assert rows["A"]["full"] == 1.0 and rows["A"]["reduced"] == 0.5  # e1 was only team x's: topic 2 -> 0
