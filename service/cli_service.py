@@ -480,13 +480,16 @@ def _pool(args: argparse.Namespace, out: TextIO, url: str) -> int:
 
     from service.evaluation import judging
     from service.evaluation.setup import get_collection
-    from service.store.db import transaction
 
     me = _cli_principal()
     selection = "primary" if args.primary_only else "priority" if args.max_priority is not None else "all"
-    with transaction(_factory(url)) as s:
-        coll = get_collection(s, args.collection)
-        pool = judging.create_pool(s, coll, me, args.depth, selection, args.max_priority)
+    from service.store.models import Pool
+
+    with _factory(url)() as s:
+        cid = get_collection(s, args.collection).id
+    pid = judging.create_pool(_factory(url), lambda s: me, cid, args.depth, selection, args.max_priority)
+    with _factory(url)() as s:
+        pool = s.get(Pool, pid)
         doc = judging.pool_doc(s, pool, me)
         folder = Path(args.out) / f"pool-{pool.number}"
         folder.mkdir(parents=True, exist_ok=True)

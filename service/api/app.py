@@ -462,18 +462,30 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         s.commit()
         return {"topics": out}
 
-    @post("/api/collections/{cid:int}/pools", sync_to_thread=True)
-    def create_pool(cid: FromPath[int], data: JSONBody[dict[str, Any]], s: NamedDependency[Session],
-                    me: NamedDependency[Principal]) -> dict[str, Any]:
-        coll = _collection(s, cid, me)
-        me.require_organiser(cid)
+    @post("/api/collections/{cid:int}/pools")
+    async def create_pool(cid: FromPath[int], request: Request) -> dict[str, Any]:
+        data = await request.json()
+        if not isinstance(data, dict):
+            raise InvalidMeasure("send a JSON object")
+        auth = request.headers.get("authorization")
         selection = "primary" if data.get("primary_only") is True else str(data.get("selection", "all"))
         if data.get("max_priority") is not None and selection == "all":
             selection = "priority"
-        pool = judging.create_pool(s, coll, me, data.get("depth"), selection,  # type: ignore[arg-type]
-                                   data.get("max_priority"))
-        s.commit()
-        return judging.pool_doc(s, pool, me)
+
+        def work() -> dict[str, Any]:
+            from service.store.models import Pool
+
+            def me_of(s: Session) -> Principal:
+                me = access.principal_for(s, auth)
+                _collection(s, cid, me)  # 401/403/404 as every collection endpoint
+                return me
+
+            pid = judging.create_pool(factory, me_of, cid, data.get("depth"), selection,  # type: ignore[arg-type]
+                                      data.get("max_priority"))
+            with factory() as s:
+                return judging.pool_doc(s, s.get(Pool, pid), me_of(s))
+
+        return await _in_thread(work)
 
     @get("/api/collections/{cid:int}/pools", sync_to_thread=True)
     def list_pools(cid: FromPath[int], s: NamedDependency[Session], me: NamedDependency[Principal]) -> dict[str, Any]:

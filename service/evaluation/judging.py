@@ -83,32 +83,48 @@ def pooled_runs(s: Session, coll: Collection, selection: str, max_priority: int 
     return runs
 
 
-def create_pool(s: Session, coll: Collection, me: Principal, depth: int, selection: str = "all",
-                max_priority: int | None = None) -> Pool:
-    """Build and store a pool (immutable) from the collection's runs, less what is judged."""
-    me.require_organiser(coll.id)
-    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
-        raise InvalidMeasure("depth is a positive integer")
-    runs = pooled_runs(s, coll, selection, max_priority)
-    if not runs:
-        raise Conflict("no run matches the pool's selection")
-    order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
-    core = [load_run(r.file, r.source_name or r.tag, order) for r in runs]
-    judged = load_qrels(coll.current_qrels) if coll.current_qrels is not None else None
-    topics = list(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
+def create_pool(factory: sessionmaker[Session], me_of: Any, collection_id: int, depth: int,
+                selection: str = "all", max_priority: int | None = None) -> int:
+    """Build and store a pool (immutable) from the collection's runs, less what is judged;
+    returns its id. The runs are read and pooled with no write lock held; the pool is then
+    written in one short transaction, refused (409) if the qrels changed meanwhile.
+    ``me_of(session)`` gives the caller."""
+    with factory() as s:
+        me = me_of(s)
+        coll = s.get(Collection, collection_id)
+        if coll is None:
+            raise NotFound(f"no collection {collection_id}")
+        me.require_organiser(coll.id)
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
+            raise InvalidMeasure("depth is a positive integer")
+        runs = pooled_runs(s, coll, selection, max_priority)
+        if not runs:
+            raise Conflict("no run matches the pool's selection")
+        order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
+        run_ids = [r.id for r in runs]
+        core = [load_run(r.file, r.source_name or r.tag, order) for r in runs]
+        base = coll.current_qrels_id
+        judged = load_qrels(coll.current_qrels) if coll.current_qrels is not None else None
+        topics = list(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
+        top_level = max_level(s, coll)
     built = pooling.build_pool(core, depth, judged, topics)
-    number = (s.scalar(select(func.max(Pool.number)).where(Pool.collection_id == coll.id)) or 0) + 1
-    row = Pool(collection_id=coll.id, number=number, depth=depth, selection=selection, max_priority=max_priority,
-               max_level=max_level(s, coll), base_qrels_version_id=coll.current_qrels_id,
-               run_ids=[r.id for r in runs], counts=built.counts(), size=built.size,
-               seed=secrets.randbelow(2**31), created_by=me.name)
-    s.add(row)
-    s.flush()
-    docs = [{"pool_id": row.id, "topic": t, "docno": d} for t, ds in built.documents.items() for d in ds]
-    for start in range(0, len(docs), 5000):
-        s.execute(insert(PoolDocument), docs[start:start + 5000])
-    audit(s, me.name, "pool.create", coll.id, pool=number, depth=depth, selection=selection, size=built.size)
-    return row
+    with transaction(factory) as s:
+        s.execute(select(Collection.id).where(Collection.id == collection_id).with_for_update())
+        coll = s.get(Collection, collection_id)
+        s.refresh(coll)
+        if coll.current_qrels_id != base:
+            raise Conflict("the qrels changed while the pool was built; build it again")
+        number = (s.scalar(select(func.max(Pool.number)).where(Pool.collection_id == coll.id)) or 0) + 1
+        row = Pool(collection_id=coll.id, number=number, depth=depth, selection=selection, max_priority=max_priority,
+                   max_level=top_level, base_qrels_version_id=base, run_ids=run_ids, counts=built.counts(),
+                   size=built.size, seed=secrets.randbelow(2**31), created_by=me.name)
+        s.add(row)
+        s.flush()
+        docs = [{"pool_id": row.id, "topic": t, "docno": d} for t, ds in built.documents.items() for d in ds]
+        for start in range(0, len(docs), 5000):
+            s.execute(insert(PoolDocument), docs[start:start + 5000])
+        audit(s, me.name, "pool.create", coll.id, pool=number, depth=depth, selection=selection, size=built.size)
+        return row.id
 
 
 def pool_doc(s: Session, pool: Pool, me: Principal) -> dict[str, Any]:

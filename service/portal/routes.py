@@ -469,22 +469,26 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
             from service.evaluation import analyses, judging
             from service.store.db import transaction
 
-            followups: list[Followup] = []
-            with transaction(factory) as s:
+            def me_of(s: Session) -> Principal:
                 me = access.principal_for(s, f"Bearer {secret}")
-                coll = views.collection(s, cid, me)
-                if form.get("action") == "pool":
-                    depth = str(form.get("depth", "")).strip()
-                    if not depth.isdigit():
-                        raise InvalidMeasure("the pool depth is a positive integer")
-                    judging.create_pool(s, coll, me, int(depth), str(form.get("selection") or "all"),
-                                        int(str(form.get("max_priority"))) if str(form.get("max_priority") or "")
-                                        .isdigit() else None)
-                elif form.get("action") == "analyse":
-                    _, followups = analyses.request(s, coll, me, str(form.get("metric") or "") or None)
-                else:
-                    raise InvalidMeasure("unknown action")
-            send(followups)
+                views.collection(s, cid, me)
+                return me
+
+            if form.get("action") == "pool":
+                depth = str(form.get("depth", "")).strip()
+                if not depth.isdigit():
+                    raise InvalidMeasure("the pool depth is a positive integer")
+                priority = str(form.get("max_priority") or "")
+                judging.create_pool(factory, me_of, cid, int(depth), str(form.get("selection") or "all"),
+                                    int(priority) if priority.isdigit() else None)
+            elif form.get("action") == "analyse":
+                with transaction(factory) as s:
+                    me = me_of(s)
+                    _, followups = analyses.request(s, views.collection(s, cid, me), me,
+                                                    str(form.get("metric") or "") or None)
+                send(followups)
+            else:
+                raise InvalidMeasure("unknown action")
 
         await _in_thread(work)
         return Redirect(path=f"/c/{cid}/pools", status_code=303)

@@ -96,3 +96,28 @@ def test_a_lost_analysis_is_sent_again_and_only_its_last_claim_stores(world: Wor
         row = s.get(Analysis, aid)
         assert row.status == "done" and row.attempts == 2 and row.result["leave_one_team_out"]["runs"]
         assert s.scalar(select(Analysis.id).where(Analysis.status != "done")) is None
+
+
+def test_a_pool_is_refused_when_the_qrels_change_while_it_is_built(world: World, backend: Backend,
+                                                                   monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from service.evaluation.access import Conflict
+    from service.evaluation.views import upload_qrels
+
+    factory = backend.factory()
+    real = judging.transaction
+
+    def transaction_after_a_new_version(f):  # type: ignore[no-untyped-def]
+        monkeypatch.setattr(judging, "transaction", real)
+        upload_qrels(factory, lambda _: ADMIN, world.cid, world.qrels.encode())  # version 2 arrives meanwhile
+        return real(f)
+
+    monkeypatch.setattr(judging, "transaction", transaction_after_a_new_version)
+    with pytest.raises(Conflict, match="qrels changed"):
+        judging.create_pool(factory, lambda _: ADMIN, world.cid, 10)
+    pool_id = judging.create_pool(factory, lambda _: ADMIN, world.cid, 10)  # built again on version 2
+    with factory() as s:
+        from service.store.models import Pool, QrelsVersion
+
+        assert s.get(QrelsVersion, s.get(Pool, pool_id).base_qrels_version_id).version == 2
