@@ -20,7 +20,8 @@ def board_csv(doc: dict[str, Any]) -> str:
 def board_latex(doc: dict[str, Any]) -> str:
     """A LaTeX table of the leaderboard; superscript letters mark statistically tied groups."""
     def esc(text: str) -> str:
-        return "".join("\\" + c if c in "&%$#_{}" else c for c in str(text))
+        special = {"\\": "\\textbackslash{}", "^": "\\^{}", "~": "\\~{}"}
+        return "".join(special.get(c) or ("\\" + c if c in "&%$#_{}" else c) for c in str(text))
 
     sig = doc.get("significance")
     lines = ["\\begin{tabular}{rllrr}", "\\hline",

@@ -113,7 +113,8 @@ def significance_for(s: Session, coll, metric: str, test: str | None = None,  # 
                      qrels_version: int | None = None, subset: str = "all", any_settings: bool = False):
     """The stored pairwise test of ``metric`` for the current (or given) results, or None.
 
-    Returns (run tags in the stored order, p_adjusted over pairs, alpha, test name).
+    Returns (run tags in the stored order, p_adjusted over pairs, alpha, test name, correction),
+    alpha and correction being those the stored test was run with.
     """
     from service.evaluation.pipeline import params_hash
     from service.metrics.stats.common import pair_indices
@@ -144,7 +145,10 @@ def significance_for(s: Session, coll, metric: str, test: str | None = None,  # 
         a, b = pair_indices(len(names))
         p = unpack(row.p_adjusted)
         matrix = {(names[i], names[j]): float(v) for i, j, v in zip(a.tolist(), b.tolist(), p.tolist())}
-        cached = (row.id, names, matrix, float(config.significance.get("alpha", 0.05)), row.test)
+        # alpha and correction as the stored test was run (not as the configuration says now)
+        params = row.params or {}
+        cached = (row.id, names, matrix, float(params.get("alpha", config.significance.get("alpha", 0.05))),
+                  row.test, str(params.get("correction", "none")))
         if len(_SIG_CACHE) > 64:
             _SIG_CACHE.clear()
             _ANNOTATION_CACHE.clear()  # its keys use the identity of the matrices cached here
@@ -173,7 +177,7 @@ def _annotate(rows: list[LeaderboardRow], sig) -> list[dict[str, Any]]:  # type:
     out = [dict(r.__dict__) for r in rows]
     if sig is None:
         return out
-    _names, matrix, alpha, _test = sig
+    matrix, alpha = sig[1], sig[2]
 
     def p(x: str, y: str) -> float | None:
         return matrix.get((x, y), matrix.get((y, x)))

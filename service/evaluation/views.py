@@ -77,6 +77,19 @@ def owns_or_organises(me: Principal, row: Run, coll: Collection) -> bool:
     return me.can_organise(coll.id) or (me.role == "participant" and row.team_id == me.team_id)
 
 
+def shown_version_id(s: Session, coll: Collection) -> int | None:
+    """The qrels version the pages and per-run views read: the newest completely evaluated one,
+    as the leaderboard (while a re-evaluation runs, everything stays on the previous version)."""
+    from service.evaluation.reading import complete_version_id
+
+    return complete_version_id(s, coll)
+
+
+def _version_number(s: Session, version_id: int | None) -> int | None:
+    version = s.get(QrelsVersion, version_id) if version_id is not None else None
+    return version.version if version else None
+
+
 def team_name(s: Session, me: Principal) -> str | None:
     team = s.get(Team, me.team_id) if me.team_id else None
     return team.name if team else None
@@ -142,12 +155,11 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
     return {"collection": coll.name, "metric": name, "released": coll.leaderboard_released,
             "topics": "visible only (public/private split)" if public else "all",
             "qrels_version": rows[0].qrels_version if rows else (
-                coll.current_qrels.version if coll.current_qrels else None),
+                qrels_version if qrels_version is not None else _version_number(s, shown_version_id(s, coll))),
             "newest_qrels_version": coll.current_qrels.version if coll.current_qrels else None,
             "computed_at": iso(computed_at(s, coll, qrels_version)),
             "reevaluation_in_progress": bool(running),
-            "significance": {"test": sig[3], "alpha": sig[2], "correction": coll.current_config.significance.get(
-                "correction")} if sig else None,
+            "significance": {"test": sig[3], "alpha": sig[2], "correction": sig[4]} if sig else None,
             "rows": [{**{k: r[k] for k in ("rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "baseline",
                                            "judged_at_10", "beats", "tied_with", "groups") if k in r},
                       "run_id": run_ids.get(r["run"])}
@@ -162,7 +174,7 @@ def significance_matrix(s: Session, coll: Collection, me: Principal, metric: str
     sig = significance_for(s, coll, name, test, qrels_version, subset="public" if public_view(coll, me) else "all")
     if sig is None:
         raise NotFound(f"no stored test for {name} on these results")
-    names, matrix, alpha, test_name = sig
+    names, matrix, alpha, test_name = sig[:4]
     return {"metric": name, "test": test_name, "alpha": alpha, "runs": names,
             "p_adjusted": [[1.0 if x == y else matrix.get((x, y), matrix.get((y, x))) for y in names]
                            for x in names]}
@@ -183,11 +195,11 @@ def per_topic(s: Session, coll: Collection, runs: list[Run], metric: str | None,
     from service.store.models import RunEvaluation, Score
 
     name = str(parse_measure(metric)) if metric else coll.current_config.official_metric
-    out: dict[str, Any] = {"metric": name, "qrels_version": coll.current_qrels.version if coll.current_qrels
-                           else None, "runs": {}}
+    version_id = shown_version_id(s, coll)
+    out: dict[str, Any] = {"metric": name, "qrels_version": _version_number(s, version_id), "runs": {}}
     for row in runs:
         found = s.execute(select(RunEvaluation.topics, Score.values, Score.mean).join(Score).where(
-            RunEvaluation.run_id == row.id, RunEvaluation.qrels_version_id == coll.current_qrels_id,
+            RunEvaluation.run_id == row.id, RunEvaluation.qrels_version_id == version_id,
             RunEvaluation.settings_hash == coll.current_config.settings_hash,
             RunEvaluation.evaluator_version == EVALUATOR_VERSION, Score.metric == name)).first()
         if found is None:
@@ -208,9 +220,12 @@ def run_scores(s: Session, rid: int, me: Principal, metric: str | None = None) -
 def topic_summary(s: Session, coll: Collection, me: Principal, metric: str | None = None) -> dict[str, Any]:
     """Per topic, the median and the best score over all evaluated runs (for the run page's chart).
 
-    Shown to anyone who may see one of the runs' per-topic scores: the median and the best of
-    a topic do not reveal which run (or team) scored them.
+    Organisers always; others once the leaderboard is released (as TREC and NTCIR hand them
+    out with the results): before that, with few runs, they would let a team work out another
+    team's per-topic scores.
     """
+    if not (me.can_organise(coll.id) or coll.leaderboard_released):
+        raise denied(me, f"the per-topic medians of collection {coll.id}")
     import numpy as np
 
     from service.store.arrays import unpack
@@ -221,13 +236,13 @@ def topic_summary(s: Session, coll: Collection, me: Principal, metric: str | Non
     per: dict[str, list[float]] = {}
     for topics, blob in s.execute(select(RunEvaluation.topics, Score.values).join(Score).join(
             Run, Run.id == RunEvaluation.run_id).where(
-            Run.collection_id == coll.id, RunEvaluation.qrels_version_id == coll.current_qrels_id,
+            Run.collection_id == coll.id, RunEvaluation.qrels_version_id == shown_version_id(s, coll),
             RunEvaluation.settings_hash == coll.current_config.settings_hash,
             RunEvaluation.evaluator_version == EVALUATOR_VERSION, Score.metric == name)):
         for t, v in zip(topics, unpack(blob).tolist()):
             if t not in hide and v == v:
                 per.setdefault(t, []).append(v)
-    return {"metric": name, "topics": {t: {"median": float(np.median(v)), "best": float(max(v)), "runs": len(v)}
+    return {"metric": name, "topics": {t: {"median": float(np.median(v)), "best": float(max(v))}
                                        for t, v in sorted(per.items())}}
 
 
@@ -263,7 +278,7 @@ def run_curve(s: Session, rid: int, me: Principal) -> dict[str, Any]:
     if not (owns_or_organises(me, row, coll) or coll.leaderboard_released) or public_view(coll, me):
         raise denied(me, f"the curves of run {rid} (they include hidden topics)")
     curve = s.scalar(select(RunCurve).join(RunEvaluation).where(
-        RunEvaluation.run_id == row.id, RunEvaluation.qrels_version_id == coll.current_qrels_id,
+        RunEvaluation.run_id == row.id, RunEvaluation.qrels_version_id == shown_version_id(s, coll),
         RunEvaluation.settings_hash == coll.current_config.settings_hash,
         RunEvaluation.evaluator_version == EVALUATOR_VERSION))
     if curve is None:
@@ -316,8 +331,8 @@ def rank_change_report(s: Session, coll: Collection, me: Principal) -> dict[str,
 def significance_changes(before: Any, after: Any, rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Run pairs whose significance relation differs between two stored tests: a pair that
     was significant and is no longer, or the reverse, or whose direction flipped."""
-    _, old_p, old_alpha, _ = before
-    _, new_p, new_alpha, _ = after
+    old_p, old_alpha = before[1], before[2]
+    new_p, new_alpha = after[1], after[2]
 
     def relation(p: dict[tuple[str, str], float], alpha: float, a: str, b: str, key: str) -> str | None:
         value = p.get((a, b), p.get((b, a)))
@@ -489,7 +504,7 @@ def run_metrics(s: Session, rid: int, me: Principal) -> dict[str, Any]:
     cols = ((Score.metric, Score.public_mean, Score.public_ci_low, Score.public_ci_high, Score.public_n) if public
             else (Score.metric, Score.mean, Score.ci_low, Score.ci_high, Score.n_topics))
     found = {m: (mean, lo, hi, n) for m, mean, lo, hi, n in s.execute(select(*cols).join(RunEvaluation).where(
-        RunEvaluation.run_id == row.id, RunEvaluation.qrels_version_id == coll.current_qrels_id,
+        RunEvaluation.run_id == row.id, RunEvaluation.qrels_version_id == shown_version_id(s, coll),
         RunEvaluation.settings_hash == coll.current_config.settings_hash,
         RunEvaluation.evaluator_version == EVALUATOR_VERSION))}
     order = list(coll.current_config.metrics)

@@ -186,7 +186,10 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
         if views.owns_or_organises(viewer, run, coll) and doc["metrics"]:
             scores = views.run_scores(s, rid, viewer, name)
             name = scores["metric"]
-            summary = views.topic_summary(s, coll, viewer, name)["topics"]
+            try:
+                summary = views.topic_summary(s, coll, viewer, name)["topics"]
+            except (Forbidden, Unauthenticated):
+                summary = {}  # before the release, a team sees its own bars only
             values = scores["runs"][run.tag]["per_topic"]
             topics = list(values)
             per_topic = [{"topic": t, "value": values[t], **summary.get(t, {})} for t in topics]
@@ -205,6 +208,7 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
             series["ideal ranking"] = {"dcg": curve["ideal_dcg"]}
             curve_chart = charts.gain_curve_chart(series, curve["depth"], curve["log_base"])
         return page(request, s, viewer, "run.html", run=doc["run"], doc=doc, metric=name, per_topic=per_topic,
+                    has_summary=any("median" in t for t in per_topic),
                     topic_chart=topic_chart, curve_chart=curve_chart, own=views.owns_or_organises(viewer, run, coll),
                     metrics=list(coll.current_config.metrics), **ctx)
 
@@ -233,7 +237,9 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
                 raise InvalidMeasure("choose two different runs")
             doc = views.compare(s, coll, viewer, a, b, metric or None)
             chart = charts.difference_chart(doc["differences"], doc["a"], doc["b"], doc["metric"])
-        return page(request, s, viewer, "compare.html", runs=runs, a=a, b=b, doc=doc, chart=chart,
+        first = a if a is not None else (runs[0].id if runs else None)
+        b_default = next((r.id for r in runs if r.id != first), None)  # B defaults to another run than A
+        return page(request, s, viewer, "compare.html", runs=runs, a=a, b=b, b_default=b_default, doc=doc, chart=chart,
                     metric=metric or coll.current_config.official_metric, metrics=list(coll.current_config.metrics),
                     **ctx)
 
@@ -244,8 +250,12 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
                           test: FromQuery[str | None] = None) -> Template:
         coll = views.collection(s, cid, viewer)
         ctx = coll_context(s, coll, viewer)
-        matrix = views.significance_matrix(s, coll, viewer, metric or None, test or None) if (
-            viewer.can_organise(cid) or coll.leaderboard_released) else None
+        matrix, missing = None, None
+        if viewer.can_organise(cid) or coll.leaderboard_released:
+            try:
+                matrix = views.significance_matrix(s, coll, viewer, metric or None, test or None)
+            except NotFound as exc:
+                missing = str(exc)  # no test stored yet (no qrels, one run, or tests still running)
         chart = None
         if matrix is not None:
             # Leaderboard order reads best: the strongest runs in the top-left corner.
@@ -256,7 +266,7 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
             matrix = {**matrix, "runs": order, "p_adjusted": p}
             chart = charts.p_value_heatmap(order, p, matrix["alpha"], matrix["metric"], matrix["test"])
         sig = coll.current_config.significance
-        return page(request, s, viewer, "significance.html", matrix=matrix, chart=chart,
+        return page(request, s, viewer, "significance.html", matrix=matrix, chart=chart, missing=missing,
                     metrics=list(sig.get("metrics") or [coll.current_config.official_metric]),
                     tests=views.stored_tests(s, coll), test=test, **ctx)
 
@@ -383,7 +393,7 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
     def _runs_with_ranks(s: Session, coll: Collection, me: Principal) -> list[dict[str, Any]]:
         runs = views.runs_of(s, coll, me)
         ranks: dict[str, dict[str, Any]] = {}
-        if coll.current_qrels_id is not None:
+        if coll.current_qrels_id is not None and views.can_see_board(coll, me):
             ranks = {r["run"]: r for r in views.leaderboard_doc(s, coll, me)["rows"]}
         return [{**views.run_doc(r), "rank": ranks.get(r.tag, {}).get("rank"),
                  "mean": ranks.get(r.tag, {}).get("mean")} for r in runs]

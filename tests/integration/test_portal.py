@@ -155,7 +155,10 @@ def test_sign_in_submit_and_see_the_run_ranked(world: World) -> None:
     assert new["mean"] is not None
     run_page = c.get(f"/runs/{new['id']}", headers=headers).text
     assert "BM25 + &lt;b&gt;rerank&lt;/b&gt;" in run_page and "<b>rerank</b>" not in run_page  # escaped
-    assert 'id="per-topic"' in run_page and "median" in run_page
+    # before the release a team sees its own per-topic scores, not the topics' median and best
+    assert 'id="per-topic"' in run_page and "median of all runs" not in run_page and ">Median<" not in run_page
+    c.patch(f"/api/collections/{cid}", json={"leaderboard_released": True}, headers=auth(world.tokens["organiser"]))
+    assert "median of all runs" in c.get(f"/runs/{new['id']}", headers=headers).text
 
 
 def test_script_in_a_run_tag_is_escaped_in_pages_and_charts(world: World) -> None:
@@ -334,3 +337,29 @@ def test_assessor_pages_download_and_upload(world: World) -> None:
     assert r.status_code == 303 and r.headers["location"] == "/assess?accepted=1"
     versions = c.get(f"/api/collections/{cid}/qrels", headers=auth(world.tokens["organiser"])).json()
     assert versions["current"] == 2
+
+
+def test_review_fixes_significance_labels_empty_pages_compare_default_and_latex(world: World) -> None:
+    from service.evaluation.exports import board_latex
+
+    c, cid, org = world.client, world.cid, auth(world.tokens["organiser"])
+    # a board over an older test keeps that test's own alpha and correction
+    r = c.patch(f"/api/collections/{cid}", json={"significance": {"test": "t", "correction": "holm", "alpha": 0.1}},
+                headers=org)
+    assert r.status_code == 200
+    now = c.get(f"/api/collections/{cid}/leaderboard", headers=org).json()["significance"]
+    assert now == {"test": "t", "alpha": 0.1, "correction": "holm"}
+    old = c.get(f"/api/collections/{cid}/leaderboard?test=bootstrap", headers=org).json()["significance"]
+    assert old == {"test": "bootstrap", "alpha": 0.05, "correction": "none"}  # as that test was run
+    # the significance page of a collection with no stored test is a notice, not a 404
+    other_org = as_role(world, "other_organiser")
+    page = c.get(f"/c/{world.other_cid}/significance", headers=other_org)
+    assert page.status_code == 200 and "Nothing to show yet" in page.text
+    # "compare this run with another" preselects two different runs
+    page = c.get(f"/c/{cid}/compare?a={world.run_ids['RUN-02']}", headers=as_role(world, "organiser")).text
+    chosen = re.findall(r'<option value="(\d+)" selected>', page)
+    assert len(chosen) == 2 and chosen[0] != chosen[1]
+    tex = board_latex({"metric": "AP", "significance": None, "rows": [
+        {"rank": 1, "run": "bm25^rm3~v2\\new", "team": "t", "mean": 0.5, "ci_low": None, "baseline": False}]})
+    assert "bm25\\^{}rm3\\~{}v2\\textbackslash{}new" in tex
+
