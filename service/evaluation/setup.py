@@ -20,7 +20,7 @@ import service
 from service.errors import InvalidInput, InvalidMeasure
 from service.formats.readers import parse_qrels, parse_run
 from service.formats.types import Qrels, Run as CoreRun
-from service.metrics import EvalSettings, parse_measures
+from service.metrics import EvalSettings, parse_measure, parse_measures
 from service.metrics.scoring import DEFAULT_MEASURES
 from service.store.models import (
     AuditEvent,
@@ -106,6 +106,25 @@ def eval_settings(config: CollectionConfig) -> EvalSettings:
     )
 
 
+def _check_gains(cfg: dict[str, Any], judged_top: int) -> None:
+    """Gains (of a metric, or of the configured levels) must cover every judged level: refused
+    here (400) rather than failing every run in the workers."""
+    from service.metrics.lists import resolve_gains
+
+    top = cfg["evaluation"].get("max_level")
+    top = int(top) if top is not None else judged_top
+    level_gains = {int(lv["level"]): lv["gain"] for lv in cfg["levels"] if lv.get("gain") is not None}
+    try:
+        if level_gains:
+            resolve_gains(level_gains, top, "levels")
+        for name in cfg["metrics"]:
+            m = parse_measure(name)
+            if "gains" in m.definition.param_map and m.get("gains") is not None:
+                resolve_gains(m.get("gains"), top, name)
+    except ValueError as exc:
+        raise InvalidMeasure(str(exc)) from None
+
+
 def audit(session: Session, actor: str, action: str, collection_id: int | None, **details: Any) -> None:
     session.add(AuditEvent(actor=actor, action=action, collection_id=collection_id, details=details))
 
@@ -135,6 +154,8 @@ def ensure_collection(session: Session, name: str, spec: ConfigSpec | None, acto
 def set_config(session: Session, coll: Collection, spec: ConfigSpec, actor: str = "") -> CollectionConfig:
     """A new configuration version, unless it equals the current one."""
     cfg = spec.normalised()
+    if coll.current_qrels is not None:
+        _check_gains(cfg, load_qrels(coll.current_qrels).max_level)
     current = coll.current_config
     if current is not None and {
         "official_metric": current.official_metric, "metrics": current.metrics, "levels": current.levels,

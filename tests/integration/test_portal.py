@@ -363,3 +363,14 @@ def test_review_fixes_significance_labels_empty_pages_compare_default_and_latex(
         {"rank": 1, "run": "bm25^rm3~v2\\new", "team": "t", "mean": 0.5, "ci_low": None, "baseline": False}]})
     assert "bm25\\^{}rm3\\~{}v2\\textbackslash{}new" in tex
 
+
+
+def test_gains_that_miss_a_judged_level_are_refused_at_configuration(world: World) -> None:
+    """Review finding: such a configuration used to be accepted and then fail every run."""
+    c, cid, org = world.client, world.cid, auth(world.tokens["organiser"])
+    r = c.patch(f"/api/collections/{cid}", json={"metrics": ["AP", "nDCG(gains={1:1,2:5})@10"]}, headers=org)
+    assert r.status_code == 400 and "no gain for level(s) 3" in r.json()["error"]["message"]
+    r = c.patch(f"/api/collections/{cid}", json={"metrics": ["AP", "nDCG(gains={1:1,2:5,3:10})@10"]}, headers=org)
+    assert r.status_code == 200
+    board = c.get(f"/api/collections/{cid}/leaderboard?metric=nDCG(gains={{1:1,2:5,3:10}})@10", headers=org).json()
+    assert len(board["rows"]) == 3 and all(row["mean"] is not None for row in board["rows"])
