@@ -38,6 +38,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.evaluation.setup import EVALUATOR_VERSION, eval_settings, load_qrels, load_run
 from service.formats.types import Qrels
 from service.metrics import evaluate
+from service.metrics.pooling import competition_ranks
 from service.metrics.stats.pairwise import pairwise
 from service.store.arrays import pack, unpack
 from service.store.db import as_utc, transaction
@@ -444,7 +445,7 @@ def rank_changes(s: Session, job: Job, config: CollectionConfig) -> dict[str, An
 
     assert job.previous_qrels_id is not None
     old, new = ranking(job.previous_qrels_id, False), ranking(job.qrels_version_id, True)
-    old_rank, new_rank = _ranks(old), _ranks(new)
+    old_rank, new_rank = competition_ranks(old), competition_ranks(new)  # 1, 2, 2, 4
     tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(set(old) | set(new)))).all())
     rows = [{"run": tags[r], "old_rank": old_rank.get(r), "new_rank": new_rank.get(r),
              "old_mean": old.get(r), "new_mean": new.get(r)}
@@ -454,12 +455,6 @@ def rank_changes(s: Session, job: Job, config: CollectionConfig) -> dict[str, An
     return {"metric": metric, "old_qrels_version": old_v.version if old_v else None,
             "new_qrels_version": new_v.version if new_v else None, "runs": rows}
 
-
-def _ranks(means: dict[int, float]) -> dict[int, int]:
-    """Competition ranking (1, 2, 2, 4) by decreasing mean."""
-    from service.metrics.pooling import competition_ranks
-
-    return competition_ranks(means)
 
 
 # -------------------------------------------------------------------- sweeping, refreshing

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.errors import InvalidInput, InvalidMeasure
 from service.evaluation.access import Conflict, Forbidden, NotFound, Principal, Unauthenticated
 from service.evaluation.pipeline import Followup, plan_job
-from service.evaluation.reading import annotate, computed_at, significance_for
+from service.evaluation.reading import annotate, complete_version_id, computed_at, significance_for
 from service.evaluation.reading import leaderboard as read_leaderboard
 from service.evaluation.setup import EVALUATOR_VERSION, add_qrels, add_run
 from service.formats.readers import parse_qrels, parse_run
@@ -75,14 +75,6 @@ def run(s: Session, rid: int, me: Principal) -> tuple[Run, Collection]:
 
 def owns_or_organises(me: Principal, row: Run, coll: Collection) -> bool:
     return me.can_organise(coll.id) or (me.role == "participant" and row.team_id == me.team_id)
-
-
-def shown_version_id(s: Session, coll: Collection) -> int | None:
-    """The qrels version the pages and per-run views read: the newest completely evaluated one,
-    as the leaderboard (while a re-evaluation runs, everything stays on the previous version)."""
-    from service.evaluation.reading import complete_version_id
-
-    return complete_version_id(s, coll)
 
 
 def _version_number(s: Session, version_id: int | None) -> int | None:
@@ -155,7 +147,7 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
     return {"collection": coll.name, "metric": name, "released": coll.leaderboard_released,
             "topics": "visible only (public/private split)" if public else "all",
             "qrels_version": rows[0].qrels_version if rows else (
-                qrels_version if qrels_version is not None else _version_number(s, shown_version_id(s, coll))),
+                qrels_version if qrels_version is not None else _version_number(s, complete_version_id(s, coll))),
             "newest_qrels_version": coll.current_qrels.version if coll.current_qrels else None,
             "computed_at": iso(computed_at(s, coll, qrels_version)),
             "reevaluation_in_progress": bool(running),
@@ -195,7 +187,7 @@ def per_topic(s: Session, coll: Collection, runs: list[Run], metric: str | None,
     from service.store.models import RunEvaluation, Score
 
     name = str(parse_measure(metric)) if metric else coll.current_config.official_metric
-    version_id = shown_version_id(s, coll)
+    version_id = complete_version_id(s, coll)
     out: dict[str, Any] = {"metric": name, "qrels_version": _version_number(s, version_id), "runs": {}}
     for row in runs:
         found = s.execute(select(RunEvaluation.topics, Score.values, Score.mean).join(Score).where(
@@ -236,7 +228,7 @@ def topic_summary(s: Session, coll: Collection, me: Principal, metric: str | Non
     per: dict[str, list[float]] = {}
     for topics, blob in s.execute(select(RunEvaluation.topics, Score.values).join(Score).join(
             Run, Run.id == RunEvaluation.run_id).where(
-            Run.collection_id == coll.id, RunEvaluation.qrels_version_id == shown_version_id(s, coll),
+            Run.collection_id == coll.id, RunEvaluation.qrels_version_id == complete_version_id(s, coll),
             RunEvaluation.settings_hash == coll.current_config.settings_hash,
             RunEvaluation.evaluator_version == EVALUATOR_VERSION, Score.metric == name)):
         for t, v in zip(topics, unpack(blob).tolist()):
@@ -278,7 +270,7 @@ def run_curve(s: Session, rid: int, me: Principal) -> dict[str, Any]:
     if not (owns_or_organises(me, row, coll) or coll.leaderboard_released) or public_view(coll, me):
         raise denied(me, f"the curves of run {rid} (they include hidden topics)")
     curve = s.scalar(select(RunCurve).join(RunEvaluation).where(
-        RunEvaluation.run_id == row.id, RunEvaluation.qrels_version_id == shown_version_id(s, coll),
+        RunEvaluation.run_id == row.id, RunEvaluation.qrels_version_id == complete_version_id(s, coll),
         RunEvaluation.settings_hash == coll.current_config.settings_hash,
         RunEvaluation.evaluator_version == EVALUATOR_VERSION))
     if curve is None:
@@ -504,7 +496,7 @@ def run_metrics(s: Session, rid: int, me: Principal) -> dict[str, Any]:
     cols = ((Score.metric, Score.public_mean, Score.public_ci_low, Score.public_ci_high, Score.public_n) if public
             else (Score.metric, Score.mean, Score.ci_low, Score.ci_high, Score.n_topics))
     found = {m: (mean, lo, hi, n) for m, mean, lo, hi, n in s.execute(select(*cols).join(RunEvaluation).where(
-        RunEvaluation.run_id == row.id, RunEvaluation.qrels_version_id == shown_version_id(s, coll),
+        RunEvaluation.run_id == row.id, RunEvaluation.qrels_version_id == complete_version_id(s, coll),
         RunEvaluation.settings_hash == coll.current_config.settings_hash,
         RunEvaluation.evaluator_version == EVALUATOR_VERSION))}
     order = list(coll.current_config.metrics)

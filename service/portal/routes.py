@@ -70,6 +70,16 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
             "me": me, "team": views.team_name(s, me), "csrf": csrf_for(secret) if me.role else "",
             "path": request.url.path, **context})
 
+    def me_from(secret: str) -> Callable[[Session], Principal]:
+        """The caller of a form post, read in the use case's own session."""
+        return lambda s: access.principal_for(s, f"Bearer {secret}")
+
+    async def checked_form(request: Request) -> tuple[Any, str]:
+        """(form, the caller's token) of a state-changing form whose CSRF token is checked."""
+        form = await request.form()
+        check_form(request, form)
+        return form, request.cookies.get(COOKIE, "")
+
     def check_form(request: Request, form: Any) -> None:
         secret = request.cookies.get(COOKIE, "")
         if not secret or not hmac.compare_digest(str(form.get("csrf", "")), csrf_for(secret)):
@@ -120,8 +130,7 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
 
     @post("/logout")
     async def logout(request: Request) -> Redirect:
-        form = await request.form()
-        check_form(request, form)
+        await checked_form(request)
         return Redirect(path="/", status_code=303, cookies=[Cookie(key=COOKIE, value="", max_age=0, path="/")])
 
     # --------------------------------------------------------------------- leaderboard
@@ -311,16 +320,14 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
     @post("/c/{cid:int}/analysis")
     async def analysis_action(request: Request, cid: FromPath[int]) -> Redirect:
         """Organisers: queue the reduced-judgment experiment for the workers."""
-        form = await request.form()
-        check_form(request, form)
-        secret = request.cookies.get(COOKIE, "")
+        form, secret = await checked_form(request)
 
         def work() -> None:
             from service.evaluation import analyses
             from service.store.db import transaction
 
             with transaction(factory) as s:
-                me = access.principal_for(s, f"Bearer {secret}")
+                me = me_from(secret)(s)
                 _, followups = analyses.request_reduction(s, views.collection(s, cid, me), me)
             send(followups)
 
@@ -349,7 +356,7 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
     async def submit(request: Request, cid: FromPath[int]) -> Any:
         form, body, filename, secret = await read_upload(request, "run")
         doc, error = await _in_thread(lambda: attempt(filename, body, "run", lambda: views.submit_run(
-            factory, lambda s: access.principal_for(s, f"Bearer {secret}"), cid, body,
+            factory, me_from(secret), cid, body,
             team_param=str(form.get("team") or "") or None, source=filename,
             description=str(form.get("description", "")).strip())))
         if doc is not None:
@@ -362,12 +369,11 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
 
     async def read_upload(request: Request, what: str) -> tuple[Any, bytes, str, str]:
         """(form, the uploaded file's bytes, its name, the caller's token) of a checked form."""
-        form = await request.form()
-        check_form(request, form)
+        form, secret = await checked_form(request)
         upload = form.get("file")
         if upload is None or isinstance(upload, str):
-            return form, b"", f"{what} file", request.cookies.get(COOKIE, "")
-        return form, await upload.read(), upload.filename or f"{what} file", request.cookies.get(COOKIE, "")
+            return form, b"", f"{what} file", secret
+        return form, await upload.read(), upload.filename or f"{what} file", secret
 
     def attempt(filename: str, body: bytes, what: str, use_case: Callable[[], tuple[dict[str, Any], list[Followup]]]
                 ) -> tuple[dict[str, Any] | None, Exception | None]:
@@ -438,7 +444,7 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
     async def qrels_upload(request: Request, cid: FromPath[int]) -> Any:
         _, body, filename, secret = await read_upload(request, "qrels")
         doc, error = await _in_thread(lambda: attempt(filename, body, "qrels", lambda: views.upload_qrels(
-            factory, lambda s: access.principal_for(s, f"Bearer {secret}"), cid, body, source=filename)))
+            factory, me_from(secret), cid, body, source=filename)))
         if doc is not None:
             query = f"uploaded={doc['version']}"
             if doc.get("previous_version"):
@@ -471,16 +477,14 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
 
     @post("/c/{cid:int}/pools")
     async def pools_action(request: Request, cid: FromPath[int]) -> Redirect:
-        form = await request.form()
-        check_form(request, form)
-        secret = request.cookies.get(COOKIE, "")
+        form, secret = await checked_form(request)
 
         def work() -> None:
             from service.evaluation import analyses, judging
             from service.store.db import transaction
 
             def me_of(s: Session) -> Principal:
-                me = access.principal_for(s, f"Bearer {secret}")
+                me = me_from(secret)(s)
                 views.collection(s, cid, me)
                 return me
 
@@ -529,7 +533,7 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
 
         _, body, filename, secret = await read_upload(request, "judgments")
         doc, error = await _in_thread(lambda: attempt(filename, body, "judgments", lambda: judging.submit_judgments(
-            factory, lambda s: access.principal_for(s, f"Bearer {secret}"), pid, body, source=filename)))
+            factory, me_from(secret), pid, body, source=filename)))
         if doc is not None:
             return Redirect(path=f"/assess?accepted={len(doc['topics'])}", status_code=303)
         with factory() as s:
@@ -547,15 +551,13 @@ def portal_router(factory: sessionmaker[Session], send: Callable[[list[Followup]
 
     @post("/c/{cid:int}/snapshots")
     async def freeze(request: Request, cid: FromPath[int]) -> Redirect:
-        form = await request.form()
-        check_form(request, form)
-        secret = request.cookies.get(COOKIE, "")
+        form, secret = await checked_form(request)
 
         def work() -> int:
             from service.store.db import transaction
 
             with transaction(factory) as s:
-                me = access.principal_for(s, f"Bearer {secret}")
+                me = me_from(secret)(s)
                 return views.freeze(s, views.collection(s, cid, me), me, str(form.get("metric") or "") or None,
                                     str(form.get("label", "")).strip())["id"]
 
