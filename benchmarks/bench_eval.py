@@ -345,9 +345,9 @@ def cli_reads_with_threads() -> bool:
     """Whether ``cranfield eval`` reads the runs with a thread pool (it has done both)."""
     import inspect
 
-    import service.cli
+    import service.cli.evaluate
 
-    return "ThreadPoolExecutor" in inspect.getsource(service.cli._cmd_eval)
+    return "ThreadPoolExecutor" in inspect.getsource(service.cli.evaluate.cmd_eval)
 
 
 def apply_cli_allocator() -> str:
@@ -443,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         print(apply_cli_allocator())
     cli_threads = cli_reads_with_threads()
     print(f"cranfield eval reads runs {'with a 2-thread ThreadPoolExecutor' if cli_threads else 'sequentially'} "
-          "(service/cli.py); that is the reference row below")
+          "(service/cli/evaluate.py); that is the reference row below")
 
     qrels_path, run_paths, took = ensure_collection(args.topics, args.runs, args.depth, args.seed)
     size = sum(p.stat().st_size for p in run_paths)

@@ -36,7 +36,7 @@ def main() -> None:
     from service.api.app import create_app
     from service.evaluation import analyses, judging
     from service.evaluation.access import Principal, create_token
-    from service.evaluation.pipeline import plan_job
+    from service.evaluation.planning import plan_job
     from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection
     from service.sample import CollectionSpec, generate
     from service.store.db import session_factory, transaction
@@ -92,7 +92,7 @@ def main() -> None:
     pooled = time.perf_counter() - t
     with transaction(factory) as s:
         size = s.get(Pool, pid).size
-        row, followups = analyses.request(s, s.get(Collection, cid), me, "AP")
+        followups = analyses.request(s, s.get(Collection, cid), me, "AP").followups
     print(f"pool of {args.runs} runs at depth 20: {size} documents to judge, built and stored in {pooled:.2f} s")
     t = time.perf_counter()
     run_inline(factory, followups)

@@ -1,9 +1,14 @@
 """Settings, read from environment variables in one place (once per process).
 
+Nothing else reads the environment: every knob is a field of :class:`Settings`, one dataclass
+per subsystem. A value that does not parse (``CRANFIELD_MAX_UPLOAD=abc``) raises
+:class:`SettingsError` naming the variable.
+
 | variable | default | meaning |
 | --- | --- | --- |
 | CRANFIELD_DATABASE_URL | sqlite:///cranfield.sqlite (working directory) | SQLAlchemy URL; production: postgresql+psycopg://... |
 | CRANFIELD_BROKER_URL | filesystem:// in ./cranfield-broker | Celery broker; production: redis://... |
+| CRANFIELD_BROKER_FOLDER | ./cranfield-broker (working directory) | the filesystem broker's folder (only with filesystem://) |
 | CRANFIELD_RESULT_BACKEND | (none) | Celery result backend; tasks record their outcome in the database, so none is needed |
 | CRANFIELD_QUEUE | cranfield | the Celery queue the workers consume |
 | CRANFIELD_WORKER_CONCURRENCY | 2 | worker processes of `cranfield worker` |
@@ -13,14 +18,27 @@
 | CRANFIELD_MAX_ATTEMPTS | 3 | attempts before a run's evaluation is marked failed |
 | CRANFIELD_TASK_DELAY | 0 | testing only: seconds an evaluation waits after claiming its run (failure-recovery tests) |
 | CRANFIELD_MAX_UPLOAD | 268435456 | largest request body the API accepts, in bytes (qrels and run uploads) |
+| CRANFIELD_BOARD_CACHE_SECONDS | 1.0 | seconds a rendered leaderboard is served from memory (new results show within that time) |
+| CRANFIELD_SESSION_LIFETIME | 1209600 | seconds the portal's sign-in cookie lasts (14 days) |
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from service.errors import CranfieldError
+
+
+class SettingsError(CranfieldError, ValueError):
+    """An environment variable whose value cannot be used; the message names the variable.
+
+    A configuration error, not a caller's: the web layers show it as an internal error, the
+    CLI as ``cranfield: error: ...`` with exit code 1.
+    """
 
 
 @dataclass(frozen=True)
@@ -43,14 +61,48 @@ class WorkerSettings:
 
 
 @dataclass(frozen=True)
+class WebSettings:
+    """The API and the portal."""
+
+    max_upload: int  # largest request body, bytes (CRANFIELD_MAX_UPLOAD)
+    board_cache_seconds: float  # a rendered leaderboard's time in memory (CRANFIELD_BOARD_CACHE_SECONDS)
+    session_cookie_lifetime: int  # the portal's sign-in cookie max-age, seconds (CRANFIELD_SESSION_LIFETIME)
+
+
+@dataclass(frozen=True)
 class Settings:
     store: StoreSettings
     worker: WorkerSettings
+    web: WebSettings
 
 
 def _env(name: str, default: str) -> str:
     value = os.environ.get(name, "").strip()
     return value or default
+
+
+def _int(name: str, default: int, minimum: int) -> int:
+    text = _env(name, str(default))
+    try:
+        value = int(text)
+    except ValueError:
+        raise SettingsError(f"{name}={text!r} is not an integer (default {default})") from None
+    if value < minimum:
+        raise SettingsError(f"{name}={text!r}: must be at least {minimum} (default {default})")
+    return value
+
+
+def _float(name: str, default: float, minimum: float, *, strict: bool = False) -> float:
+    """A finite number >= ``minimum`` (> ``minimum`` if ``strict``)."""
+    text = _env(name, str(default))
+    try:
+        value = float(text)
+    except ValueError:
+        raise SettingsError(f"{name}={text!r} is not a number (default {default:g})") from None
+    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+        bound = f"greater than {minimum:g}" if strict else f"at least {minimum:g}"
+        raise SettingsError(f"{name}={text!r}: must be a finite number {bound} (default {default:g})")
+    return value
 
 
 def load_settings() -> Settings:
@@ -65,12 +117,17 @@ def load_settings() -> Settings:
             broker_folder=folder,
             result_backend=os.environ.get("CRANFIELD_RESULT_BACKEND") or None,
             queue=_env("CRANFIELD_QUEUE", "cranfield"),
-            concurrency=int(_env("CRANFIELD_WORKER_CONCURRENCY", "2")),
-            stuck_timeout=float(_env("CRANFIELD_STUCK_TIMEOUT", "600")),
-            sweep_interval=float(_env("CRANFIELD_SWEEP_INTERVAL", "60")),
-            refresh_interval=float(_env("CRANFIELD_REFRESH_INTERVAL", "3600")),
-            max_attempts=int(_env("CRANFIELD_MAX_ATTEMPTS", "3")),
-            task_delay=float(_env("CRANFIELD_TASK_DELAY", "0")),
+            concurrency=_int("CRANFIELD_WORKER_CONCURRENCY", 2, minimum=1),
+            stuck_timeout=_float("CRANFIELD_STUCK_TIMEOUT", 600, minimum=0, strict=True),
+            sweep_interval=_float("CRANFIELD_SWEEP_INTERVAL", 60, minimum=0, strict=True),
+            refresh_interval=_float("CRANFIELD_REFRESH_INTERVAL", 3600, minimum=0, strict=True),
+            max_attempts=_int("CRANFIELD_MAX_ATTEMPTS", 3, minimum=1),
+            task_delay=_float("CRANFIELD_TASK_DELAY", 0, minimum=0),
+        ),
+        web=WebSettings(
+            max_upload=_int("CRANFIELD_MAX_UPLOAD", 256 * 1024 * 1024, minimum=1),
+            board_cache_seconds=_float("CRANFIELD_BOARD_CACHE_SECONDS", 1.0, minimum=0),
+            session_cookie_lifetime=_int("CRANFIELD_SESSION_LIFETIME", 14 * 24 * 3600, minimum=1),
         ),
     )
 

@@ -8,7 +8,7 @@ from celery import Celery
 from celery.signals import worker_process_init
 
 from service.config import settings
-
+from service.evaluation.work import TaskName
 
 
 def make_app() -> Celery:
@@ -37,8 +37,9 @@ def make_app() -> Celery:
         task_serializer="json",
         accept_content=["json"],
         beat_schedule={
-            "sweep-stuck-work": {"task": "cranfield.sweep", "schedule": timedelta(seconds=cfg.sweep_interval)},
-            "refresh-stale-results": {"task": "cranfield.refresh", "schedule": timedelta(seconds=cfg.refresh_interval)},
+            "sweep-stuck-work": {"task": TaskName.SWEEP.value, "schedule": timedelta(seconds=cfg.sweep_interval)},
+            "refresh-stale-results": {"task": TaskName.REFRESH.value,
+                                      "schedule": timedelta(seconds=cfg.refresh_interval)},
         },
     )
     return app

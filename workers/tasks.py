@@ -1,12 +1,20 @@
-"""Thin Celery tasks: ids in, a use case of service.evaluation, follow-ups sent after commit."""
+"""Thin Celery tasks: ids in, a use case of service.evaluation, follow-ups sent after commit.
+
+The tasks that take an id are registered from the one table of task names to use cases
+(:data:`service.evaluation.task_table.USE_CASES`); the periodic ones are the two below.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from celery import Celery
 from sqlalchemy.exc import OperationalError
 
 from service.config import settings
-from service.evaluation import analyses, pipeline
+from service.evaluation import analyses, sweeping
+from service.evaluation.task_table import USE_CASES, Limits, UseCase
+from service.evaluation.work import Followup, TaskName
 from service.store.db import session_factory
 from workers.app import app
 
@@ -15,11 +23,11 @@ def _factory():  # type: ignore[no-untyped-def]
     return session_factory(settings().store.database_url)
 
 
-def send(followups: list[pipeline.Followup], celery_app: Celery | None = None) -> None:
+def send(followups: Iterable[Followup], celery_app: Celery | None = None) -> None:
     """Enqueue follow-up work; callers invoke this only after their transaction committed."""
     target = celery_app or app
     for f in followups:
-        target.send_task(TASK_NAMES[f.task], args=[f.id], queue=settings().worker.queue)
+        target.send_task(TaskName(f.task).value, args=[f.id], queue=settings().worker.queue)
 
 
 # Retries are narrow: only a database that is briefly unreachable. Anything else is recorded
@@ -27,33 +35,26 @@ def send(followups: list[pipeline.Followup], celery_app: Celery | None = None) -
 _RETRY = {"autoretry_for": (OperationalError,), "retry_backoff": True, "max_retries": 5}
 
 
-@app.task(name="cranfield.evaluate_item", **_RETRY)
-def evaluate_item(item_id: int) -> None:
-    cfg = settings().worker
-    send(pipeline.evaluate_item(_factory(), item_id, cfg.max_attempts, pause=cfg.task_delay))
+def _task(name: TaskName, use_case: UseCase):  # type: ignore[no-untyped-def]
+    def task(id_: int) -> None:
+        cfg = settings().worker
+        send(use_case(_factory(), id_, Limits(cfg.max_attempts, cfg.task_delay)))
+
+    task.__name__ = task.__qualname__ = name.value.rsplit(".", 1)[-1]
+    return app.task(name=name.value, **_RETRY)(task)
 
 
-@app.task(name="cranfield.run_tests", **_RETRY)
-def run_tests(job_id: int) -> None:
-    send(pipeline.run_tests(_factory(), job_id))
+#: The Celery task of each task name that takes an id, made from the one table.
+TASKS = {name: _task(name, use_case) for name, use_case in USE_CASES.items()}
 
 
-@app.task(name="cranfield.run_analysis", **_RETRY)
-def run_analysis(analysis_id: int) -> None:
-    send(analyses.compute(_factory(), analysis_id, settings().worker.max_attempts))
-
-
-@app.task(name="cranfield.sweep", **_RETRY)
+@app.task(name=TaskName.SWEEP.value, **_RETRY)
 def sweep() -> None:
     cfg = settings().worker
-    send(pipeline.sweep(_factory(), cfg.stuck_timeout, cfg.max_attempts))
+    send(sweeping.sweep(_factory(), cfg.stuck_timeout, cfg.max_attempts))
     send(analyses.sweep(_factory(), cfg.stuck_timeout))
 
 
-@app.task(name="cranfield.refresh", **_RETRY)
+@app.task(name=TaskName.REFRESH.value, **_RETRY)
 def refresh() -> None:
-    send(pipeline.refresh_stale(_factory()))
-
-
-TASK_NAMES = {"evaluate_item": "cranfield.evaluate_item", "run_tests": "cranfield.run_tests",
-              "run_analysis": "cranfield.run_analysis"}
+    send(sweeping.refresh_stale(_factory()))

@@ -18,31 +18,19 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.errors import CranfieldError
+from service.errors import Conflict, Forbidden, NotFound, Unauthenticated
 from service.store.models import ApiToken, Collection, CollectionOrganiser, Run, Team
 
 ROLES = ("admin", "organiser", "participant", "assessor")
 
 
-class Unauthenticated(CranfieldError):
-    """No valid credentials (HTTP 401)."""
-
-
-class Forbidden(CranfieldError):
-    """Valid credentials, but not allowed (HTTP 403)."""
-
-
-class NotFound(CranfieldError):
-    """No such object, or one the caller may not know about (HTTP 404)."""
-
-
-class Conflict(CranfieldError):
-    """The request contradicts the current state (HTTP 409)."""
-
-
 @dataclass(frozen=True)
 class Principal:
-    """The caller: ``role`` None for anonymous requests."""
+    """The caller, as its token says: ``role`` None for anonymous requests.
+
+    Identity only: what the caller may see or do is decided in
+    :mod:`service.evaluation.policy`; the ``require_*`` shorthands below ask it.
+    """
 
     role: str | None = None
     token_id: int | None = None
@@ -50,46 +38,35 @@ class Principal:
     organises: frozenset[int] = field(default_factory=frozenset)
     name: str = "anonymous"
     assigned: frozenset[tuple[int, str]] = field(default_factory=frozenset)  # assessors: (collection, topic)
+    enrolled: frozenset[int] = field(default_factory=frozenset)  # participants: their team's collections
 
     @property
     def is_admin(self) -> bool:
         return self.role == "admin"
 
+    @property
+    def is_anonymous(self) -> bool:
+        return self.role is None
+
     def can_organise(self, collection_id: int) -> bool:
-        return self.is_admin or (self.role == "organiser" and collection_id in self.organises)
+        from service.evaluation import policy
+
+        return policy.may_organise(self, collection_id)
 
     def require_authenticated(self) -> None:
         if self.role is None:
             raise Unauthenticated("a bearer token is required")
 
     def require_admin(self) -> None:
-        self.require_authenticated()
-        if not self.is_admin:
-            raise Forbidden("only an admin may do this")
+        from service.evaluation import policy
+
+        policy.require(policy.is_admin(self), self, "this (admins only)")
 
     def require_organiser(self, collection_id: int) -> None:
-        self.require_authenticated()
-        if not self.can_organise(collection_id):
-            raise Forbidden("only an organiser of this collection may do this")
+        from service.evaluation import policy
 
-    def can_see_collection(self, coll: Collection) -> bool:
-        if self.role == "assessor":
-            return False  # blind judging: assessors reach only their pools (can_assess)
-        return coll.visibility == "public" or self.can_organise(coll.id) or self.role == "participant"
-
-    def can_assess(self, collection_id: int, topic: str) -> bool:
-        """Organisers judge any topic of their collections; assessors their assigned topics."""
-        return self.can_organise(collection_id) or (collection_id, topic) in self.assigned
-
-    def can_see_run(self, run: Run, coll: Collection) -> bool:
-        """Runs of the caller's team, or any run of a released leaderboard (or to organisers)."""
-        if self.role == "assessor":
-            return False
-        if self.can_organise(coll.id):
-            return True
-        if self.role == "participant" and run.team_id == self.team_id:
-            return True
-        return coll.leaderboard_released and (coll.visibility == "public" or self.role == "participant")
+        policy.require(policy.may_organise(self, collection_id), self,
+                       f"this (organisers of collection {collection_id} only)")
 
 
 def _hash(secret: str) -> str:
@@ -169,5 +146,10 @@ def principal_for(s: Session, authorization: str | None) -> Principal:
 
         assigned = frozenset((c, t) for c, t in s.execute(select(
             AssessorAssignment.collection_id, AssessorAssignment.topic).where(AssessorAssignment.token_id == token.id)))
+    enrolled: frozenset[int] = frozenset()
+    if token.team_id is not None:
+        from service.store.models import Enrolment
+
+        enrolled = frozenset(s.scalars(select(Enrolment.collection_id).where(Enrolment.team_id == token.team_id)))
     return Principal(role=token.role, token_id=token.id, team_id=token.team_id, organises=organises,
-                     name=token.name or token.prefix, assigned=assigned)
+                     name=token.name or token.prefix, assigned=assigned, enrolled=enrolled)

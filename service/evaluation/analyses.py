@@ -2,10 +2,16 @@
 and Zobel's leave-one-team-out test) and the reduced-judgment experiment.
 
 An organiser asks for an analysis of the current qrels (``request``, ``request_reduction``);
-a worker computes it (``compute``) from the stored runs and judgments and stores the result
-in one transaction.
-The API only reads it. Claiming is conditional (queued -> running), so a retried or
-duplicated task does nothing twice; the sweeper re-queues one stuck in "running".
+a worker computes it (``compute``) from the stored runs and judgments with the core
+(:func:`service.metrics.pooling.reusability`,
+:func:`service.metrics.stats.meta.reduced_judgments`) and stores the result in one
+transaction. The API only reads it.
+
+An ``Analysis`` row is also the record of other work done in the background (pool builds,
+:mod:`service.evaluation.judging`): :func:`claim` and :func:`claimed` are its protocol.
+Claiming is conditional (queued -> running, counting the attempt), and only the holder of
+the latest claim stores a result, so a retried or duplicated task does nothing twice; the
+sweeper re-queues a row stuck in "running".
 """
 
 from __future__ import annotations
@@ -13,30 +19,46 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-import numpy as np
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.errors import InvalidMeasure
-from service.evaluation.access import NotFound, Principal
-from service.evaluation.pipeline import Followup, _json_safe
+from service.errors import InvalidMeasure, NotFound
+from service.evaluation import policy
+from service.evaluation.access import Principal
+from service.evaluation.results import json_safe
 from service.evaluation.setup import audit, eval_settings, load_qrels, load_run
+from service.evaluation.work import Followup, Outcome, TaskName
 from service.metrics import parse_measure, pooling
-from service.metrics.scoring import evaluate
+from service.metrics.stats.meta import reduced_judgments
 from service.store.db import as_utc, transaction
-from service.store.models import utcnow
-from service.store.models import Analysis, Collection, CollectionConfig, Pool, QrelsVersion, Run, Team
+from service.store.models import Analysis, Collection, CollectionConfig, Pool, QrelsVersion, Run, Team, utcnow
 
 KIND = "reusability"
 REDUCTION = "reduction"
+POOL = "pool"  # a pool build (service.evaluation.judging.request_pool)
 DEFAULT_DEPTH = 100  # without a pool: the depth taken as pooled (TREC's usual)
 DEFAULT_KEPT = (90, 70, 50, 30, 10)  # percent of the judgments kept (Buckley & Voorhees; Sakai)
 
 
+def task_of(kind: str) -> TaskName:
+    """The task that does the work of an analysis row of this kind."""
+    return TaskName.BUILD_POOL if kind == POOL else TaskName.RUN_ANALYSIS
+
+
+def queue(s: Session, coll: Collection, me: Principal, kind: str, params: dict[str, Any]) -> Outcome[Analysis]:
+    """Record background work on the collection's current qrels and configuration, and the
+    follow-up that does it once the transaction has committed."""
+    row = Analysis(collection_id=coll.id, kind=kind, params=params, qrels_version_id=coll.current_qrels_id,
+                   config_id=coll.current_config_id, created_by=me.name)
+    s.add(row)
+    s.flush()
+    return Outcome(row, (Followup(task_of(kind), row.id),))
+
+
 def request(s: Session, coll: Collection, me: Principal, metric: str | None = None, pool_id: int | None = None,
-            depth: int | None = None) -> tuple[Analysis, list[Followup]]:
+            depth: int | None = None) -> Outcome[Analysis]:
     """Queue the reusability analysis of the current qrels (organisers)."""
-    me.require_organiser(coll.id)
+    policy.require(policy.may_manage_pools(me, coll), me, f"analyses of collection {coll.id}")
     if coll.current_qrels_id is None:
         raise InvalidMeasure("the collection has no qrels yet")
     config = coll.current_config
@@ -53,18 +75,15 @@ def request(s: Session, coll: Collection, me: Principal, metric: str | None = No
     params = {"metric": name, "pool": pool.number if pool else None, "pool_id": pool.id if pool else None,
               "depth": depth or (pool.depth if pool else DEFAULT_DEPTH),
               "pooled_runs": list(pool.run_ids) if pool else None}
-    row = Analysis(collection_id=coll.id, kind=KIND, params=params, qrels_version_id=coll.current_qrels_id,
-                   config_id=coll.current_config_id, created_by=me.name)
-    s.add(row)
-    s.flush()
-    audit(s, me.name, "analysis.request", coll.id, analysis=row.id, kind=KIND, metric=name)
-    return row, [Followup("run_analysis", row.id)]
+    outcome = queue(s, coll, me, KIND, params)
+    audit(s, me.name, "analysis.request", coll.id, analysis=outcome.result.id, kind=KIND, metric=name)
+    return outcome
 
 
 def request_reduction(s: Session, coll: Collection, me: Principal,
-                      kept: list[float] | None = None) -> tuple[Analysis, list[Followup]]:
+                      kept: list[float] | None = None) -> Outcome[Analysis]:
     """Queue the reduced-judgment experiment on the collection's metrics (organisers)."""
-    me.require_organiser(coll.id)
+    policy.require(policy.may_manage_pools(me, coll), me, f"analyses of collection {coll.id}")
     if coll.current_qrels_id is None:
         raise InvalidMeasure("the collection has no qrels yet")
     shares = list(kept) if kept else list(DEFAULT_KEPT)
@@ -73,30 +92,51 @@ def request_reduction(s: Session, coll: Collection, me: Principal,
     sig = coll.current_config.significance
     params = {"kept": sorted({float(v) for v in shares}, reverse=True), "metrics": list(coll.current_config.metrics),
               "alpha": float(sig["alpha"]), "resamples": int(sig["resamples"]), "seed": int(sig["seed"])}
-    row = Analysis(collection_id=coll.id, kind=REDUCTION, params=params, qrels_version_id=coll.current_qrels_id,
-                   config_id=coll.current_config_id, created_by=me.name)
-    s.add(row)
-    s.flush()
-    audit(s, me.name, "analysis.request", coll.id, analysis=row.id, kind=REDUCTION)
-    return row, [Followup("run_analysis", row.id)]
+    outcome = queue(s, coll, me, REDUCTION, params)
+    audit(s, me.name, "analysis.request", coll.id, analysis=outcome.result.id, kind=REDUCTION)
+    return outcome
+
+
+# ------------------------------------------------------------------- the workers' protocol
+def claim(factory: sessionmaker[Session], analysis_id: int, max_attempts: int, kinds: tuple[str, ...]) -> int | None:
+    """Claim a queued row of one of ``kinds`` (queued -> running): this claim's attempt
+    number, or None when the row is not this caller's to do (gone, of another kind, already
+    claimed or done; given up after ``max_attempts``, which fails it)."""
+    with transaction(factory) as s:
+        row = s.get(Analysis, analysis_id)
+        if row is None or row.status != "queued" or row.kind not in kinds:
+            return None
+        if row.attempts >= max_attempts:
+            row.status, row.error, row.finished_at = "failed", f"gave up after {row.attempts} attempts", utcnow()
+            return None
+        attempt = row.attempts + 1  # this claim's number: only its holder stores the result
+        claimed_now = s.execute(update(Analysis).where(Analysis.id == analysis_id, Analysis.status == "queued",
+                                                       Analysis.attempts == row.attempts)
+                                .values(status="running", started_at=utcnow(), attempts=attempt)
+                                .execution_options(synchronize_session=False)).rowcount
+        return attempt if claimed_now == 1 else None
+
+
+def claimed(s: Session, analysis_id: int, attempt: int) -> Analysis | None:
+    """The row, if the claim numbered ``attempt`` still holds it (in the storing transaction):
+    re-queued by the sweeper and claimed again meanwhile, the later attempt stores instead."""
+    fresh = s.get(Analysis, analysis_id)
+    if fresh is None or fresh.status != "running" or fresh.attempts != attempt:
+        return None
+    return fresh
+
+
+def finish(row: Analysis, result: dict[str, Any], error: str = "") -> None:
+    """Store the outcome on a claimed row: done with ``result``, or failed with ``error``."""
+    row.result, row.status, row.error, row.finished_at = json_safe(result), "failed" if error else "done", error, \
+        utcnow()
 
 
 def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int = 3) -> list[Followup]:
     """The worker's part: claim, compute with no transaction open, store in one transaction."""
-    with transaction(factory) as s:
-        row = s.get(Analysis, analysis_id)
-        if row is None or row.status != "queued":
-            return []
-        if row.attempts >= max_attempts:
-            row.status, row.error, row.finished_at = "failed", f"gave up after {row.attempts} attempts", utcnow()
-            return []
-        attempt = row.attempts + 1  # this claim's number: only its holder stores the result
-        claimed = s.execute(update(Analysis).where(Analysis.id == analysis_id, Analysis.status == "queued",
-                                                   Analysis.attempts == row.attempts)
-                            .values(status="running", started_at=utcnow(), attempts=attempt)
-                            .execution_options(synchronize_session=False)).rowcount
-        if claimed != 1:
-            return []
+    attempt = claim(factory, analysis_id, max_attempts, (KIND, REDUCTION))
+    if attempt is None:
+        return []
     with factory() as s:
         row = s.get(Analysis, analysis_id)
         params, kind = dict(row.params), row.kind
@@ -112,85 +152,64 @@ def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int 
             result = reduction(qrels, [r for _, r, _, _ in loaded], params, settings)
         else:
             result = reusability(qrels, loaded, params, settings)
-        status, error = "done", ""
+        error = ""
     except Exception as exc:  # noqa: BLE001  (recorded on the analysis; the worker goes on)
-        result, status, error = {}, "failed", f"{type(exc).__name__}: {exc}"
+        result, error = {}, f"{type(exc).__name__}: {exc}"
     with transaction(factory) as s:
-        fresh = s.get(Analysis, analysis_id)
-        if fresh is None or fresh.status != "running" or fresh.attempts != attempt:
-            return []  # re-queued by the sweeper meanwhile and claimed again: that attempt stores it
-        fresh.result, fresh.status, fresh.error, fresh.finished_at = _json_safe(result), status, error, utcnow()
+        fresh = claimed(s, analysis_id, attempt)
+        if fresh is not None:
+            finish(fresh, result, error)
     return []
 
 
 def reusability(qrels: Any, runs: list[tuple[str, Any, str, int]], params: dict[str, Any],
                 settings: Any) -> dict[str, Any]:
-    """Pool size and judged share per topic, unique relevant documents per run and team,
-    Judged@10 and Judged@depth of every run, and the leave-one-team-out table."""
-    depth = int(params["depth"])
-    tags = [t for t, _, _, _ in runs]
-    core = {t: r for t, r, _, _ in runs}
-    teams = {t: team for t, _, team, _ in runs}
-    ids = {t: rid for t, _, _, rid in runs}
+    """The stored document of :func:`service.metrics.pooling.reusability` on ``runs`` (tag,
+    core run, team, run id), the pool being made of the runs ``params["pooled_runs"]`` names."""
     pooled_ids = params.get("pooled_runs")
-    pooled = [t for t in tags if pooled_ids is None or ids[t] in set(pooled_ids)]
-    by_run = pooling.contributions({t: core[t] for t in pooled}, {t: t for t in pooled}, depth)
-    by_team = pooling.contributions({t: core[t] for t in pooled}, {t: teams[t] for t in pooled}, depth)
-    topics = []
-    for topic in sorted(by_run):
-        i = qrels.topic_index(topic)
-        levels = dict(zip((d.decode() for d in qrels.docnos[i].tolist()), qrels.levels[i].tolist())) if i is not None \
-            else {}
-        union = by_run[topic]
-        judged = sum(1 for d in union if levels.get(d, -1) >= 0)
-        relevant = sum(1 for d in union if levels.get(d, -1) >= 1)
-        topics.append({"topic": topic, "pool_size": len(union), "judged": judged,
-                       "judged_share": judged / len(union) if union else None, "relevant_in_pool": relevant})
-    judged_measures = ["Judged@10", f"Judged@{depth}"]
-    ev = evaluate(qrels, [core[t] for t in tags], judged_measures, settings)
-    unique_runs = pooling.unique_relevant(qrels, by_run)
-    unique_teams = pooling.unique_relevant(qrels, by_team)
-    loto = pooling.leave_one_team_out(qrels, [core[t] for t in tags], teams, params["metric"], depth, settings,
-                                      pooled=pooled)
-    run_rows = []
-    for i, t in enumerate(tags):
-        run_rows.append({"run": t, "team": teams[t], "pooled": t in set(pooled),
-                         "judged_at_10": float(ev.means("Judged@10")[i]),
-                         f"judged_at_{depth}": float(ev.means(f"Judged@{depth}")[i]),
-                         "unique_relevant": unique_runs.get(t, 0)})
-    return {"metric": params["metric"], "depth": depth, "pool": params.get("pool"), "topics": topics,
-            "runs": run_rows, "teams": [{"team": k, "unique_relevant": unique_teams.get(k, 0),
-                                         "runs": sorted(t for t in tags if teams[t] == k)}
-                                        for k in sorted(set(teams.values()))],
+    pooled = None if pooled_ids is None else [t for t, _, _, rid in runs if rid in set(pooled_ids)]
+    r = pooling.reusability(qrels, [run for _, run, _, _ in runs], {t: team for t, _, team, _ in runs},
+                            params["metric"], int(params["depth"]), settings, pooled=pooled)
+    loto = r.leave_one_team_out
+    return {"metric": r.metric, "depth": r.depth, "pool": params.get("pool"),
+            "topics": [{"topic": t.topic, "pool_size": t.pool_size, "judged": t.judged,
+                        "judged_share": t.judged_share, "relevant_in_pool": t.relevant_in_pool} for t in r.topics],
+            "runs": [{"run": x.run, "team": x.team, "pooled": x.pooled, "judged_at_10": x.judged_at_10,
+                      f"judged_at_{r.depth}": x.judged_at_depth, "unique_relevant": x.unique_relevant}
+                     for x in r.runs],
+            "teams": [{"team": x.team, "unique_relevant": x.unique_relevant, "runs": x.runs} for x in r.teams],
             "leave_one_team_out": {"runs": loto.runs, "max_drop": loto.max_drop, "mean_change": loto.mean_change,
                                    "max_rank_drop": loto.max_rank_drop, "kendall_tau": loto.tau},
-            "mean_judged_share": float(np.mean([t["judged_share"] for t in topics if t["judged_share"] is not None]))
-            if topics else None}
+            "mean_judged_share": r.mean_judged_share}
 
 
 def reduction(qrels: Any, runs: list[Any], params: dict[str, Any], settings: Any) -> dict[str, Any]:
-    """Discriminative power and tau against the full ranking of every metric, on the full
-    judgments and on each reduced share (the gain scale keeps the full top level)."""
-    from dataclasses import replace
+    """The stored document of :func:`service.metrics.stats.meta.reduced_judgments`: each
+    metric's discriminative power and tau against the full ranking, on the full judgments
+    and on each reduced share."""
+    r = reduced_judgments(qrels, runs, params["metrics"], settings, params["kept"], params["alpha"],
+                          params["resamples"], params["seed"])
+    return {"rows": r.rows, "runs": r.runs, "kept": r.kept}
 
-    from service.metrics.stats.meta import reduction_experiment
 
-    fixed = replace(settings, max_level=settings.max_level if settings.max_level is not None else qrels.max_level)
-    rows, _ = reduction_experiment(qrels, runs, params["metrics"], fixed, params["kept"], params["alpha"],
-                                   params["resamples"], params["seed"])
-    return {"rows": rows, "runs": len(runs), "kept": [100.0, *params["kept"]]}
+# --------------------------------------------------------------------------- reading
+def get(s: Session, analysis_id: int, me: Principal) -> Analysis:
+    """An analysis row (:func:`doc` decides who may read it)."""
+    row = s.get(Analysis, analysis_id)
+    if row is None or row.kind == POOL:  # pool builds are read as such (judging.pool_request_doc)
+        raise NotFound(f"no analysis {analysis_id}")
+    return row
 
 
 def doc(s: Session, row: Analysis, me: Principal) -> dict[str, Any]:
+    """An analysis with its status and result: the reduced-judgment experiment for whoever
+    may see the meta-evaluation, the reusability analysis for organisers."""
+    coll = s.get(Collection, row.collection_id)
     if row.kind == REDUCTION:
-        from service.evaluation.views import denied, public_view
-
-        coll = s.get(Collection, row.collection_id)
-        if not (me.can_organise(coll.id) or coll.leaderboard_released) or public_view(coll, me):
-            raise denied(me, f"analysis {row.id}")
+        policy.require(policy.may_see_analyses(me, coll), me, f"analysis {row.id}")
     else:
-        me.require_organiser(row.collection_id)
-    version = s.get(QrelsVersion, row.qrels_version_id)
+        policy.require(policy.may_manage_pools(me, coll), me, f"analysis {row.id}")
+    version = s.get(QrelsVersion, row.qrels_version_id) if row.qrels_version_id is not None else None
     return {"id": row.id, "collection_id": row.collection_id, "kind": row.kind, "params": {
         k: v for k, v in row.params.items() if k != "pooled_runs"}, "qrels_version": version.version if version else None,
         "status": row.status, "error": row.error, "created_at": as_utc(row.created_at).isoformat(),
@@ -200,15 +219,15 @@ def doc(s: Session, row: Analysis, me: Principal) -> dict[str, Any]:
 def latest(s: Session, coll: Collection, me: Principal, kind: str = KIND) -> Analysis | None:
     """The newest analysis of a kind (reusability: organisers; reduction: as the meta-evaluation)."""
     if kind == KIND:
-        me.require_organiser(coll.id)
+        policy.require(policy.may_manage_pools(me, coll), me, f"analyses of collection {coll.id}")
     return s.scalars(select(Analysis).where(Analysis.collection_id == coll.id, Analysis.kind == kind)
                      .order_by(Analysis.id.desc())).first()
 
 
 def sweep(factory: sessionmaker[Session], timeout: float) -> list[Followup]:
-    """Re-send analyses stuck in "running" for ``timeout`` seconds (a worker lost; analyses
-    get three times the evaluation timeout, being longer) and queued ones never picked up.
-    Each change is conditional on the state read, so a concurrent claim wins."""
+    """Re-send analyses (and pool builds) stuck in "running" for ``timeout`` seconds (a worker
+    lost; they get three times the evaluation timeout, being longer) and queued ones never
+    picked up. Each change is conditional on the state read, so a concurrent claim wins."""
     now = utcnow()
     out = []
     with transaction(factory) as s:
@@ -218,7 +237,7 @@ def sweep(factory: sessionmaker[Session], timeout: float) -> list[Followup]:
                                                            Analysis.attempts == row.attempts)
                                     .values(status="queued").execution_options(synchronize_session=False)).rowcount
                 if changed:
-                    out.append(Followup("run_analysis", row.id))
+                    out.append(Followup(task_of(row.kind), row.id))
             elif row.status == "queued" and as_utc(row.created_at) < now - timedelta(seconds=timeout):
-                out.append(Followup("run_analysis", row.id))  # lost on the way: sending twice is harmless
+                out.append(Followup(task_of(row.kind), row.id))  # lost on the way: sending twice is harmless
     return out

@@ -1,4 +1,4 @@
-"""Leaderboards as files: CSV and LaTeX, from the document :func:`views.leaderboard_doc` returns."""
+"""Leaderboards as files: CSV and LaTeX, from the document :func:`boards.leaderboard_doc` returns."""
 
 from __future__ import annotations
 

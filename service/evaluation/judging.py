@@ -17,16 +17,18 @@ from typing import Any
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.errors import InvalidInput, InvalidMeasure
-from service.evaluation.access import Conflict, Forbidden, NotFound, Principal
-from service.evaluation.pipeline import Followup, plan_job
-from service.evaluation.setup import add_qrels, audit, load_qrels, load_run
+from service.errors import Conflict, Forbidden, InvalidInput, InvalidMeasure, NotFound
+from service.evaluation import analyses, policy
+from service.evaluation.access import Principal
+from service.evaluation.planning import plan_job
+from service.evaluation.setup import add_qrels, audit, judged_top_level, load_qrels, load_run
+from service.evaluation.work import Followup, Outcome
 from service.formats.readers import qrels_records
-from service.formats.types import Qrels
+from service.formats.types import Qrels, Run as CoreRun
 from service.metrics import pooling
-from service.store.db import transaction
-from service.store.models import (AssessorAssignment, Collection, Pool, PoolDocument, QrelsVersion, Run, Team,
-                                  Topic)
+from service.store.db import as_utc, transaction
+from service.store.models import (Analysis, AssessorAssignment, Collection, Pool, PoolDocument, QrelsVersion, Run,
+                                  Team, Topic)
 
 SELECTIONS = ("all", "primary", "priority")
 
@@ -56,7 +58,7 @@ def max_level(s: Session, coll: Collection) -> int:
     if cfg is not None and cfg.levels:
         return max(int(level["level"]) for level in cfg.levels)
     if coll.current_qrels is not None:
-        return max(3, load_qrels(coll.current_qrels).max_level)
+        return max(3, judged_top_level(coll.current_qrels))
     return 3
 
 
@@ -83,48 +85,188 @@ def pooled_runs(s: Session, coll: Collection, selection: str, max_priority: int 
     return runs
 
 
+QRELS_CHANGED = "the qrels changed while the pool was built; build it again"
+
+
+def _check_depth(depth: Any) -> None:
+    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
+        raise InvalidMeasure("depth is a positive integer")
+
+
+@dataclass(frozen=True)
+class _PoolInputs:
+    """What a pool is built from, read in one session before any write lock is taken."""
+
+    run_ids: list[int]
+    runs: list[CoreRun]
+    judged: Qrels | None  # the current qrels: their judged documents are left out
+    topics: list[str]
+    top_level: int
+
+
+def _pool_inputs(s: Session, coll: Collection, runs: list[Run]) -> _PoolInputs:
+    order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
+    return _PoolInputs(run_ids=[r.id for r in runs],
+                       runs=[load_run(r.file, r.source_name or r.tag, order) for r in runs],
+                       judged=load_qrels(coll.current_qrels) if coll.current_qrels is not None else None,
+                       topics=list(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id))),
+                       top_level=max_level(s, coll))
+
+
+def _qrels_changed(s: Session, collection_id: int, base: int | None) -> bool:
+    """Whether the collection's current qrels are no longer ``base``, read under the
+    collection's lock (PostgreSQL row lock; SQLite's BEGIN IMMEDIATE) held until the pool is stored."""
+    s.execute(select(Collection.id).where(Collection.id == collection_id).with_for_update())
+    coll = s.get(Collection, collection_id)
+    if coll is None:
+        raise NotFound(f"no collection {collection_id}")
+    s.refresh(coll)
+    return coll.current_qrels_id != base
+
+
+def _store_pool(s: Session, collection_id: int, base: int | None, depth: int, selection: str,
+                max_priority: int | None, inputs: _PoolInputs, built: pooling.Pool, actor: str) -> Pool:
+    """Write the pool and its documents (in the caller's transaction, after :func:`_qrels_changed`)."""
+    number = (s.scalar(select(func.max(Pool.number)).where(Pool.collection_id == collection_id)) or 0) + 1
+    row = Pool(collection_id=collection_id, number=number, depth=depth, selection=selection,
+               max_priority=max_priority, max_level=inputs.top_level, base_qrels_version_id=base,
+               run_ids=inputs.run_ids, counts=built.counts(), size=built.size, seed=secrets.randbelow(2**31),
+               created_by=actor)
+    s.add(row)
+    s.flush()
+    docs = [{"pool_id": row.id, "topic": t, "docno": d} for t, ds in built.documents.items() for d in ds]
+    for start in range(0, len(docs), 5000):
+        s.execute(insert(PoolDocument), docs[start:start + 5000])
+    audit(s, actor, "pool.create", collection_id, pool=number, depth=depth, selection=selection, size=built.size)
+    return row
+
+
 def create_pool(factory: sessionmaker[Session], me_of: Any, collection_id: int, depth: int,
                 selection: str = "all", max_priority: int | None = None) -> int:
-    """Build and store a pool (immutable) from the collection's runs, less what is judged;
-    returns its id. The runs are read and pooled with no write lock held; the pool is then
-    written in one short transaction, refused (409) if the qrels changed meanwhile.
+    """Build and store a pool (immutable) from the collection's runs, less what is judged,
+    here and now (the CLI; requests ask the workers with :func:`request_pool`); returns its
+    id. The runs are read and pooled with no write lock held; the pool is then written in
+    one short transaction, refused (409) if the qrels changed meanwhile.
     ``me_of(session)`` gives the caller."""
     with factory() as s:
         me = me_of(s)
         coll = s.get(Collection, collection_id)
         if coll is None:
             raise NotFound(f"no collection {collection_id}")
-        me.require_organiser(coll.id)
-        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
-            raise InvalidMeasure("depth is a positive integer")
-        runs = pooled_runs(s, coll, selection, max_priority)
-        if not runs:
-            raise Conflict("no run matches the pool's selection")
-        order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
-        run_ids = [r.id for r in runs]
-        core = [load_run(r.file, r.source_name or r.tag, order) for r in runs]
+        runs = _checked_runs(s, coll, me, depth, selection, max_priority)
         base = coll.current_qrels_id
-        judged = load_qrels(coll.current_qrels) if coll.current_qrels is not None else None
-        topics = list(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
-        top_level = max_level(s, coll)
-    built = pooling.build_pool(core, depth, judged, topics)
+        inputs = _pool_inputs(s, coll, runs)
+    built = pooling.build_pool(inputs.runs, depth, inputs.judged, inputs.topics)
     with transaction(factory) as s:
-        s.execute(select(Collection.id).where(Collection.id == collection_id).with_for_update())
-        coll = s.get(Collection, collection_id)
-        s.refresh(coll)
-        if coll.current_qrels_id != base:
-            raise Conflict("the qrels changed while the pool was built; build it again")
-        number = (s.scalar(select(func.max(Pool.number)).where(Pool.collection_id == coll.id)) or 0) + 1
-        row = Pool(collection_id=coll.id, number=number, depth=depth, selection=selection, max_priority=max_priority,
-                   max_level=top_level, base_qrels_version_id=base, run_ids=run_ids, counts=built.counts(),
-                   size=built.size, seed=secrets.randbelow(2**31), created_by=me.name)
-        s.add(row)
-        s.flush()
-        docs = [{"pool_id": row.id, "topic": t, "docno": d} for t, ds in built.documents.items() for d in ds]
-        for start in range(0, len(docs), 5000):
-            s.execute(insert(PoolDocument), docs[start:start + 5000])
-        audit(s, me.name, "pool.create", coll.id, pool=number, depth=depth, selection=selection, size=built.size)
-        return row.id
+        if _qrels_changed(s, collection_id, base):
+            raise Conflict(QRELS_CHANGED)
+        return _store_pool(s, collection_id, base, depth, selection, max_priority, inputs, built, me.name).id
+
+
+def _checked_runs(s: Session, coll: Collection, me: Principal, depth: Any, selection: str,
+                  max_priority: int | None) -> list[Run]:
+    """The runs of the pool asked for, once the caller and the parameters are checked."""
+    policy.require(policy.may_manage_pools(me, coll), me, f"pools of collection {coll.id}")
+    _check_depth(depth)
+    runs = pooled_runs(s, coll, selection, max_priority)
+    if not runs:
+        raise Conflict("no run matches the pool's selection")
+    return runs
+
+
+# ---------------------------------------------------------------- pools built by the workers
+def request_pool(s: Session, coll: Collection, me: Principal, depth: int, selection: str = "all",
+                 max_priority: int | None = None) -> Outcome[dict[str, Any]]:
+    """Ask the workers for a pool (organisers): the parameters are checked as
+    :func:`create_pool` checks them, the runs chosen now, and the build recorded (an
+    ``Analysis`` row of kind "pool", claimed, retried and swept as the analyses are); the
+    result is its :func:`pool_request_doc`, the follow-up the build (:func:`build_pool`)."""
+    runs = _checked_runs(s, coll, me, depth, selection, max_priority)
+    params = {"depth": depth, "selection": selection, "max_priority": max_priority,
+              "run_ids": [r.id for r in runs], "base_qrels_version_id": coll.current_qrels_id}
+    outcome = analyses.queue(s, coll, me, analyses.POOL, params)
+    audit(s, me.name, "pool.request", coll.id, build=outcome.result.id, depth=depth, selection=selection)
+    return Outcome(_build_doc(outcome.result), outcome.followups)
+
+
+def build_pool(factory: sessionmaker[Session], build_id: int, max_attempts: int = 3) -> list[Followup]:
+    """The worker's part of :func:`request_pool`: claim the build, read the runs chosen and
+    pool them with no transaction open, then store the pool and finish the build in one
+    transaction. The build fails, with the reason, if the qrels changed since it was asked
+    for (:data:`QRELS_CHANGED`: the pool would ask for judgments made meanwhile), if its runs
+    are gone, or if a run cannot be read. Only the latest claim stores, so a retried or
+    duplicated task, or a second worker, adds no second pool."""
+    attempt = analyses.claim(factory, build_id, max_attempts, (analyses.POOL,))
+    if attempt is None:
+        return []
+    with factory() as s:
+        row = s.get(Analysis, build_id)
+        if row is None:
+            return []  # its collection was deleted meanwhile
+        params, collection_id, actor = dict(row.params), row.collection_id, row.created_by
+    inputs: _PoolInputs | None = None
+    try:
+        with factory() as s:
+            coll = s.get(Collection, collection_id)
+            wanted = list(params["run_ids"])
+            found = {r.id: r for r in s.scalars(select(Run).where(Run.id.in_(wanted)))}
+            runs = [found[r] for r in wanted if r in found]
+            if runs:
+                inputs = _pool_inputs(s, coll, runs)
+        built = pooling.build_pool(inputs.runs, int(params["depth"]), inputs.judged, inputs.topics) if inputs else None
+        error = "" if built is not None else "no run of the pool's selection is left"
+    except Exception as exc:  # noqa: BLE001  (recorded on the build; the worker goes on)
+        built, error = None, f"{type(exc).__name__}: {exc}"
+    with transaction(factory) as s:
+        changed = _qrels_changed(s, collection_id, params["base_qrels_version_id"])
+        fresh = analyses.claimed(s, build_id, attempt)
+        if fresh is None:
+            return []  # re-queued by the sweeper meanwhile and claimed again: that attempt stores it
+        if changed or built is None:
+            analyses.finish(fresh, {}, QRELS_CHANGED if changed else error)
+            return []
+        pool = _store_pool(s, collection_id, params["base_qrels_version_id"], int(params["depth"]),
+                           params["selection"], params["max_priority"], inputs, built, actor)
+        analyses.finish(fresh, {"pool_id": pool.id, "pool": pool.number, "size": pool.size})
+    return []
+
+
+BUILD_STATUS = {"queued": "pending", "running": "running", "done": "done", "failed": "failed"}
+
+
+def _build_doc(row: Analysis) -> dict[str, Any]:
+    """A pool build's status document: pending, running, done (with the pool's id) or failed
+    (with the reason)."""
+    return {"id": row.id, "collection_id": row.collection_id, "status": BUILD_STATUS.get(row.status, row.status),
+            "error": row.error or "", "pool": (row.result or {}).get("pool_id"),
+            "params": {k: row.params.get(k) for k in ("depth", "selection", "max_priority")},
+            "created_at": as_utc(row.created_at).isoformat(),
+            "finished_at": as_utc(row.finished_at).isoformat() if row.finished_at else None}
+
+
+def pool_request_doc(s: Session, build_id: int, me: Principal) -> dict[str, Any]:
+    """The status of a pool build (organisers of its collection)."""
+    row = s.get(Analysis, build_id)
+    if row is None or row.kind != analyses.POOL:
+        raise NotFound(f"no pool build {build_id}")
+    coll = s.get(Collection, row.collection_id)
+    policy.require(policy.may_manage_pools(me, coll), me, f"pool build {build_id}")
+    return _build_doc(row)
+
+
+def pool_builds(s: Session, coll: Collection, me: Principal) -> list[dict[str, Any]]:
+    """The collection's pool builds, newest first, with their status (organisers)."""
+    policy.require(policy.may_manage_pools(me, coll), me, f"pool builds of collection {coll.id}")
+    rows = s.scalars(select(Analysis).where(Analysis.collection_id == coll.id, Analysis.kind == analyses.POOL)
+                     .order_by(Analysis.id.desc()))
+    return [_build_doc(row) for row in rows]
+
+
+def pools_of(s: Session, coll: Collection, me: Principal) -> list[dict[str, Any]]:
+    """The collection's pools in order, as :func:`pool_doc` gives them (organisers)."""
+    policy.require(policy.may_manage_pools(me, coll), me, f"pools of collection {coll.id}")
+    return [pool_doc(s, p, me) for p in s.scalars(select(Pool).where(Pool.collection_id == coll.id)
+                                                  .order_by(Pool.number))]
 
 
 def pool_doc(s: Session, pool: Pool, me: Principal) -> dict[str, Any]:
@@ -144,8 +286,7 @@ def get_pool(s: Session, pool_id: int, me: Principal) -> Pool:
     if pool is None:
         raise NotFound(f"no pool {pool_id}")
     me.require_authenticated()
-    if not (me.can_organise(pool.collection_id)
-            or any(c == pool.collection_id for c, _ in me.assigned)):
+    if not policy.may_read_pool(me, pool):
         raise Forbidden(f"pool {pool_id} is not yours to judge")
     return pool
 
@@ -159,7 +300,7 @@ def assessment_file(s: Session, pool_id: int, me: Principal, topic: str) -> str:
     """The plain per-topic format an assessor judges: ``topic docno`` lines in a seeded random
     order (never rank order), to be returned with a level appended (``L2`` or ``2``)."""
     pool = get_pool(s, pool_id, me)
-    if not me.can_assess(pool.collection_id, topic):
+    if not policy.may_assess(me, pool.collection_id, topic):
         raise Forbidden(f"topic {topic} is not assigned to you")
     docs = pool_documents(s, pool, topic)
     if not docs and topic not in pool.counts:
@@ -172,7 +313,7 @@ def assessments(s: Session, me: Principal) -> list[dict[str, Any]]:
     """What an assessor (or organiser) has to judge: per pool and assigned topic, the pool's
     documents and how many the current qrels already judge. No runs, scores or teams."""
     me.require_authenticated()
-    if me.role != "assessor":
+    if not policy.is_assessor(me):
         raise Forbidden("this list is the assessors'; organisers read their pools")
     out = []
     collections = sorted({c for c, _ in me.assigned})
@@ -214,7 +355,7 @@ def judgment_lines(body: bytes, source: str) -> list[JudgmentLine]:
 
 
 def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, body: bytes,
-                     source: str = "judgments upload") -> tuple[dict[str, Any], list[Followup]]:
+                     source: str = "judgments upload") -> Outcome[dict[str, Any]]:
     """Check an upload against the pool; accepted, it becomes a new qrels version (the current
     judgments with these laid over them) and the collection is re-evaluated.
 
@@ -231,7 +372,7 @@ def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, b
         pool_docs = {t: set(pool_documents(s, pool, t)) for t in topics}
         seen: set[tuple[str, str]] = set()
         for ln in lines:
-            if not me.can_assess(pool.collection_id, ln.topic):
+            if not policy.may_assess(me, pool.collection_id, ln.topic):
                 raise InvalidInput(source, ln.line, f"topic {ln.topic} is not assigned to you")
             if ln.topic not in pool.counts:
                 raise InvalidInput(source, ln.line, f"topic {ln.topic} is not in pool {pool.number}")
@@ -265,7 +406,7 @@ def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, b
             job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
             job_id = job.id
         doc = {"qrels_version": version.version, "judgments": len(lines), "topics": topics, "job": job_id}
-    return doc, followups
+    return Outcome(doc, tuple(followups))
 
 
 def _overlay(current: Qrels | None, lines: list[JudgmentLine]) -> Qrels:

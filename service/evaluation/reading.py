@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.errors import InvalidMeasure
-from service.evaluation.setup import EVALUATOR_VERSION, get_collection
+from service.evaluation.planning import params_hash
+from service.evaluation.results import current_result, tested_under
+from service.evaluation.setup import get_collection
 from service.metrics import parse_measure
+from service.metrics.stats.common import pair_indices
+from service.store.arrays import unpack
 from service.store.db import as_utc
-from service.store.models import CollectionConfig, Job, QrelsVersion, Run, RunEvaluation, Score, Team
+from service.store.models import CollectionConfig, Job, QrelsVersion, Run, RunEvaluation, Score, Significance, Team
 
 
 @dataclass(frozen=True)
@@ -55,17 +59,14 @@ def leaderboard(
     q = (select(Run.tag, Team.name, Run.is_baseline, mean, low, high, n_col)
          .join(RunEvaluation, RunEvaluation.id == Score.run_evaluation_id)
          .join(Run, Run.id == RunEvaluation.run_id).join(Team, Team.id == Run.team_id)
-         .where(Run.collection_id == coll.id, RunEvaluation.qrels_version_id == version_id,
-                RunEvaluation.settings_hash == config.settings_hash,
-                RunEvaluation.evaluator_version == EVALUATOR_VERSION, Score.metric == name, mean.is_not(None))
+         .where(Run.collection_id == coll.id, current_result(coll, version_id), Score.metric == name,
+                mean.is_not(None))
          .order_by(mean.desc(), Run.tag))
     judged_mean = Score.public_mean if public else Score.mean
     judged = dict(s.execute(
         select(Run.tag, judged_mean).join(RunEvaluation, RunEvaluation.id == Score.run_evaluation_id)
         .join(Run, Run.id == RunEvaluation.run_id)
-        .where(Run.collection_id == coll.id, RunEvaluation.qrels_version_id == version_id,
-               RunEvaluation.settings_hash == config.settings_hash,
-               RunEvaluation.evaluator_version == EVALUATOR_VERSION, Score.metric == "Judged@10")).all())
+        .where(Run.collection_id == coll.id, current_result(coll, version_id), Score.metric == "Judged@10")).all())
     rows: list[LeaderboardRow] = []
     for i, (tag, team, base, mean, lo, hi, n) in enumerate(s.execute(q)):
         rank = i + 1 if not rows or mean != rows[-1].mean else rows[-1].rank  # ties share a rank
@@ -109,26 +110,39 @@ def computed_at(s: Session, coll, version: int | None = None):  # type: ignore[n
         RunEvaluation.qrels_version_id == version_id)))
 
 
+@dataclass(frozen=True, eq=False)
+class StoredTest:
+    """A stored pairwise test of one metric, as boards read it. Compared by identity: one
+    decoded object per stored row and process (the annotations are cached on it)."""
+
+    runs: list[str]  # run tags, in the stored order
+    p_adjusted: dict[tuple[str, str], float]  # (a, b) -> adjusted p, a before b in ``runs``
+    alpha: float  # as the stored test was run (not as the configuration says now)
+    test: str  # bootstrap | t | wilcoxon | sign | randomisation | tukey | friedman
+    correction: str  # none | holm | bh (as run)
+    resamples: int | None = None  # the test's resamples, when it resamples
+    n_topics: int = 0  # topics the test compared the runs on
+    params: dict[str, Any] = field(default_factory=dict)  # every test parameter as stored
+
+    def p(self, a: str, b: str) -> float | None:
+        """The adjusted p of the pair (a, b) in either order; None if either run was not tested."""
+        return self.p_adjusted.get((a, b), self.p_adjusted.get((b, a)))
+
+
 def significance_for(s: Session, coll, metric: str, test: str | None = None,  # type: ignore[no-untyped-def]
-                     qrels_version: int | None = None, subset: str = "all", any_settings: bool = False):
+                     qrels_version: int | None = None, subset: str = "all",
+                     any_settings: bool = False) -> StoredTest | None:
     """The stored pairwise test of ``metric`` for the current (or given) results, or None.
 
-    Returns (run tags in the stored order, p_adjusted over pairs, alpha, test name, correction),
-    alpha and correction being those the stored test was run with.
+    ``any_settings``: the newest stored test of the version, whatever configuration made it.
     """
-    from service.evaluation.pipeline import params_hash
-    from service.metrics.stats.common import pair_indices
-    from service.store.arrays import unpack
-    from service.store.models import Significance
-
     config = s.get(CollectionConfig, coll.current_config_id)
     version_id = complete_version_id(s, coll) if qrels_version is None else s.scalar(select(QrelsVersion.id).where(
         QrelsVersion.collection_id == coll.id, QrelsVersion.version == qrels_version))
     # Only the id first: the arrays (a few hundred kB for 100 runs) are read once per process.
-    where = [Significance.qrels_version_id == version_id, Significance.metric == metric, Significance.subset == subset]
-    if not any_settings:  # ``any_settings``: the newest stored test, whatever configuration made it
-        where += [Significance.settings_hash == config.settings_hash,
-                  Significance.evaluator_version == EVALUATOR_VERSION]
+    where = [Significance.metric == metric, Significance.subset == subset]
+    where.append(Significance.qrels_version_id == version_id if any_settings
+                 else tested_under(version_id, config.settings_hash))
     if test is None and not any_settings:
         where.append(Significance.params_hash == params_hash(config.significance))
     elif test is not None:
@@ -139,30 +153,36 @@ def significance_for(s: Session, coll, metric: str, test: str | None = None,  # 
     key = (str(s.get_bind().url), row_id)  # row ids repeat across databases (one process may serve several)
     cached = _SIG_CACHE.get(key)
     if cached is None:  # stored matrices never change: decode each once per process
-        row = s.get(Significance, row_id)
-        tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(row.run_ids))).all())
-        names = [tags.get(r, str(r)) for r in row.run_ids]
-        a, b = pair_indices(len(names))
-        p = unpack(row.p_adjusted)
-        matrix = {(names[i], names[j]): float(v) for i, j, v in zip(a.tolist(), b.tolist(), p.tolist())}
-        # alpha and correction as the stored test was run (not as the configuration says now)
-        params = row.params or {}
-        cached = (row.id, names, matrix, float(params.get("alpha", config.significance.get("alpha", 0.05))),
-                  row.test, str(params.get("correction", "none")))
+        cached = _stored_test(s, s.get(Significance, row_id), config.significance)
         if len(_SIG_CACHE) > 64:
             _SIG_CACHE.clear()
-            _ANNOTATION_CACHE.clear()  # its keys use the identity of the matrices cached here
+            _ANNOTATION_CACHE.clear()  # its keys use the identity of the tests cached here
         _SIG_CACHE[key] = cached
-    return cached[1:]
+    return cached
 
 
-_SIG_CACHE: dict[tuple[str, int], tuple] = {}  # type: ignore[type-arg]
-_ANNOTATION_CACHE: dict[tuple, list[dict[str, Any]]] = {}  # type: ignore[type-arg]
+def _stored_test(s: Session, row: Significance, configured: dict[str, Any]) -> StoredTest:
+    tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(row.run_ids))).all())
+    names = [tags.get(r, str(r)) for r in row.run_ids]
+    a, b = pair_indices(len(names))
+    p = unpack(row.p_adjusted)
+    params = dict(row.params or {})
+    resamples = params.get("resamples")
+    pairs = zip(a.tolist(), b.tolist(), p.tolist())
+    return StoredTest(runs=names, p_adjusted={(names[i], names[j]): float(v) for i, j, v in pairs},
+                      alpha=float(params.get("alpha", configured.get("alpha", 0.05))), test=row.test,
+                      correction=str(params.get("correction", "none")),
+                      resamples=int(resamples) if resamples is not None else None, n_topics=int(row.n_topics or 0),
+                      params=params)
 
 
-def annotate(rows: list[LeaderboardRow], sig) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+_SIG_CACHE: dict[tuple[str, int], StoredTest] = {}
+_ANNOTATION_CACHE: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+
+
+def annotate(rows: list[LeaderboardRow], sig: StoredTest | None) -> list[dict[str, Any]]:
     """Cached :func:`_annotate`: the same rows and stored test give the same annotations."""
-    key = (tuple(rows), id(sig[1]) if sig else None)
+    key = (tuple(rows), id(sig) if sig is not None else None)
     if key not in _ANNOTATION_CACHE:
         if len(_ANNOTATION_CACHE) > 256:
             _ANNOTATION_CACHE.clear()
@@ -170,17 +190,14 @@ def annotate(rows: list[LeaderboardRow], sig) -> list[dict[str, Any]]:  # type: 
     return [dict(r) for r in _ANNOTATION_CACHE[key]]
 
 
-def _annotate(rows: list[LeaderboardRow], sig) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+def _annotate(rows: list[LeaderboardRow], sig: StoredTest | None) -> list[dict[str, Any]]:
     """Each row with the runs below it that it significantly beats, the runs it is tied with,
     and group letters: runs sharing a letter are not significantly different (every pair in
     a group), as in a Tukey HSD table. Rows without a stored test get no annotations."""
     out = [dict(r.__dict__) for r in rows]
     if sig is None:
         return out
-    matrix, alpha = sig[1], sig[2]
-
-    def p(x: str, y: str) -> float | None:
-        return matrix.get((x, y), matrix.get((y, x)))
+    alpha, p = sig.alpha, sig.p
 
     order = [r.run for r in rows]
     for i, row in enumerate(out):

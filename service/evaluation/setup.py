@@ -155,7 +155,7 @@ def set_config(session: Session, coll: Collection, spec: ConfigSpec, actor: str 
     """A new configuration version, unless it equals the current one."""
     cfg = spec.normalised()
     if coll.current_qrels is not None:
-        _check_gains(cfg, load_qrels(coll.current_qrels).max_level)
+        _check_gains(cfg, judged_top_level(coll.current_qrels))
     current = coll.current_config
     if current is not None and {
         "official_metric": current.official_metric, "metrics": current.metrics, "levels": current.levels,
@@ -263,6 +263,13 @@ def add_run(
     session.flush()
     audit(session, actor, "run.submit", coll.id, run=row.tag, team=team_name, checksum=row.checksum)
     return row
+
+
+def judged_top_level(version: QrelsVersion) -> int:
+    """H of a stored qrels version, the largest level judged (0 if nothing is relevant), read
+    from its stored level counts: the same as ``load_qrels(version).max_level``, without
+    parsing the upload again."""
+    return max([0, *(int(level) for counts in version.level_counts.values() for level in counts)])
 
 
 def load_qrels(version: QrelsVersion) -> Qrels:

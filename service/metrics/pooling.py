@@ -170,14 +170,11 @@ def leave_one_team_out(qrels: Qrels, runs: Sequence[Run], teams: Mapping[str, st
     evaluated on the qrels less the relevant documents that only that team contributed; topics
     are those of the full evaluation, a topic left with no relevant document scoring 0.
     """
-    from dataclasses import replace
-
     from service.metrics.scoring import EvalSettings, evaluate
     from service.metrics.stats.meta import kendall_tau
 
-    base = settings if isinstance(settings, EvalSettings) else EvalSettings()
     # Keep the full qrels' top level: removing documents must not change the gain scale.
-    base = replace(base, max_level=base.max_level if base.max_level is not None else qrels.max_level)
+    base = (settings if isinstance(settings, EvalSettings) else EvalSettings()).with_max_level_of(qrels)
     by_tag = {r.tag: r for r in runs}
     pool_runs = {t: by_tag[t] for t in (pooled if pooled is not None else by_tag) if t in by_tag}
     contrib = contributions(pool_runs, {t: teams[t] for t in pool_runs}, depth)
@@ -220,3 +217,106 @@ def leave_one_team_out(qrels: Qrels, runs: Sequence[Run], teams: Mapping[str, st
         mean_change=float(np.mean(changes)) if changes else 0.0,
         max_rank_drop=max((int(r["reduced_rank"]) - int(r["full_rank"]) for r in rows), default=0),  # type: ignore[call-overload]
         tau=float(tau))
+
+
+# ------------------------------------------------------------------------------ reusability
+@dataclass(frozen=True)
+class TopicPool:
+    """One topic's pool (the union of the pooled runs' top k) against the judgments."""
+
+    topic: str
+    pool_size: int  # documents in the union
+    judged: int  # of them judged (any level >= 0)
+    relevant_in_pool: int  # of them relevant (level >= 1)
+
+    @property
+    def judged_share(self) -> float | None:
+        return self.judged / self.pool_size if self.pool_size else None
+
+
+def pool_statistics(qrels: Qrels, contrib: Mapping[str, Mapping[str, object]]) -> list[TopicPool]:
+    """Per topic of ``contrib`` (topic -> docno -> contributors, see :func:`contributions`),
+    in topic order: the pool's size and how much of it ``qrels`` judges and finds relevant."""
+    out = []
+    for topic in sorted(contrib):
+        i = qrels.topic_index(topic)
+        levels = dict(zip((d.decode() for d in qrels.docnos[i].tolist()), qrels.levels[i].tolist())) \
+            if i is not None else {}
+        union = contrib[topic]
+        out.append(TopicPool(topic, len(union), sum(1 for d in union if levels.get(d, -1) >= 0),
+                             sum(1 for d in union if levels.get(d, -1) >= 1)))
+    return out
+
+
+@dataclass(frozen=True)
+class RunReusability:
+    """One run: whether it was pooled, how much of its top ranks is judged, what it alone found."""
+
+    run: str
+    team: str
+    pooled: bool
+    judged_at_10: float  # mean share of the top 10 judged (Judged@10)
+    judged_at_depth: float  # the same at the pool depth (Judged@depth)
+    unique_relevant: int  # relevant documents no other pooled run contributed
+
+
+@dataclass(frozen=True)
+class TeamContribution:
+    team: str
+    unique_relevant: int  # relevant documents no other team contributed
+    runs: list[str]  # the team's runs, sorted
+
+
+@dataclass(frozen=True)
+class Reusability:
+    """How reusable a collection's judgments are: pool statistics, unique relevant documents
+    per run and team, judged shares, and Zobel's leave-one-team-out test."""
+
+    metric: str
+    depth: int
+    topics: list[TopicPool]
+    runs: list[RunReusability]  # in the order given
+    teams: list[TeamContribution]  # by team name
+    leave_one_team_out: LeaveOneTeamOut
+
+    @property
+    def mean_judged_share(self) -> float | None:
+        """The mean of the topics' judged shares (None without topics)."""
+        if not self.topics:
+            return None
+        return float(np.mean([t.judged_share for t in self.topics if t.judged_share is not None]))
+
+
+def reusability(qrels: Qrels, runs: Sequence[Run], teams: Mapping[str, str], metric: str, depth: int,
+                settings: object | None = None, pooled: Iterable[str] | None = None) -> Reusability:
+    """The reusability analysis of ``qrels`` for ``runs`` (``teams``: run tag -> team).
+
+    ``pooled`` names the runs that made the pool (default: all); their top ``depth`` documents
+    are the pool whose statistics (:func:`pool_statistics`) and unique relevant documents
+    (:func:`unique_relevant`, per run and per team) are reported. Every run's Judged@10 and
+    Judged@depth are evaluated with ``settings``; the metric's :func:`leave_one_team_out` test
+    closes the analysis.
+    """
+    from service.metrics.scoring import EvalSettings, evaluate
+
+    tags = [r.tag for r in runs]
+    by_tag = {r.tag: r for r in runs}
+    wanted = set(pooled) if pooled is not None else None
+    pooled_tags = [t for t in tags if wanted is None or t in wanted]
+    pool_runs = {t: by_tag[t] for t in pooled_tags}
+    by_run = contributions(pool_runs, {t: t for t in pooled_tags}, depth)
+    by_team = contributions(pool_runs, {t: teams[t] for t in pooled_tags}, depth)
+    judged = evaluate(qrels, list(runs), ["Judged@10", f"Judged@{depth}"],
+                      settings if isinstance(settings, EvalSettings) else EvalSettings())
+    at_10, at_depth = judged.means("Judged@10"), judged.means(f"Judged@{depth}")
+    unique_runs = unique_relevant(qrels, by_run)
+    unique_teams = unique_relevant(qrels, by_team)
+    loto = leave_one_team_out(qrels, runs, teams, metric, depth, settings, pooled=pooled_tags)
+    in_pool = set(pooled_tags)
+    return Reusability(
+        metric=metric, depth=depth, topics=pool_statistics(qrels, by_run),
+        runs=[RunReusability(t, teams[t], t in in_pool, float(at_10[i]), float(at_depth[i]), unique_runs.get(t, 0))
+              for i, t in enumerate(tags)],
+        teams=[TeamContribution(k, unique_teams.get(k, 0), sorted(t for t in tags if teams[t] == k))
+               for k in sorted({teams[t] for t in tags})],
+        leave_one_team_out=loto)

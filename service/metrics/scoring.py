@@ -18,7 +18,7 @@ Rules (see docs/definitions.md):
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -64,6 +64,12 @@ class EvalSettings:
             raise ValueError("depth must be a positive integer")
         if not self.session_sep:
             raise ValueError("session_sep must not be empty")
+
+    def with_max_level_of(self, qrels: Qrels) -> EvalSettings:
+        """These settings with H fixed: the declared top level, else ``qrels``' own. Evaluating
+        on judgments derived from ``qrels`` (reduced, or without a team's documents) then keeps
+        its gain scale, which would otherwise move when the top level drops out."""
+        return replace(self, max_level=self.max_level if self.max_level is not None else qrels.max_level)
 
     def scale(self, qrels: Qrels) -> Scale:
         found = qrels.max_level

@@ -57,6 +57,8 @@ class Collection(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     description: Mapped[str] = mapped_column(Text, default="")
     visibility: Mapped[str] = mapped_column(String(20), default="private")  # private | public
+    # How teams take part: "invite" (organisers enrol teams) or "open" (a participant enrols its own).
+    enrolment: Mapped[str] = mapped_column(String(20), default="invite", server_default="invite")
     # Submissions: an open window (None = unbounded) and a per-team quota of valid runs per UTC day.
     submission_opens_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     submission_closes_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -314,6 +316,16 @@ class CollectionOrganiser(Base):
     __tablename__ = "collection_organisers"
     token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), primary_key=True)
     collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"), primary_key=True)
+
+
+class Enrolment(Base):
+    """A team taking part in a collection: its participants list, read and submit to it."""
+
+    __tablename__ = "enrolments"
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"), primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), primary_key=True)
+    enrolled_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    enrolled_by: Mapped[str] = mapped_column(String(200), default="")
 
 
 class LeaderboardSnapshot(Base):

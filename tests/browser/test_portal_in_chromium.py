@@ -75,11 +75,12 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
                 "name": "ntcir-like task", "description": "A generated collection with graded judgments.",
                 "official_metric": "nDCG@10", "metrics": ["nDCG@10", "AP", "Q", "ERR@10", "P@10"],
                 "significance": {"metrics": ["nDCG@10", "AP"]}}, headers=h).json()["id"]
-            for team in ("alpha", "beta", "gamma"):
+            for team in ("alpha", "beta", "gamma"):  # teams take part by enrolment
                 assert c.post("/api/teams", json={"name": team}, headers=h).status_code == 201
+                assert c.post(f"/api/collections/{cid}/teams", json={"team": team}, headers=h).status_code == 201
             org = c.post("/api/tokens", json={"role": "organiser", "name": "organiser", "collections": [cid]},
                          headers=h).json()["token"]
-            tokens = {"organiser": org}
+            tokens = {"organiser": org, "admin": admin}
             for team in ("alpha", "beta", "gamma"):
                 tokens[team] = c.post("/api/tokens", json={"role": "participant", "team": team, "name": f"{team}-1"},
                                       headers={"Authorization": f"Bearer {org}"}).json()["token"]
@@ -272,13 +273,47 @@ def test_organiser_corrects_qrels_and_reads_the_analysis_pages(service: Service,
         page.get_by_label("Depth").fill("20")
         with page.expect_navigation():  # the form posts, then the page comes back (303)
             page.get_by_role("button", name="Build the pool").click()
+        # the workers build it; the page follows the build's status and shows the pool once it is done
+        page.locator("#pools tbody tr").first.wait_for(timeout=120_000)
         assert page.locator("#pools tbody tr").count() == 1
+        assert page.locator("#builds [data-build-status]").first.inner_text() == "done"
         with page.expect_navigation():
             page.get_by_role("button", name="Compute (by the workers)").click()
         wait_for(lambda: (page.goto(pools), "done" in page.inner_text("#analysis-status"))[1], 120,
                  "the reusability analysis")
         assert page.locator("#loto tbody tr").count() == 7
         shot(page, "15-pools-and-reusability")
+
+
+def test_enrolment_with_the_button_and_on_the_teams_page(service: Service, browser: object) -> None:
+    admin = {"Authorization": f"Bearer {service.tokens['admin']}"}
+    with httpx.Client(base_url=service.base, timeout=30) as c:
+        open_cid = c.post("/api/collections", json={"name": "open task", "visibility": "public",
+                                                    "enrolment": "open"}, headers=admin).json()["id"]
+        assert c.post("/api/teams", json={"name": "delta"}, headers=admin).status_code == 201
+    with browsing(browser, "enrolment") as page:
+        sign_in(page, service.base, service.tokens["gamma"])
+        page.goto(f"{service.base}/c/{open_cid}")
+        nav = page.get_by_role("navigation", name="Collection open task")
+        assert nav.get_by_role("link", name="Submit a run").count() == 0
+        shot(page, "16-enrol-button")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Enrol my team").click()
+        assert page.get_by_role("button", name="Enrol my team").count() == 0
+        assert nav.get_by_role("link", name="Submit a run").count() == 1
+    with browsing(browser, "teams") as page:
+        sign_in(page, service.base, service.tokens["organiser"])
+        page.goto(f"{service.base}/c/{service.cid}/teams")
+        assert page.locator("#teams tbody tr").count() == 3
+        page.get_by_label("Team name").fill("delta")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Enrol", exact=True).click()
+        assert page.locator('#teams tr[data-team="delta"]').count() == 1
+        shot(page, "17-teams")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Remove team delta").click()
+        assert page.locator('#teams tr[data-team="delta"]').count() == 0
+        assert page.locator("#teams tbody tr").count() == 3
 
 
 def test_pages_read_without_javascript_and_meet_accessibility_basics(service: Service, browser: object) -> None:
@@ -289,7 +324,7 @@ def test_pages_read_without_javascript_and_meet_accessibility_basics(service: Se
         paths = ["/", f"/c/{service.cid}", f"/runs/{run_id}", f"/c/{service.cid}/compare", f"/c/{service.cid}/significance",
                  f"/c/{service.cid}/changes", f"/c/{service.cid}/analysis", f"/c/{service.cid}/submit",
                  f"/c/{service.cid}/runs", f"/c/{service.cid}/qrels", f"/c/{service.cid}/snapshots",
-                 f"/c/{service.cid}/pools"]
+                 f"/c/{service.cid}/pools", f"/c/{service.cid}/teams"]
         for path in paths:
             page.goto(service.base + path)
             report = page.evaluate(_A11Y_CHECK)

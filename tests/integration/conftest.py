@@ -166,6 +166,7 @@ class World:
     runs: dict[str, str]  # tag -> run text
     qrels: str
     run_ids: dict[str, int]
+    factory: Any = None  # sessionmaker of the world's database
 
 
 def auth(token: str | None) -> dict[str, str]:
@@ -175,12 +176,13 @@ def auth(token: str | None) -> dict[str, str]:
 @pytest.fixture
 def world(backend: Backend) -> Iterator[World]:
     """A private, unreleased collection ("task", nDCG@10 official) with qrels and three runs
-    (two of team alpha, one of beta), and a second collection; one token per role."""
+    (two of team alpha, one of beta; both teams enrolled), and a second collection ("other",
+    no team enrolled); one token per role."""
     from litestar.testing import TestClient
 
     from service.api.app import create_app
     from service.evaluation.access import create_token
-    from service.evaluation.pipeline import Followup
+    from service.evaluation.work import Followup
     from service.store.db import transaction
 
     factory = backend.factory()
@@ -198,6 +200,9 @@ def world(backend: Backend) -> Iterator[World]:
         cid = client.post("/api/collections", json={"name": "task", "official_metric": "nDCG@10",
                                                     "metrics": ["AP", "nDCG@10"]}, headers=a).json()["id"]
         other = client.post("/api/collections", json={"name": "other"}, headers=a).json()["id"]
+        for team in ("alpha", "beta"):  # teams take part by enrolment
+            r = client.post(f"/api/collections/{cid}/teams", json={"team": team}, headers=a)
+            assert r.status_code == 201, r.text
         tokens = {"admin": admin}
         tokens["organiser"] = client.post("/api/tokens", json={"role": "organiser", "collections": [cid]},
                                           headers=a).json()["token"]
@@ -218,17 +223,13 @@ def world(backend: Backend) -> Iterator[World]:
             r = client.post(f"/api/collections/{cid}/runs", content=text, headers=auth(tokens[team]))
             assert r.status_code == 201, r.text
             run_ids[tag] = r.json()["id"]
-        yield World(client, tokens, cid, other, runs, qrels, run_ids)
+        yield World(client, tokens, cid, other, runs, qrels, run_ids, factory)
 
 
 def run_inline(factory, followups) -> None:  # type: ignore[no-untyped-def]
-    """Do what the workers' tasks do, in this process, until no follow-up remains."""
-    from service.evaluation import analyses
-    from service.evaluation.pipeline import evaluate_item, run_tests
+    """Do what the workers' tasks do, in this process, until no follow-up remains (the one
+    table of task names to use cases; an unknown task name fails loudly)."""
+    from service.evaluation.task_table import run_here
 
-    tasks = {"evaluate_item": evaluate_item, "run_tests": run_tests, "run_analysis": analyses.compute}
-    queue = list(followups)
-    while queue:
-        f = queue.pop(0)
-        queue += tasks[f.task](factory, f.id)
+    run_here(factory, followups)
 

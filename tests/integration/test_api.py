@@ -12,10 +12,10 @@ from litestar.testing import TestClient
 
 from service.api.app import create_app
 from service.evaluation.access import create_token
-from service.evaluation.pipeline import evaluate_item, run_tests
 from service.sample import generate
 from service.store.db import transaction
-from tests.integration.conftest import SPEC, Backend, World, auth
+from tests.integration.conftest import SPEC, Backend, World, auth, run_inline
+
 
 def test_flow_leaderboard_and_corrected_qrels(world: World) -> None:
     c, t = world.client, world.tokens
@@ -92,13 +92,19 @@ def test_every_role_against_every_endpoint(world: World) -> None:
         ("POST", "/api/tokens", {"role": "admin"}, expect(default=403, anonymous=401, admin=201)),
         ("POST", f"/api/collections/{cid}/qrels", "t 0 d 1\n",
          expect(default=403, anonymous=401, organiser=201, admin=201)),
+        # teams take part by enrolment: no team is enrolled in "other"
         ("POST", f"/api/collections/{other}/runs", "t Q0 d 1 1 x\n",
-         expect(default=409, anonymous=401, organiser=403, other_organiser=400, admin=400, assessor=403)),
+         expect(default=403, anonymous=401, other_organiser=400, admin=400)),
+        ("GET", f"/api/collections/{other}", None, expect(default=403, anonymous=401, other_organiser=200, admin=200)),
+        ("GET", f"/api/collections/{cid}/teams", None, expect(default=403, anonymous=401, organiser=200, admin=200)),
+        ("POST", f"/api/collections/{other}/teams", {"team": "alpha"},
+         expect(default=403, anonymous=401, other_organiser=201, admin=201)),
+        ("POST", f"/api/collections/{cid}/enrolment", None, expect(default=403, anonymous=401)),  # invite only
         # topics, pools, assessment, reusability
         ("POST", f"/api/collections/{cid}/topics", {"topics": ["9001"]},
          expect(default=403, anonymous=401, organiser=201, admin=201)),
         ("POST", f"/api/collections/{cid}/pools", {"depth": 5},
-         expect(default=403, anonymous=401, organiser=201, admin=201)),
+         expect(default=403, anonymous=401, organiser=202, admin=202)),
         ("GET", f"/api/collections/{cid}/pools", None, expect(default=403, anonymous=401, organiser=200, admin=200)),
         ("GET", "/api/pools/1", None, expect(default=403, anonymous=401, organiser=200, admin=200)),
         ("GET", "/api/pools/1/topics/0001", None, expect(default=403, anonymous=401, organiser=200, admin=200,
@@ -111,13 +117,19 @@ def test_every_role_against_every_endpoint(world: World) -> None:
          expect(default=403, anonymous=401, organiser=200, admin=200)),
         ("POST", f"/api/collections/{cid}/analyses", {"metric": "AP"},
          expect(default=403, anonymous=401, organiser=202, admin=202)),
-        ("GET", "/api/analyses/1", None, expect(default=403, anonymous=401, organiser=200, admin=200)),
+        # ids 1 and 2 are the two pool builds above (the workers build pools as analyses of kind
+        # "pool", read at /api/pool-builds), 3 and 4 the two analyses just requested
+        ("GET", "/api/pool-builds/1", None, expect(default=403, anonymous=401, organiser=200, admin=200)),
+        ("GET", "/api/analyses/1", None, expect(default=404)),
+        ("GET", "/api/analyses/3", None, expect(default=403, anonymous=401, organiser=200, admin=200)),
         ("POST", f"/api/collections/{cid}/snapshots", {"label": "s-{role}"},
          expect(default=403, anonymous=401, organiser=201, admin=201)),
         ("PATCH", f"/api/runs/{alpha_run}/settings", {"description": "d"},
          expect(default=403, anonymous=401, alpha=200, organiser=200, admin=200)),
         ("DELETE", "/api/tokens/999999", None, expect(default=403, anonymous=401, admin=404)),
         ("DELETE", f"/api/runs/{beta_run}", None, expect(default=403, anonymous=401, organiser=200)),
+        ("DELETE", f"/api/collections/{other}/teams/alpha", None,
+         expect(default=403, anonymous=401, other_organiser=200)),
     ]
     for method, path, body, expected in cases:
         for role in ROLES:
@@ -300,10 +312,7 @@ def test_previous_results_stay_served_during_a_reevaluation_and_multipart_upload
     factory = backend.factory()
 
     def run_all(followups):  # type: ignore[no-untyped-def]
-        queue = list(followups)
-        while queue:
-            f = queue.pop(0)
-            queue += evaluate_item(factory, f.id) if f.task == "evaluate_item" else run_tests(factory, f.id)
+        run_inline(factory, followups)
 
     mode = {"hold": False}
 
@@ -374,5 +383,5 @@ def test_uploads_over_the_limit_are_refused_while_streaming(backend: Backend) ->
     with TestClient(app=create_app(backend.database_url, lambda f: None, max_body=1000)) as c:
         cid = c.post("/api/collections", json={"name": "small"}, headers=auth(admin)).json()["id"]
         r = c.post(f"/api/collections/{cid}/qrels", content="t 0 d 1\n" * 500, headers=auth(admin))
-        assert r.status_code == 413 and r.json()["error"]["code"] == "http_error"
+        assert r.status_code == 413 and r.json()["error"]["code"] == "too_large"
         assert c.get(f"/api/collections/{cid}/qrels", headers=auth(admin)).json()["items"] == []

@@ -1,7 +1,9 @@
 """Property-based API tests from the OpenAPI schema (schemathesis): no request makes a 5xx.
 
-Every operation is called with generated path, query and body values, anonymously and with
-an admin token, against a real (SQLite) store holding an evaluated collection.
+Every operation is called with path, query and body values generated from the typed schema
+(bodies included), anonymously and as an admin, an organiser and a participant of an enrolled
+team, against a real (SQLite) store holding an evaluated collection; the work a request hands
+to the workers is done in-process, as a worker would.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ from schemathesis.checks import not_a_server_error
 
 from service.api.app import create_app
 from service.evaluation.access import create_token
-from service.evaluation.pipeline import evaluate_item, plan_job, run_tests
+from service.evaluation.planning import plan_job
 from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection
+from service.evaluation.task_table import run_here
 from service.sample import CollectionSpec, generate
 from service.store.db import session_factory, transaction
 from service.store.migrate import upgrade
+from service.store.models import Enrolment, Team
 
 DB = Path(os.environ.get("CRANFIELD_SCHEMA_TEST_DB", f"/tmp/cranfield-schemathesis-{os.getpid()}.sqlite"))
+TOKENS: dict[str, str] = {}
 
 
 def _app():  # type: ignore[no-untyped-def]
@@ -36,26 +41,24 @@ def _app():  # type: ignore[no-untyped-def]
         coll.visibility, coll.leaderboard_released = "public", True
         add_qrels(s, coll, qrels.encode(), "q")
         for tag, text in runs.items():
-            add_run(s, coll, text.encode(), tag)
+            add_run(s, coll, text.encode(), tag, team="alpha")
         _, followups = plan_job(s, coll, "load")
-        secret, _ = create_token(s, "admin", name="schemathesis")
-    queue = list(followups)
-    while queue:
-        f = queue.pop(0)
-        queue += evaluate_item(factory, f.id) if f.task == "evaluate_item" else run_tests(factory, f.id)
-    global ADMIN
-    ADMIN = secret
-    return create_app(url, lambda followups: None)
+        team = s.query(Team).filter_by(name="alpha").one()
+        s.add(Enrolment(collection_id=coll.id, team_id=team.id))
+        TOKENS["admin"], _ = create_token(s, "admin", name="schemathesis")
+        TOKENS["organiser"], _ = create_token(s, "organiser", name="org", collections=[coll.id])
+        TOKENS["participant"], _ = create_token(s, "participant", name="p", team="alpha")
+    run_here(factory, followups)
+    return create_app(url, lambda followups: run_here(factory, followups))
 
 
-ADMIN = ""
 schema = schemathesis.openapi.from_asgi("/schema/openapi.json", _app())
 
 
 @schema.parametrize()
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
-@pytest.mark.parametrize("as_admin", [False, True])
-def test_no_server_errors(case, as_admin: bool) -> None:  # type: ignore[no-untyped-def]
-    headers = {"Authorization": f"Bearer {ADMIN}"} if as_admin else {}
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.mark.parametrize("role", ["anonymous", "admin", "organiser", "participant"])
+def test_no_server_errors(case, role: str) -> None:  # type: ignore[no-untyped-def]
+    headers = {"Authorization": f"Bearer {TOKENS[role]}"} if role in TOKENS else {}
     response = case.call(headers=headers)
     case.validate_response(response, checks=(not_a_server_error,))

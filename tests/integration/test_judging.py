@@ -85,6 +85,7 @@ def task(backend: Backend) -> Iterator[Task]:
         for i in range(11):
             team = f"team{i:02d}"
             assert c.post("/api/teams", json={"name": team}, headers=a).status_code == 201
+            assert c.post(f"/api/collections/{cid}/teams", json={"team": team}, headers=a).status_code == 201
             tokens[team] = c.post("/api/tokens", json={"role": "participant", "team": team},
                                   headers=auth(org)).json()["token"]
         assert c.post(f"/api/collections/{cid}/topics", json={"topics": TOPICS}, headers=auth(org)).status_code == 201
@@ -100,6 +101,20 @@ def task(backend: Backend) -> Iterator[Task]:
             assert r.status_code == 201, r.text
             tokens[name] = r.json()["token"]
         yield Task(c, cid, tokens, runs, truth, backend)
+
+
+def build_pool(task: Task, **body: object) -> dict[str, Any]:
+    """Ask for a pool: the request answers at once (202, pending) and the worker builds it;
+    its build names the pool once done."""
+    c, org = task.client, auth(task.tokens["organiser"])
+    r = c.post(f"/api/collections/{task.cid}/pools", json=body, headers=org)
+    assert r.status_code == 202 and r.json()["status"] == "pending" and r.json()["pool"] is None, r.text
+    build = wait_for(lambda: (lambda d: d if d["status"] in ("done", "failed") else None)(
+        c.get(f"/api/pool-builds/{r.json()['id']}", headers=org).json()), 120, "the pool build", task.backend)
+    assert build["status"] == "done" and build["error"] == "", build
+    assert build["params"] == {"depth": body["depth"], "selection": r.json()["params"]["selection"],
+                               "max_priority": body.get("max_priority")}
+    return c.get(f"/api/pools/{build['pool']}", headers=org).json()
 
 
 def pool_union(runs: dict[str, str], tags: list[str], depth: int) -> dict[str, set[str]]:
@@ -145,10 +160,10 @@ def test_pool_judge_evaluate_then_pool_a_late_run_incrementally(task: Task) -> N
     c, cid, org = task.client, task.cid, auth(task.tokens["organiser"])
     tags = list(task.runs)[:30]
     # each team's primary runs only: 10 runs
-    primary = c.post(f"/api/collections/{cid}/pools", json={"depth": DEPTH, "primary_only": True}, headers=org).json()
+    primary = build_pool(task, depth=DEPTH, primary_only=True)
     assert len(primary["runs"]) == 10 and primary["runs"] == tags[0::3]
     # the pool that is judged: all 30 runs at depth 20, exactly the union of their top 20
-    pool = c.post(f"/api/collections/{cid}/pools", json={"depth": DEPTH}, headers=org).json()
+    pool = build_pool(task, depth=DEPTH)
     union = pool_union(task.runs, tags, DEPTH)
     assert pool["size"] == sum(len(v) for v in union.values())
     assert {t: v["new"] for t, v in pool["counts"].items()} == {t: len(v) for t, v in union.items()}
@@ -191,7 +206,7 @@ def test_pool_judge_evaluate_then_pool_a_late_run_incrementally(task: Task) -> N
     scored = _scored_topics(_judged(task.truth, union))  # Judged@10 is averaged over the scored topics
     top10_unjudged = sum(len(set(d[:10]) - union.get(t, set())) for t, d in ranking(late).items() if t in scored)
     assert late_row["judged_at_10"] == pytest.approx(1 - top10_unjudged / (10 * len(scored)), abs=1e-9)
-    incremental = c.post(f"/api/collections/{cid}/pools", json={"depth": DEPTH}, headers=org).json()
+    incremental = build_pool(task, depth=DEPTH)
     assert incremental["excludes_judged_in_qrels_version"] == 2 and incremental["number"] == 3
     assert {t: v["new"] for t, v in incremental["counts"].items() if v["new"]} == {
         t: len(v) for t, v in new_docs.items() if v}
@@ -228,7 +243,7 @@ def test_pool_judge_evaluate_then_pool_a_late_run_incrementally(task: Task) -> N
 
 def test_assessors_see_only_their_pools_and_topics(task: Task) -> None:
     c, cid, org = task.client, task.cid, auth(task.tokens["organiser"])
-    pool = c.post(f"/api/collections/{cid}/pools", json={"depth": 5}, headers=org).json()
+    pool = build_pool(task, depth=5)
     h = auth(task.tokens["assessor1"])
     run_id = c.get(f"/api/collections/{cid}/runs", headers=org).json()["items"][0]["id"]
     denied = [("GET", f"/api/collections/{cid}"), ("GET", f"/api/collections/{cid}/leaderboard"),

@@ -6,10 +6,11 @@ runs (RUN-01 and RUN-02 of team alpha, RUN-03 of beta); work is done in-process.
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from service.evaluation import analyses, judging
 from service.evaluation.access import Principal
+from service.evaluation.work import TaskName
 from service.store.db import transaction
 from service.store.models import Analysis, Collection
 from tests.integration.conftest import Backend, World, auth, run_inline
@@ -18,10 +19,13 @@ ADMIN = Principal(role="admin", name="test")
 
 
 def _pool(world: World, depth: int = 40, **extra: object) -> dict:
-    r = world.client.post(f"/api/collections/{world.cid}/pools", json={"depth": depth, **extra},
-                          headers=auth(world.tokens["organiser"]))
-    assert r.status_code == 201, r.text
-    return r.json()
+    """Ask for a pool (the world's dispatch builds it in-process once the request commits)."""
+    org = auth(world.tokens["organiser"])
+    r = world.client.post(f"/api/collections/{world.cid}/pools", json={"depth": depth, **extra}, headers=org)
+    assert r.status_code == 202 and r.json()["status"] == "pending", r.text
+    build = world.client.get(f"/api/pool-builds/{r.json()['id']}", headers=org).json()
+    assert build["status"] == "done" and build["error"] == "", build
+    return world.client.get(f"/api/pools/{build['pool']}", headers=org).json()
 
 
 def _judged(world: World, pool_id: int, topic: str, label: str = "L1") -> str:
@@ -58,7 +62,7 @@ def test_concurrent_uploads_keep_each_others_judgments(world: World, backend: Ba
         return real(f)
 
     monkeypatch.setattr(judging, "transaction", transaction_after_a_competitor)
-    doc, _ = judging.submit_judgments(factory, lambda _: ADMIN, pool["id"], first.encode())
+    doc = judging.submit_judgments(factory, lambda _: ADMIN, pool["id"], first.encode()).result
     assert doc["qrels_version"] == 3
     with factory() as s:
         coll = s.get(Collection, world.cid)
@@ -83,7 +87,7 @@ def test_a_priority_pool_takes_at_most_n_runs_per_team(world: World) -> None:
 def test_a_lost_analysis_is_sent_again_and_only_its_last_claim_stores(world: World, backend: Backend) -> None:
     factory = backend.factory()
     with transaction(factory) as s:
-        row, _ = analyses.request(s, s.get(Collection, world.cid), ADMIN, "AP")
+        row = analyses.request(s, s.get(Collection, world.cid), ADMIN, "AP").result
         aid = row.id
     with transaction(factory) as s:  # a worker claimed it, then was lost
         row = s.get(Analysis, aid)
@@ -102,8 +106,8 @@ def test_a_pool_is_refused_when_the_qrels_change_while_it_is_built(world: World,
                                                                    monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import pytest
 
-    from service.evaluation.access import Conflict
-    from service.evaluation.views import upload_qrels
+    from service.errors import Conflict
+    from service.evaluation.qrels import upload as upload_qrels
 
     factory = backend.factory()
     real = judging.transaction
@@ -121,3 +125,86 @@ def test_a_pool_is_refused_when_the_qrels_change_while_it_is_built(world: World,
         from service.store.models import Pool, QrelsVersion
 
         assert s.get(QrelsVersion, s.get(Pool, pool_id).base_qrels_version_id).version == 2
+
+
+def test_a_pool_build_fails_with_the_reason_when_the_qrels_change_before_the_worker_builds_it(
+        world: World, backend: Backend) -> None:
+    """The 409 rule of the synchronous build, as a failure recorded on the build."""
+    from service.evaluation.qrels import upload as upload_qrels
+    from service.store.models import Pool
+
+    factory = backend.factory()
+    with factory() as s:
+        before = s.scalar(select(func.count()).select_from(Pool))
+    with transaction(factory) as s:
+        outcome = judging.request_pool(s, s.get(Collection, world.cid), ADMIN, 10)
+    assert outcome.result["status"] == "pending" and outcome.result["pool"] is None
+    assert [(f.task, f.id) for f in outcome.followups] == [(TaskName.BUILD_POOL, outcome.result["id"])]
+    upload_qrels(factory, lambda _: ADMIN, world.cid, world.qrels.encode())  # version 2 before the worker runs
+    run_inline(factory, outcome.followups)
+    with factory() as s:
+        doc = judging.pool_request_doc(s, outcome.result["id"], ADMIN)
+        assert s.scalar(select(func.count()).select_from(Pool)) == before
+    assert doc["status"] == "failed" and doc["error"] == judging.QRELS_CHANGED and doc["pool"] is None
+    assert doc["finished_at"] is not None and doc["params"] == {"depth": 10, "selection": "all", "max_priority": None}
+    org = auth(world.tokens["organiser"])
+    r = world.client.get(f"/api/pool-builds/{doc['id']}", headers=org)
+    assert r.status_code == 200 and r.json()["status"] == "failed" and "qrels changed" in r.json()["error"]
+    assert world.client.get(f"/api/pool-builds/{doc['id']}", headers=auth(world.tokens["alpha"])).status_code == 403
+    assert _pool(world, 10)["excludes_judged_in_qrels_version"] == 2  # asked again: built on version 2
+
+
+def test_a_pool_build_stores_one_pool_under_duplicate_deliveries_and_a_lost_worker(world: World,
+                                                                                   backend: Backend) -> None:
+    from service.evaluation.task_table import run_here
+    from service.store.models import Pool
+
+    factory = backend.factory()
+    with factory() as s:
+        before = s.scalar(select(func.count()).select_from(Pool))
+    with transaction(factory) as s:
+        outcome = judging.request_pool(s, s.get(Collection, world.cid), ADMIN, 10, "priority", 1)
+    bid = outcome.result["id"]
+    assert analyses.claim(factory, bid, 3, (analyses.KIND, analyses.REDUCTION)) is None  # not an analysis's task
+    assert analyses.claim(factory, bid, 3, (analyses.POOL,)) == 1  # a worker claims it, then is lost
+    assert judging.build_pool(factory, bid) == []  # a duplicate delivery: not queued, does nothing
+    with factory() as s:
+        assert judging.pool_request_doc(s, bid, ADMIN)["status"] == "running"
+    with transaction(factory) as s:  # ... long ago
+        row = s.get(Analysis, bid)
+        row.started_at = row.created_at
+    followups = analyses.sweep(factory, timeout=0)
+    assert [(f.task, f.id) for f in followups] == [(TaskName.BUILD_POOL, bid)]
+    run_here(factory, followups + followups)  # sent twice: the second delivery finds it done
+    with factory() as s:
+        doc = judging.pool_request_doc(s, bid, ADMIN)
+        assert doc["status"] == "done" and s.scalar(select(func.count()).select_from(Pool)) == before + 1
+        pool = s.get(Pool, doc["pool"])
+        assert (pool.selection, pool.max_priority, pool.depth) == ("priority", 1, 10)
+        assert analyses.claimed(s, bid, 1) is None  # the lost worker's claim can no longer store
+        assert [b["id"] for b in judging.pool_builds(s, s.get(Collection, world.cid), ADMIN)][0] == bid
+    assert judging.build_pool(factory, bid) == []  # a late redelivery: nothing more
+
+
+def test_a_pool_request_is_checked_as_the_synchronous_build_is(world: World, backend: Backend) -> None:
+    import pytest
+
+    from service.errors import Conflict, Forbidden, InvalidMeasure
+
+    factory = backend.factory()
+    with transaction(factory) as s:
+        coll = s.get(Collection, world.cid)
+        with pytest.raises(InvalidMeasure, match="depth is a positive integer"):
+            judging.request_pool(s, coll, ADMIN, 0)
+        with pytest.raises(InvalidMeasure, match="selection is one of"):
+            judging.request_pool(s, coll, ADMIN, 5, "some")
+        with pytest.raises(InvalidMeasure, match="max_priority"):
+            judging.request_pool(s, coll, ADMIN, 5, "priority")
+        with pytest.raises(Conflict, match="no run matches"):
+            judging.request_pool(s, coll, ADMIN, 5, "primary")
+        with pytest.raises(Forbidden):
+            judging.request_pool(s, coll, Principal(role="participant", name="p"), 5)
+        assert s.scalar(select(func.count()).select_from(Analysis)) == 0
+    r = world.client.post(f"/api/collections/{world.cid}/pools", json={"depth": 0},
+                          headers=auth(world.tokens["organiser"]))
+    assert r.status_code in (400, 422), r.text

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select
 
-from service.evaluation.pipeline import plan_job
+from service.evaluation.planning import plan_job
 from service.evaluation.reading import leaderboard
 from service.evaluation.setup import ConfigSpec, EVALUATOR_VERSION, add_qrels, add_run, ensure_collection
 from service.formats.readers import parse_qrels, parse_run
@@ -81,7 +81,7 @@ def job_done(be: Backend, job_id: int) -> Job | None:
 def check_scores_equal_the_core(be: Backend, qrels_text: str, runs: dict[str, str], version: int) -> None:
     """Every stored score of the current version equals a direct evaluation by the core."""
     qrels = parse_qrels(qrels_text.encode())
-    from service.evaluation.pipeline import ALWAYS_EVALUATED
+    from service.evaluation.evaluating import ALWAYS_EVALUATED
 
     core = evaluate(qrels, [parse_run(t.encode()) for t in runs.values()], [*METRICS, *ALWAYS_EVALUATED],
                     EvalSettings())
@@ -193,7 +193,8 @@ def test_a_bad_run_fails_alone_and_a_bad_upload_stores_nothing(backend: Backend)
 
 
 def test_scheduled_refresh_finds_stale_results(backend: Backend) -> None:
-    from service.evaluation.pipeline import refresh_stale
+    from service.evaluation.sweeping import refresh_stale
+    from service.evaluation.work import TaskName
     from service.evaluation.setup import set_config
 
     qrels1, runs, _ = collection()
@@ -205,7 +206,7 @@ def test_scheduled_refresh_finds_stale_results(backend: Backend) -> None:
         coll = ensure_collection(s, "task", None)
         set_config(s, coll, ConfigSpec(official_metric="AP", metrics=(*METRICS, "nERR@20")), "organiser")
     followups = refresh_stale(backend.factory())
-    assert [f.task for f in followups] == ["evaluate_item"] * 5
+    assert [f.task for f in followups] == [TaskName.EVALUATE_ITEM] * 5
     send(followups, backend.celery())
     with backend.factory()() as s:
         job2 = s.scalar(select(func.max(Job.id)))

@@ -11,8 +11,12 @@ import pytest
 from sqlalchemy import delete, func, select
 
 from service.errors import InvalidMeasure
-from service.evaluation.pipeline import evaluate_item, plan_job, refresh_stale, run_tests, sweep
+from service.evaluation.evaluating import evaluate_item
+from service.evaluation.planning import plan_job
+from service.evaluation.significance_tests import run_tests
 from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection, set_config
+from service.evaluation.sweeping import refresh_stale, sweep
+from service.evaluation.work import TaskName
 from service.store.db import transaction
 from service.store.models import Collection, Job, JobItem, Run, RunEvaluation, Score, Significance, utcnow
 from tests.integration.conftest import Backend
@@ -40,7 +44,7 @@ def drain(be: Backend, item_ids: list[int]) -> None:
     factory = be.factory()
     for item_id in item_ids:
         for f in evaluate_item(factory, item_id):
-            assert f.task == "run_tests"
+            assert f.task == TaskName.RUN_TESTS
             run_tests(factory, f.id)
 
 
@@ -59,7 +63,7 @@ def test_tests_that_cannot_run_are_reported_and_the_job_finishes(backend: Backen
     with transaction(backend.factory()) as s:  # nothing stays stuck: a new plan is possible
         coll = s.scalar(select(Collection))
         again, followups = plan_job(s, coll, "manual")
-        assert again.id != job_id and [f.task for f in followups] == ["run_tests"]
+        assert again.id != job_id and [f.task for f in followups] == [TaskName.RUN_TESTS]
     assert refresh_stale(backend.factory()) == []  # and the refresh does not loop on it
 
 
@@ -96,7 +100,7 @@ def test_sweeper_requeues_stuck_items_once_and_gives_up_on_tests(backend: Backen
         item = s.get(JobItem, items[0])
         item.status, item.started_at, item.attempts = "evaluating", utcnow() - timedelta(seconds=60), 1
     followups = sweep(factory, timeout=30.0)
-    assert [(f.task, f.id) for f in followups].count(("evaluate_item", items[0])) == 1
+    assert [(f.task, f.id) for f in followups].count((TaskName.EVALUATE_ITEM, items[0])) == 1
     drain(backend, items)
     assert job(backend, job_id).status == "done"
     # Tests that never complete: re-sent up to max_attempts, then the job fails with a reason.
@@ -105,7 +109,7 @@ def test_sweeper_requeues_stuck_items_once_and_gives_up_on_tests(backend: Backen
         j, _ = plan_job(s, coll, "manual")  # everything evaluated: a tests-only job
         tests_job = j.id
     for _ in range(3):
-        assert [f.task for f in sweep(factory, timeout=0.0, max_attempts=3)] == ["run_tests"]
+        assert [f.task for f in sweep(factory, timeout=0.0, max_attempts=3)] == [TaskName.RUN_TESTS]
     assert sweep(factory, timeout=0.0, max_attempts=3) == []
     j = job(backend, tests_job)
     assert j.status == "failed" and "did not complete after 3 attempts" in j.error
@@ -120,7 +124,7 @@ def test_changed_test_settings_make_the_tests_stale(backend: Backend) -> None:
         set_config(s, coll, ConfigSpec(official_metric="AP", metrics=("AP", "P@5"),
                                        significance={"test": "t", "correction": "holm"}))
     followups = refresh_stale(backend.factory())
-    assert [f.task for f in followups] == ["run_tests"]  # scores are current; only the tests are not
+    assert [f.task for f in followups] == [TaskName.RUN_TESTS]  # scores are current; only the tests are not
     run_tests(backend.factory(), followups[0].id)
     with backend.factory()() as s:
         assert [x.test for x in s.scalars(select(Significance).order_by(Significance.id))] == ["bootstrap", "t"]
@@ -146,6 +150,31 @@ def test_a_failed_run_is_not_replanned_by_every_refresh(backend: Backend) -> Non
     assert refresh_stale(backend.factory()) == []
     with backend.factory()() as s:
         assert s.scalar(select(Run.status).where(Run.tag == "a")) == "failed"
+
+
+def test_gains_are_checked_on_the_stored_level_counts_without_parsing_the_qrels(
+        backend: Backend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Changing gains is a request: the judged levels come from the version's stored counts."""
+    from service.evaluation import setup as setup_module
+    from service.formats import readers
+
+    with transaction(backend.factory()) as s:
+        coll = ensure_collection(s, "g", ConfigSpec(official_metric="AP", metrics=("AP",)))
+        add_qrels(s, coll, QRELS.encode(), "q")  # levels 0, 1 and 2
+
+    def no_parsing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the qrels were parsed")
+
+    monkeypatch.setattr(setup_module, "parse_qrels", no_parsing)
+    monkeypatch.setattr(readers, "parse_qrels", no_parsing)
+    with transaction(backend.factory()) as s:
+        coll = s.scalar(select(Collection).where(Collection.name == "g"))
+        with pytest.raises(InvalidMeasure, match=r"no gain for level\(s\) 2"):
+            set_config(s, coll, ConfigSpec(official_metric="AP", metrics=("AP", "nDCG(gains={1:1})@10")))
+        with pytest.raises(InvalidMeasure, match=r"no gain for level\(s\) 2"):
+            set_config(s, coll, ConfigSpec(official_metric="AP", levels=({"level": 1, "gain": 1},)))
+        accepted = set_config(s, coll, ConfigSpec(official_metric="AP", metrics=("AP", "nDCG(gains={1:1,2:5})@10")))
+        assert "nDCG(gains={1:1,2:5})@10" in accepted.metrics
 
 
 def test_bad_significance_settings_are_refused() -> None:

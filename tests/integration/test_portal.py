@@ -1,7 +1,10 @@
-"""The web portal over HTTP (no browser): every page for every role, the forms, the secrets.
+"""The web portal over HTTP (no browser): every page and every form for every role, enrolment,
+the navigation against the pages' answers, the error pages, the secrets.
 
 The browser tests (tests/browser) drive the same pages in Chromium; these check the access
-rules and the server-side behaviour on both databases, quickly.
+rules and the server-side behaviour on both databases, quickly. The world (conftest.py): a
+private, unreleased collection "task" in which teams alpha and beta are enrolled, and a
+private collection "other" in which no team is.
 """
 
 from __future__ import annotations
@@ -9,8 +12,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from sqlalchemy import select
 
-from service.portal.routes import COOKIE, csrf_for
+from service.config import settings
+from service.portal.forms import COOKIE, csrf_for
+from service.store.models import Pool
 from tests.integration.conftest import World, auth
 
 ROLES = ("anonymous", "alpha", "beta", "organiser", "other_organiser", "admin", "assessor")
@@ -24,6 +30,34 @@ def as_role(world: World, role: str) -> dict[str, str]:
 def expect(**by_role: int) -> dict[str, int]:
     default = by_role.pop("default")
     return {role: by_role.get(role, default) for role in ROLES}
+
+
+# The pages of a collection's navigation (the leaderboard, /c/{id}, is its home page).
+NAV_PAGES = ("significance", "changes", "analysis", "snapshots", "compare", "runs", "submit", "qrels", "pools", "teams")
+
+
+def nav_links(html: str, cid: int) -> set[str]:
+    """The pages the collection navigation of a page links to."""
+    nav = html[html.index('<nav class="collection"'):]
+    return set(re.findall(rf'href="/c/{cid}/([a-z]+)"', nav[: nav.index("</nav>")]))
+
+
+def assert_navigation_matches_the_pages(world: World, cid: int) -> None:
+    """For every role that can open the collection: a page is linked exactly when it answers 200."""
+    for role in ROLES:
+        headers = as_role(world, role)
+        home = world.client.get(f"/c/{cid}", headers=headers)
+        if home.status_code != 200:
+            continue
+        links = nav_links(home.text, cid)
+        for page in NAV_PAGES:
+            status = world.client.get(f"/c/{cid}/{page}", headers=headers, follow_redirects=False).status_code
+            assert (page in links) == (status == 200), (role, page, status, sorted(links))
+
+
+def listed_collections(world: World, role: str) -> list[str]:
+    """The collection names the index shows a role."""
+    return re.findall(r'<tr data-collection="([^"]+)">', world.client.get("/", headers=as_role(world, role)).text)
 
 
 def table_runs(html: str, table_id: str = "leaderboard") -> list[str]:
@@ -49,7 +83,7 @@ def test_every_page_for_every_role_on_an_unreleased_private_collection(world: Wo
         (f"/c/{cid}/compare?a={alpha_run}&b={alpha_run2}", expect(default=200, anonymous=401, beta=403,
                                                                   other_organiser=403, assessor=403)),
         (f"/c/{cid}/compare?a={alpha_run}&b={beta_run}", staff_only),
-        (f"/c/{cid}/significance", participant_or_staff),  # participants: a "not released" notice
+        (f"/c/{cid}/significance", staff_only),  # results beyond the board: once released (as the API)
         (f"/c/{cid}/changes", staff_only),
         (f"/c/{cid}/analysis", staff_only),
         (f"/c/{cid}/snapshots", staff_only),
@@ -58,7 +92,11 @@ def test_every_page_for_every_role_on_an_unreleased_private_collection(world: Wo
         (f"/c/{cid}/progress.json", participant_or_staff),
         (f"/c/{cid}/qrels", staff_only),
         (f"/c/{cid}/pools", staff_only),
-        (f"/c/{other}", expect(default=200, anonymous=401, organiser=403, assessor=403)),
+        (f"/c/{cid}/teams", staff_only),
+        # no team is enrolled in "other": a private collection its teams' participants cannot open
+        (f"/c/{other}", expect(default=403, anonymous=401, other_organiser=200, admin=200)),
+        (f"/c/{other}/runs", expect(default=403, anonymous=401, other_organiser=200, admin=200)),
+        (f"/c/{other}/submit", expect(default=403, anonymous=401, other_organiser=200, admin=200)),
         ("/c/999", expect(default=404)),
         ("/runs/999", expect(default=404)),
         ("/snapshots/999", expect(default=404)),
@@ -75,7 +113,31 @@ def test_every_page_for_every_role_on_an_unreleased_private_collection(world: Wo
     beta_board = c.get(f"/c/{cid}", headers=as_role(world, "beta")).text
     assert table_runs(beta_board) == ["RUN-03"] and "RUN-01" not in beta_board
     assert "RUN-01" not in c.get(f"/c/{cid}/board.csv", headers=as_role(world, "beta")).text
-    assert "once the leaderboard is released" in c.get(f"/c/{cid}/significance", headers=as_role(world, "alpha")).text
+    # the index lists what each role may open
+    assert listed_collections(world, "alpha") == ["task"] and listed_collections(world, "anonymous") == []
+    assert listed_collections(world, "other_organiser") == ["other"] and listed_collections(world, "assessor") == []
+    assert listed_collections(world, "admin") == ["task", "other"]
+
+
+def test_the_navigation_links_exactly_the_pages_that_open(world: World) -> None:
+    """Every link of the collection navigation comes from the policy predicate its page asks:
+    checked for every role on the states that change the answers."""
+    c, cid, org = world.client, world.cid, auth(world.tokens["organiser"])
+    assert_navigation_matches_the_pages(world, cid)  # private, unreleased
+    assert_navigation_matches_the_pages(world, world.other_cid)
+    assert c.patch(f"/api/collections/{cid}", json={"leaderboard_released": True}, headers=org).status_code == 200
+    # released: participants see the significance page, and its link (the API serves them the same matrix)
+    assert "significance" in nav_links(c.get(f"/c/{cid}", headers=as_role(world, "alpha")).text, cid)
+    assert c.get(f"/api/collections/{cid}/significance", headers=auth(world.tokens["alpha"])).status_code == 200
+    assert_navigation_matches_the_pages(world, cid)
+    assert c.patch(f"/api/collections/{cid}", json={"visibility": "public", "hidden_topics": ["0006"]},
+                   headers=org).status_code == 200
+    # an unrevealed topic split: results over the visible topics, no analyses (they include hidden topics)
+    links = nav_links(c.get(f"/c/{cid}", headers=as_role(world, "beta")).text, cid)
+    assert "significance" in links and "analysis" not in links and "snapshots" not in links
+    assert_navigation_matches_the_pages(world, cid)
+    assert c.patch(f"/api/collections/{cid}", json={"topics_revealed": True}, headers=org).status_code == 200
+    assert_navigation_matches_the_pages(world, cid)
 
 
 def test_qrels_and_other_teams_runs_stay_secret(world: World) -> None:
@@ -101,8 +163,9 @@ def test_released_public_board_is_readable_signed_out(world: World) -> None:
         assert c.get(path).status_code == 200, path
     run_page = c.get(f"/runs/{world.run_ids['RUN-01']}").text
     assert 'id="metrics"' in run_page and 'id="per-topic"' not in run_page  # per-topic: the team's own
-    assert c.get(f"/c/{cid}/compare?a={world.run_ids['RUN-01']}&b={world.run_ids['RUN-03']}").status_code == 401
-    assert c.get(f"/c/{cid}/qrels", follow_redirects=False).status_code == 303  # to the sign-in page
+    for page in ("compare", "runs", "submit", "qrels", "pools", "teams"):  # sign in first, then come back
+        r = c.get(f"/c/{cid}/{page}", follow_redirects=False)
+        assert r.status_code == 401 and f'<a href="/login?next=/c/{cid}/{page}">Sign in</a>' in r.text, page
 
 
 def test_metric_selector_orders_by_the_chosen_metric(world: World) -> None:
@@ -132,6 +195,7 @@ def test_sign_in_submit_and_see_the_run_ranked(world: World) -> None:
     assert r.status_code == 303 and r.headers["location"] == "/"  # no open redirect
     cookie = r.headers["set-cookie"]
     assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
+    assert f"max-age={settings().web.session_cookie_lifetime}" in cookie.lower()
     headers = as_role(world, "beta")
     csrf = csrf_for(world.tokens["beta"])
     text = world.runs["RUN-03"].replace("RUN-03", "beta-new")
@@ -159,6 +223,17 @@ def test_sign_in_submit_and_see_the_run_ranked(world: World) -> None:
     assert 'id="per-topic"' in run_page and "median of all runs" not in run_page and ">Median<" not in run_page
     c.patch(f"/api/collections/{cid}", json={"leaderboard_released": True}, headers=auth(world.tokens["organiser"]))
     assert "median of all runs" in c.get(f"/runs/{new['id']}", headers=headers).text
+
+
+def test_the_sign_in_cookie_lasts_as_configured(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRANFIELD_SESSION_LIFETIME", "3600")
+    settings.cache_clear()
+    try:
+        r = world.client.post("/login", data={"token": world.tokens["alpha"]}, follow_redirects=False)
+        assert r.status_code == 303 and "max-age=3600" in r.headers["set-cookie"].lower()
+    finally:
+        monkeypatch.undo()
+        settings.cache_clear()
 
 
 def test_script_in_a_run_tag_is_escaped_in_pages_and_charts(world: World) -> None:
@@ -227,6 +302,7 @@ def test_charts_are_labelled_svg(world: World, page: str) -> None:
 def test_every_form_for_every_role(world: World) -> None:
     """The portal's state-changing forms, each role posting with its own valid form token."""
     c, cid = world.client, world.cid
+    assert c.post("/api/teams", json={"name": "gamma"}, headers=auth(world.tokens["admin"])).status_code == 201
     run_text = world.runs["RUN-01"].replace("RUN-01", "form-{role}")
     for role in ROLES:
         headers = as_role(world, role)
@@ -248,15 +324,139 @@ def test_every_form_for_every_role(world: World) -> None:
         r = c.post(f"/c/{cid}/pools", data={"csrf": csrf, "action": "pool", "depth": "5"}, headers=headers,
                    follow_redirects=False)
         assert r.status_code == (303 if role in ("organiser", "admin") else 403), (role, r.status_code)
+        # enrolment: organisers enrol and remove teams; a participant enrols itself only where it is open
+        staff = 303 if role in ("organiser", "admin") else 403
+        r = c.post(f"/c/{cid}/teams", data={"csrf": csrf, "team": "gamma"}, headers=headers, follow_redirects=False)
+        assert r.status_code == staff, (role, r.status_code)
+        r = c.post(f"/c/{cid}/teams", data={"csrf": csrf, "team": "gamma", "action": "remove"}, headers=headers,
+                   follow_redirects=False)
+        assert r.status_code == staff, (role, r.status_code)
+        r = c.post(f"/c/{cid}/enrolment", data={"csrf": csrf}, headers=headers, follow_redirects=False)
+        assert r.status_code == 403, (role, r.status_code)  # "task" is invite-only
         r = c.post("/logout", data={"csrf": csrf}, headers=headers, follow_redirects=False)
         assert r.status_code == (303 if token else 403)
         if token:
             assert f"{COOKIE}=" in r.headers["set-cookie"] and "max-age=0" in r.headers["set-cookie"].lower()
-    runs = c.get(f"/api/collections/{cid}/runs", headers=auth(world.tokens["organiser"])).json()["items"]
-    assert sorted(r["tag"] for r in runs if r["tag"].startswith("form-")) == [
+    org = as_role(world, "organiser")
+    runs = table_runs(c.get(f"/c/{cid}/runs", headers=org).text, "runs")
+    assert sorted(tag for tag in runs if tag.startswith("form-")) == [
         "form-admin", "form-alpha", "form-beta", "form-organiser"]
-    versions = c.get(f"/api/collections/{cid}/qrels", headers=auth(world.tokens["organiser"])).json()["items"]
-    assert len(versions) == 3  # the organiser's and the admin's uploads
+    versions = re.findall(r'<th scope="row" class="num">(\d+)', c.get(f"/c/{cid}/qrels", headers=org).text)
+    assert versions == ["3", "2", "1"]  # the organiser's and the admin's uploads
+    teams = re.findall(r'<tr data-team="([^"]+)">', c.get(f"/c/{cid}/teams", headers=org).text)
+    assert teams == ["alpha", "beta"]  # gamma enrolled and removed twice
+
+
+def test_a_team_that_is_not_enrolled_neither_sees_nor_opens_a_private_collection(world: World) -> None:
+    c, cid = world.client, world.cid
+    org, csrf = as_role(world, "organiser"), csrf_for(world.tokens["organiser"])
+    page = c.get(f"/c/{cid}/teams", headers=org).text
+    assert re.findall(r'<tr data-team="([^"]+)">', page) == ["alpha", "beta"] and "teams" in nav_links(page, cid)
+    r = c.post(f"/c/{cid}/teams", data={"csrf": csrf, "team": "beta", "action": "remove"}, headers=org,
+               follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/c/{cid}/teams"
+    assert re.findall(r'<tr data-team="([^"]+)">', c.get(f"/c/{cid}/teams", headers=org).text) == ["alpha"]
+    # beta's participants lose the collection: not listed, every page refused; its run stays
+    beta, beta_csrf = as_role(world, "beta"), csrf_for(world.tokens["beta"])
+    assert listed_collections(world, "beta") == []
+    for path in (f"/c/{cid}", f"/c/{cid}/board.csv", f"/c/{cid}/submit", f"/c/{cid}/runs", f"/c/{cid}/compare",
+                 f"/c/{cid}/significance", f"/c/{cid}/progress.json"):
+        r = c.get(path, headers=beta)
+        assert r.status_code == 403, (path, r.status_code)
+    r = c.post(f"/c/{cid}/submit", files={"file": ("late.txt", world.runs["RUN-03"].replace("RUN-03", "late"))},
+               data={"csrf": beta_csrf}, headers=beta)
+    assert r.status_code == 403 and 'role="alert"' in r.text
+    assert "RUN-03" in table_runs(c.get(f"/c/{cid}", headers=org).text)
+    assert 'data-team="beta"' not in c.get(f"/c/{cid}/submit", headers=org).text  # organisers submit for enrolled teams
+    # alpha, still enrolled, keeps today's behaviour
+    alpha = as_role(world, "alpha")
+    assert listed_collections(world, "alpha") == ["task"]
+    assert sorted(table_runs(c.get(f"/c/{cid}", headers=alpha).text)) == ["RUN-01", "RUN-02"]
+    assert all(c.get(f"/c/{cid}/{p}", headers=alpha).status_code == 200 for p in ("submit", "runs", "compare"))
+    # enrolled again by name: beta is back
+    r = c.post(f"/c/{cid}/teams", data={"csrf": csrf, "team": "beta"}, headers=org, follow_redirects=False)
+    assert r.status_code == 303
+    assert listed_collections(world, "beta") == ["task"] and c.get(f"/c/{cid}/submit", headers=beta).status_code == 200
+    # mistakes: an unknown team, no name, a team that is not enrolled
+    r = c.post(f"/c/{cid}/teams", data={"csrf": csrf, "team": "nobody"}, headers=org)
+    assert r.status_code == 404 and "nobody" in r.text and "<h1>Not found</h1>" in r.text
+    assert c.post(f"/c/{cid}/teams", data={"csrf": csrf, "team": " "}, headers=org).status_code == 400
+    assert c.post(f"/c/{cid}/teams", data={"csrf": csrf, "team": "nobody", "action": "remove"},
+                  headers=org).status_code == 404
+    assert c.post(f"/c/{cid}/teams", data={"csrf": csrf, "team": "beta", "action": "drop"},
+                  headers=org).status_code == 400
+    # nobody but the organisers reads or changes the teams
+    assert c.get(f"/c/{cid}/teams", headers=alpha).status_code == 403
+    r = c.post(f"/c/{cid}/teams", data={"csrf": csrf_for(world.tokens["alpha"]), "team": "beta", "action": "remove"},
+               headers=alpha)
+    assert r.status_code == 403 and listed_collections(world, "beta") == ["task"]
+
+
+def test_a_participant_enrols_its_team_with_the_button_where_enrolment_is_open(world: World) -> None:
+    c, other = world.client, world.other_cid
+    owner = auth(world.tokens["other_organiser"])
+    alpha, csrf = as_role(world, "alpha"), csrf_for(world.tokens["alpha"])
+    button = f'action="/c/{other}/enrolment"'
+    r = c.post(f"/c/{other}/enrolment", data={"csrf": csrf}, headers=alpha)
+    assert r.status_code == 403 and "invite" in r.text  # invite-only: organisers enrol teams
+    assert c.patch(f"/api/collections/{other}", json={"visibility": "public", "enrolment": "open"},
+                   headers=owner).status_code == 200
+    # public, open, unreleased: listed with the button, its board closed to teams that are not enrolled
+    index = c.get("/", headers=alpha).text
+    assert button in index and f'<a href="/c/{other}">' not in index and listed_collections(world, "alpha") == [
+        "task", "other"]
+    assert c.get(f"/c/{other}", headers=alpha).status_code == 403
+    assert c.get(f"/c/{other}/submit", headers=alpha).status_code == 403
+    for role in ("anonymous", "other_organiser", "admin", "assessor"):  # the button is a participant's
+        assert button not in c.get("/", headers=as_role(world, role)).text, role
+    assert c.post(f"/c/{other}/enrolment", data={}, headers=alpha).status_code == 403  # no form token
+    r = c.post(f"/c/{other}/enrolment", data={"csrf": csrf}, headers=alpha, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/c/{other}"
+    page = c.get(f"/c/{other}", headers=alpha).text
+    assert 'id="enrol"' not in page and {"submit", "runs"} <= nav_links(page, other)
+    assert c.get(f"/c/{other}/submit", headers=alpha).status_code == 200
+    index = c.get("/", headers=alpha).text
+    assert button not in index and f'<a href="/c/{other}">' in index
+    assert_navigation_matches_the_pages(world, other)
+    # released: beta, not enrolled, reads the board, with the button on the collection's pages
+    assert c.patch(f"/api/collections/{other}", json={"leaderboard_released": True}, headers=owner).status_code == 200
+    beta, beta_csrf = as_role(world, "beta"), csrf_for(world.tokens["beta"])
+    page = c.get(f"/c/{other}", headers=beta).text
+    assert 'id="enrol"' in page and button in page and "submit" not in nav_links(page, other)
+    assert 'id="enrol"' not in c.get(f"/c/{other}", headers=alpha).text
+    assert_navigation_matches_the_pages(world, other)
+    # open but private: invisible to beta until it enrols (by the collection's id, as organisers share it)
+    assert c.patch(f"/api/collections/{other}", json={"visibility": "private"}, headers=owner).status_code == 200
+    assert c.get(f"/c/{other}", headers=beta).status_code == 403 and listed_collections(world, "beta") == ["task"]
+    r = c.post(f"/c/{other}/enrolment", data={"csrf": beta_csrf}, headers=beta, follow_redirects=False)
+    assert r.status_code == 303
+    assert c.get(f"/c/{other}", headers=beta).status_code == 200
+    assert listed_collections(world, "beta") == ["task", "other"]
+    teams = c.get(f"/c/{other}/teams", headers=as_role(world, "other_organiser")).text
+    assert re.findall(r'<tr data-team="([^"]+)">', teams) == ["alpha", "beta"]
+
+
+def test_error_pages_come_from_the_one_error_table(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    from service.evaluation import collections
+
+    c, cid, org = world.client, world.cid, as_role(world, "organiser")
+    r = c.get(f"/c/{cid}/analysis")  # anonymous: sign in, then come back
+    assert r.status_code == 401 and "<h1>Sign-in required</h1>" in r.text
+    assert f'<a href="/login?next=/c/{cid}/analysis">Sign in</a> to see this page' in r.text
+    r = c.get(f"/c/{cid}/analysis", headers=as_role(world, "alpha"))
+    assert r.status_code == 403 and "<h1>Not allowed</h1>" in r.text and "to see this page" not in r.text
+    assert "<h1>Not found</h1>" in c.get("/c/999", headers=org).text
+    r = c.get(f"/c/{cid}/compare?a={world.run_ids['RUN-01']}&b={world.run_ids['RUN-01']}", headers=org)
+    assert r.status_code == 400 and "choose two different runs" in r.text
+    # a bug (here a bare ValueError) is a 500 with a request id, never its text, and never a 400
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ValueError("secret internals")
+
+    monkeypatch.setattr(collections, "visible", broken)
+    r = c.get("/", headers=org)
+    assert r.status_code == 500 and "<h1>Internal error</h1>" in r.text and "secret internals" not in r.text
+    assert re.search(r'<code id="request-id">[0-9a-f]{16}</code>', r.text)
+    assert r.headers["content-type"].startswith("text/html")
 
 
 def test_pools_page_builds_a_pool_and_shows_the_workers_reusability_analysis(world: World) -> None:
@@ -273,6 +473,11 @@ def test_pools_page_builds_a_pool_and_shows_the_workers_reusability_analysis(wor
     assert r.status_code == 303
     page = c.get(f"/c/{cid}/pools", headers=org).text
     assert 'id="pools"' in page and "judged in qrels version 1" in page
+    # the build went to the workers (in-process here): its status is on the page and in progress.json
+    builds = c.get(f"/c/{cid}/progress.json", headers=org).json()["pool_builds"]
+    assert [b["status"] for b in builds] == ["done"]
+    assert f'data-build-status="{builds[0]["id"]}">done</span>' in page
+    assert "pool_builds" not in c.get(f"/c/{cid}/progress.json", headers=as_role(world, "alpha")).json()
     assert "<strong>done</strong>" in page and 'id="loto"' in page and 'id="topics"' in page
     loto = page[page.index('id="loto"'):]
     loto = loto[: loto.index("</table>")]
@@ -308,7 +513,7 @@ def test_reduced_judgment_experiment_is_computed_by_the_workers_and_shown(world:
     assert full_ap["tau_vs_full"] == 1.0
     assert c.get(f"/api/analyses/{aid}", headers=auth(world.tokens["alpha"])).status_code == 403
     assert c.post(f"/api/collections/{cid}/analyses", json={"kind": "reduction", "kept": [150]},
-                  headers=auth(world.tokens["organiser"])).status_code == 400
+                  headers=auth(world.tokens["organiser"])).status_code == 422  # out of the schema's range
     c.patch(f"/api/collections/{cid}", json={"leaderboard_released": True}, headers=auth(world.tokens["organiser"]))
     assert c.get(f"/api/analyses/{aid}", headers=auth(world.tokens["alpha"])).status_code == 200
 
@@ -316,11 +521,16 @@ def test_reduced_judgment_experiment_is_computed_by_the_workers_and_shown(world:
 
 def test_assessor_pages_download_and_upload(world: World) -> None:
     c, cid = world.client, world.cid
-    pool = c.post(f"/api/collections/{cid}/pools", json={"depth": 40}, headers=auth(world.tokens["organiser"])).json()
+    r = c.post(f"/c/{cid}/pools", data={"csrf": csrf_for(world.tokens["organiser"]), "action": "pool", "depth": "40"},
+               headers=as_role(world, "organiser"), follow_redirects=False)
+    assert r.status_code == 303  # built by the workers (in-process here)
+    with world.factory() as s:
+        row = s.scalars(select(Pool).where(Pool.collection_id == cid)).one()
+        pool = {"id": row.id, "counts": row.counts}
     assert pool["counts"]["0001"]["new"] > 0
     for role in ROLES:
         r = c.get("/assess", headers=as_role(world, role), follow_redirects=False)
-        assert r.status_code == {"assessor": 200, "anonymous": 303}.get(role, 403), (role, r.status_code)
+        assert r.status_code == {"assessor": 200, "anonymous": 401}.get(role, 403), (role, r.status_code)
     h = as_role(world, "assessor")
     page = c.get("/assess", headers=h).text
     assert '<tr data-topic="0001">' in page and "RUN-" not in page and "alpha" not in page
@@ -335,8 +545,8 @@ def test_assessor_pages_download_and_upload(world: World) -> None:
     r = c.post(f"/assess/{pool['id']}", files={"file": ("mine.txt", judged)}, data={"csrf": csrf}, headers=h,
                follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/assess?accepted=1"
-    versions = c.get(f"/api/collections/{cid}/qrels", headers=auth(world.tokens["organiser"])).json()
-    assert versions["current"] == 2
+    qrels_page = c.get(f"/c/{cid}/qrels", headers=as_role(world, "organiser")).text
+    assert '<th scope="row" class="num">2 (current)</th>' in qrels_page
 
 
 def test_review_fixes_significance_labels_empty_pages_compare_default_and_latex(world: World) -> None:

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import stats
@@ -31,6 +32,9 @@ from scipy import stats
 from service.formats.types import Qrels, Run
 from service.metrics.stats.common import as_rng, as_score_matrix, pair_indices
 from service.metrics.stats.pairwise import bootstrap
+
+if TYPE_CHECKING:
+    from service.metrics.scoring import EvalSettings
 
 
 @dataclass(frozen=True)
@@ -168,3 +172,97 @@ def reduction_experiment(qrels: Qrels, runs: Sequence[Run], measures: Sequence[o
                          "pairs": dp.pairs, "difference_required": dp.difference_required,
                          "tau_vs_full": kendall_tau(full_means[k], means[k]) if j != 100.0 else 1.0})
     return rows, full
+
+
+# ------------------------------------------------------------- a collection's stored scores
+def asl_curve(asl: np.ndarray, points: int = 200) -> list[tuple[int, float]]:
+    """Sakai's ASL curve (SIGIR 2006, figures 1-4): every pair's ASL in increasing order,
+    as (position from 1, ASL), thinned to at most ``points`` evenly spaced positions (the
+    first and last kept). Pairs whose ASL is not finite are left out."""
+    finite = np.sort(np.asarray(asl, dtype=np.float64)[np.isfinite(asl)])
+    if not len(finite):
+        return []
+    at = np.unique(np.linspace(0, len(finite) - 1, min(len(finite), points)).round().astype(int))
+    return [(int(i) + 1, float(finite[i])) for i in at]
+
+
+@dataclass(frozen=True)
+class MetricPower:
+    """One metric's discriminative power over the stored runs (see :func:`discriminative_power`)."""
+
+    power: float
+    significant_pairs: int
+    pairs: int
+    difference_required: float
+    asl_curve: list[tuple[int, float]]  # (position, ASL), see :func:`asl_curve`
+
+
+@dataclass(frozen=True)
+class MetaEvaluation:
+    """Discriminative power of each metric and Kendall's tau between their system rankings."""
+
+    alpha: float
+    resamples: int
+    power: dict[str, MetricPower]  # metrics with at least two runs whose power could be computed
+    errors: dict[str, str]  # metric -> why its power could not be computed (too few topics, say)
+    tau: dict[tuple[str, str], float]  # (metric a, metric b), a < b by name, on the runs both scored
+    tau_significant_above: float | None  # |tau| significant at 0.01 for that many runs (None: no metric)
+
+
+def meta_evaluation(scores: Mapping[str, tuple[Sequence[Hashable], np.ndarray]], *, alpha: float = 0.05,
+                    resamples: int = 1000, seed: int = 0) -> MetaEvaluation:
+    """The meta-evaluation of a collection's metrics on their per-topic scores.
+
+    ``scores`` maps each metric to (run keys, (topics, runs) matrix). For every metric with
+    two runs or more: :func:`discriminative_power` (Sakai's bootstrap, seeded with ``seed``)
+    and its :func:`asl_curve`. Then, for every pair of those metrics, Kendall's tau-b between
+    their rankings of the runs both scored (means over the scored topics, NaN ignored), where
+    at least two such runs exist; and the |tau| significant at 0.01 (:func:`kendall_threshold`)
+    for the runs of the first metric (at least 2).
+    """
+    power: dict[str, MetricPower] = {}
+    errors: dict[str, str] = {}
+    means: dict[str, dict[Hashable, float]] = {}
+    for metric, (runs, matrix) in scores.items():
+        if len(runs) < 2:
+            continue
+        try:
+            dp = discriminative_power(matrix, alpha=alpha, resamples=resamples, seed=seed)
+        except ValueError as exc:
+            errors[metric] = str(exc)
+            continue
+        power[metric] = MetricPower(dp.power, dp.significant_pairs, dp.pairs, dp.difference_required,
+                                    asl_curve(dp.asl))
+        means[metric] = dict(zip(runs, np.nanmean(matrix, axis=0).tolist()))
+    tau: dict[tuple[str, str], float] = {}
+    names = sorted(means)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            common = sorted(set(means[a]) & set(means[b]))  # type: ignore[type-var]
+            if len(common) >= 2:
+                tau[(a, b)] = kendall_tau(np.array([means[a][r] for r in common]),
+                                          np.array([means[b][r] for r in common]))
+    threshold = kendall_threshold(max(2, len(next(iter(means.values())))), 0.01) if means else None
+    return MetaEvaluation(alpha, resamples, power, errors, tau, threshold)
+
+
+# ------------------------------------------------------------------ reduced judgments, stored
+@dataclass(frozen=True)
+class ReducedJudgments:
+    """:func:`reduction_experiment` on a collection, with the share kept of each row."""
+
+    kept: list[float]  # 100 (the full judgments) first, then each reduced share
+    runs: int
+    rows: list[dict[str, object]]  # kept, metric, power, significant_pairs, pairs, difference_required, tau_vs_full
+
+
+def reduced_judgments(qrels: Qrels, runs: Sequence[Run], measures: Sequence[object], settings: EvalSettings,
+                      kept: Sequence[float], alpha: float = 0.05, resamples: int = 1000,
+                      seed: int = 0) -> ReducedJudgments:
+    """Buckley & Voorhees' reduced-judgment experiment (:func:`reduction_experiment`) on the
+    gain scale of the full judgments: ``settings``' declared top level, else the full qrels'
+    (the reduced qrels may lack the top level; the gains must not move with them)."""
+    shares = [float(v) for v in kept if float(v) != 100.0]
+    rows, _ = reduction_experiment(qrels, runs, measures, settings.with_max_level_of(qrels), shares, alpha,
+                                   resamples, seed)
+    return ReducedJudgments([100.0, *shares], len(runs), rows)

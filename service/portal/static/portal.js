@@ -56,6 +56,16 @@
           if (label) { label.textContent = doc.job.status + ": " + (doc.job.done + doc.job.failed) + " of " + doc.job.total + " runs"; }
           if (doc.job.status !== "done" && doc.job.status !== "failed") { pending = true; }
         }
+        var finished = false;
+        (doc.pool_builds || []).forEach(function (build) {
+          var badge = document.querySelector('[data-build-status="' + build.id + '"]');
+          if (!badge) { return; }
+          var busy = build.status !== "done" && build.status !== "failed";
+          if (!busy && badge.textContent !== build.status) { finished = true; }
+          badge.textContent = build.status; badge.className = "badge " + build.status;
+          if (busy) { pending = true; }
+        });
+        if (finished) { window.location.reload(); return; }  // the new pool is listed on the page
         if (pending) { setTimeout(tick, 1000); }
       }).catch(function () { setTimeout(tick, 3000); });
     };

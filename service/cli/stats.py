@@ -1,23 +1,23 @@
 """``cranfield compare`` and ``cranfield metaeval``: significance tests and meta-evaluation.
 
-Imported by service.cli only for these commands (they need scipy).
+The core's statistics (scipy) are imported inside the handlers.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TextIO
 
 import numpy as np
 
+from service.cli.arguments import parse_gains
+from service.cli.output import write_json
+from service.cli.registry import command
 from service.errors import InvalidInput, InvalidMeasure
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    cmp_ = sub.add_parser("compare", help="significance tests between runs",
-                          description="Test every pair of runs on each metric.")
+def _compare_arguments(cmp_: argparse.ArgumentParser) -> None:
     _inputs(cmp_)
     cmp_.add_argument("--test", choices=("bootstrap", "t", "wilcoxon", "sign", "randomisation", "tukey", "friedman"),
                       default="bootstrap")
@@ -30,8 +30,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     cmp_.add_argument("--seed", type=int, default=0)
     cmp_.add_argument("--format", choices=("tsv", "json"), default="tsv")
 
-    meta = sub.add_parser("metaeval", help="discriminative power and Kendall's tau between metrics",
-                          description="Meta-evaluate metrics: discriminative power, rank correlation, incompleteness.")
+
+def _metaeval_arguments(meta: argparse.ArgumentParser) -> None:
     _inputs(meta, scores=False)
     meta.add_argument("--alpha", type=float, default=0.05)
     meta.add_argument("--B", type=int, default=1000, dest="resamples")
@@ -84,12 +84,10 @@ def _score_tables(args: argparse.Namespace) -> tuple[list[str], dict[str, np.nda
 
 
 def _gains(text: str | None) -> tuple[tuple[int, float], ...] | None:
-    from service.cli import _parse_gains
-
     if not text:
         return None
     try:
-        return _parse_gains(text)
+        return parse_gains(text)
     except argparse.ArgumentTypeError as exc:
         raise InvalidMeasure(str(exc)) from None
 
@@ -131,6 +129,8 @@ def read_score_files(paths: list[Path]) -> tuple[list[str], np.ndarray]:
     return names, matrix
 
 
+@command("compare", "significance tests between runs", _compare_arguments,
+         description="Test every pair of runs on each metric.")
 def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     from service.metrics.stats.anova import effect_sizes, run_intervals
     from service.metrics.stats.common import as_score_matrix
@@ -170,9 +170,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
                 for metric, res, ci, eff in report
             },
         }
-        json.dump(doc, out, indent=1)
-        out.write("\n")
-        return 0
+        return write_json(doc, out)
     out.write("run\tmetric\tmean\tci_low\tci_high\ttopics\n")
     for metric, res, ci, _ in report:
         for i, r in enumerate(res.runs):
@@ -193,6 +191,8 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+@command("metaeval", "discriminative power and Kendall's tau between metrics", _metaeval_arguments,
+         description="Meta-evaluate metrics: discriminative power, rank correlation, incompleteness.")
 def cmd_metaeval(args: argparse.Namespace, out: TextIO) -> int:
     from service.formats.readers import read_qrels, read_run
     from service.metrics import EvalSettings, parse_measures
@@ -217,12 +217,10 @@ def cmd_metaeval(args: argparse.Namespace, out: TextIO) -> int:
     reliability = _reliability(args, full, measures)
     heaviness = _heaviness_rows(args, measures) if args.top_heaviness is not None else None
     if args.format == "json":
-        json.dump({"alpha": args.alpha, "resamples": args.resamples, "seed": args.seed, "runs": len(runs),
-                   "discriminative_power": rows, "kendall_tau": {"metrics": names, "matrix": tau.tolist(),
-                   "significant_at_0.01_above": threshold}, **reliability,
-                   **({"top_heaviness": heaviness} if heaviness is not None else {})}, out, indent=1)
-        out.write("\n")
-        return 0
+        return write_json({"alpha": args.alpha, "resamples": args.resamples, "seed": args.seed, "runs": len(runs),
+                           "discriminative_power": rows, "kendall_tau": {"metrics": names, "matrix": tau.tolist(),
+                           "significant_at_0.01_above": threshold}, **reliability,
+                           **({"top_heaviness": heaviness} if heaviness is not None else {})}, out)
     out.write("kept\tmetric\tdiscriminative_power\tsignificant_pairs\tpairs\tdifference_required\ttau_vs_full\n")
     for r in rows:
         out.write(f"{r['kept']:g}\t{r['metric']}\t{r['power']:.4f}\t{r['significant_pairs']}\t{r['pairs']}\t"
@@ -296,8 +294,7 @@ def _write_heaviness(h: dict, out: TextIO) -> None:
 def _top_heaviness(args: argparse.Namespace, measures, out: TextIO) -> int:  # type: ignore[no-untyped-def]
     h = _heaviness_rows(args, measures)
     if args.format == "json":
-        json.dump({"top_heaviness": h}, out, indent=1)
-        out.write("\n")
+        write_json({"top_heaviness": h}, out)
     else:
         _write_heaviness(h, out)
     return 0

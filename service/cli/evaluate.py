@@ -1,53 +1,21 @@
-"""The ``cranfield`` command line.
+"""``cranfield eval`` and ``cranfield metrics``: the computation core on files, no service.
 
-``cranfield eval`` imports only the computation core (formats, metrics: numpy),
-never the service stack, so that it starts fast.
+Only the core (``service.formats``, ``service.metrics``: numpy) is imported, inside the
+handlers, so that these commands start fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from collections.abc import Sequence
 from typing import TextIO
 
-from service.errors import CranfieldError, InvalidMeasure
+from service.cli.arguments import parse_gains, positive_int
+from service.cli.output import write_json
+from service.cli.registry import command
+from service.errors import InvalidMeasure
 
 
-def _parse_gains(text: str) -> tuple[tuple[int, float], ...]:
-    """``1=1,2=5,3=10`` (or ``1:1,...``) -> ((1, 1.0), (2, 5.0), (3, 10.0))."""
-    pairs = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        sep = "=" if "=" in part else ":"
-        level, _, gain = part.partition(sep)
-        try:
-            pairs.append((int(level), float(gain)))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"--gains: {part!r} is not LEVEL=GAIN") from None
-    if not pairs:
-        raise argparse.ArgumentTypeError("--gains: give LEVEL=GAIN pairs, e.g. 1=1,2=5,3=10")
-    return tuple(sorted(pairs))
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError("must be a positive integer")
-    return v
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cranfield", description="Cranfield: IR evaluation for shared tasks.")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    ev = sub.add_parser("eval", help="evaluate runs against qrels", description="Evaluate TREC runs against qrels.")
+def _eval_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--qrels", required=True, help="qrels file (TREC 'topic iter docno rel' or NTCIR 'topic docno L<n>')")
     ev.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files")
     ev.add_argument("-m", "--measure", action="append", dest="measures", metavar="METRIC",
@@ -61,59 +29,17 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a qrels topic the run lacks scores 0 (zero) or is left out of its mean (skip)")
     ev.add_argument("--no-relevant", choices=("skip", "count"), default="skip", dest="no_relevant",
                     help="topics without relevant documents are left out (skip) or scored (count)")
-    ev.add_argument("--gains", type=_parse_gains, help="gain of each level for every metric, e.g. 1=1,2=5,3=10")
+    ev.add_argument("--gains", type=parse_gains, help="gain of each level for every metric, e.g. 1=1,2=5,3=10")
     ev.add_argument("--max-level", type=int, help="the scale's top level H (default: the largest level in the qrels)")
-    ev.add_argument("--depth", type=_positive_int, help="evaluate only the top K documents of each list")
+    ev.add_argument("--depth", type=positive_int, help="evaluate only the top K documents of each list")
     ev.add_argument("--qrels-format", choices=("auto", "trec", "ntcir"), default="auto")
     ev.add_argument("--precision", type=int, default=6, help="decimals printed (default 6)")
     ev.add_argument("--session-sep", default=":",
                     help="session metrics (sDCG, nsDCG): run topic ids are SESSION<sep>POSITION (default ':')")
 
-    sub.add_parser("metrics", help="list the metrics, their parameters and aliases")
 
-    from service import cli_service, cli_stats
-
-    cli_stats.add_parsers(sub)
-    cli_service.add_parsers(sub)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    from service.runtime import tune_allocator
-
-    tune_allocator()
-    try:
-        if args.command == "eval":
-            return _cmd_eval(args, sys.stdout)
-        from service import cli_service
-
-        if args.command in cli_service.COMMANDS:
-            return cli_service.run(args, sys.stdout)
-        if args.command in ("compare", "metaeval"):
-            from service import cli_stats
-
-            return getattr(cli_stats, f"cmd_{args.command}")(args, sys.stdout)
-        if args.command == "metrics":
-            from service.metrics.spec import unknown_metric_message
-
-            import service.metrics  # noqa: F401
-
-            print(unknown_metric_message("").split("\n", 1)[1])
-            return 0
-    except InvalidMeasure as exc:
-        print(f"cranfield: {exc}", file=sys.stderr)
-        return 2
-    except CranfieldError as exc:
-        print(f"cranfield: error: {exc}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:
-        return 0
-    return 2  # pragma: no cover - argparse enforces a command
-
-
-def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
+@command("eval", "evaluate runs against qrels", _eval_arguments, description="Evaluate TREC runs against qrels.")
+def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     from service.formats.readers import read_qrels, read_run
     from service.metrics.scoring import DEFAULT_MEASURES, EvalSettings, evaluate, parse_measures
 
@@ -135,6 +61,15 @@ def _cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         raise InvalidMeasure(f"two run files carry the same tag {dup!r}: tags name runs in the output")
     result = evaluate(qrels, runs, measures, settings)
     write_evaluation(result, args.format, args.per_topic, args.precision, out)
+    return 0
+
+
+@command("metrics", "list the metrics, their parameters and aliases")
+def cmd_metrics(args: argparse.Namespace, out: TextIO) -> int:
+    import service.metrics  # noqa: F401  (registers every metric)
+    from service.metrics.spec import unknown_metric_message
+
+    out.write(unknown_metric_message("").split("\n", 1)[1] + "\n")
     return 0
 
 
@@ -167,8 +102,7 @@ def write_evaluation(result, fmt: str, per_topic: bool, decimals: int, out: Text
                 for i, run in enumerate(result.runs)
             },
         }
-        json.dump(doc, out, indent=1)
-        out.write("\n")
+        write_json(doc, out)
         return
     if fmt == "matrix":
         for m in result.measures:
@@ -194,7 +128,3 @@ def write_evaluation(result, fmt: str, per_topic: bool, decimals: int, out: Text
 
 def _json_num(v: float) -> float | None:
     return None if v != v else float(v)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

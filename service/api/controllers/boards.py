@@ -1,0 +1,94 @@
+"""Boards: the leaderboard (JSON, CSV, LaTeX), significance matrix, snapshots, meta-evaluation."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+from litestar.di import NamedDependency
+from litestar.params import JSONBody
+from litestar import Controller, Response, get, post
+from litestar.datastructures import State
+from litestar.params import Parameter
+
+from service.api.openapi import errors
+from service.api.params import CollectionId, Metric, QrelsVersion, SnapshotId, TestName
+from service.api.schemas import out
+from service.api.schemas.boards import (
+    Leaderboard,
+    MetaEvaluation,
+    SignificanceMatrix,
+    Snapshot,
+    SnapshotCreate,
+    SnapshotList,
+    SnapshotOut,
+)
+from service.evaluation import boards, collections
+from service.evaluation.access import Principal
+from service.evaluation.exports import board_csv, board_latex
+from service.http.unit_of_work import UnitOfWork
+
+Format = Annotated[Literal["json", "csv", "latex"], Parameter(description="json, csv or latex (a booktabs table).")]
+PrimaryOnly = Annotated[bool, Parameter(description="Only each team's primary runs.")]
+
+
+class BoardsController(Controller):
+    tags = ["boards"]
+
+    @get("/api/collections/{cid:int}/leaderboard", operation_id="getLeaderboard", summary="Read the leaderboard",
+         sync_to_thread=True, responses=errors(400, 401, 403, 404, 422))
+    def leaderboard(self, cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal], state: State, metric: Metric = None,
+                    format: Format = "json", primary_only: PrimaryOnly = False,  # noqa: A002
+                    qrels_version: QrelsVersion = None, test: TestName = None) -> Response[Leaderboard]:
+        """Runs ranked by a metric's mean with its 95% interval, Judged@10 and the stored
+        pairwise test (who beats whom, group letters). Before release a participant sees its
+        own team's rows; under an unrevealed topic split, the visible topics' figures."""
+        key = (cid, metric, format, primary_only, qrels_version, test, me.role, me.team_id, me.organises,
+               me.enrolled)
+
+        def render() -> tuple[bytes, str]:
+            coll = collections.get(uow.session, cid, me)
+            doc = boards.leaderboard_doc(uow.session, coll, me, metric, primary_only, qrels_version, test)
+            if format == "csv":
+                return board_csv(doc).encode(), "text/csv"
+            if format == "latex":
+                return board_latex(doc).encode(), "text/plain"
+            return msgspec.json.encode(out(Leaderboard, doc)), "application/json"
+
+        body, media = state["board_cache"].get_or_render(key, render)
+        return Response(body, media_type=media)  # type: ignore[arg-type]
+
+    @get("/api/collections/{cid:int}/significance", operation_id="getSignificance",
+         summary="Read the significance matrix", sync_to_thread=True, responses=errors(400, 401, 403, 404, 422))
+    def significance(self, cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal], metric: Metric = None,
+                     test: TestName = None, qrels_version: QrelsVersion = None) -> SignificanceMatrix:
+        """Every pair's p-value of the stored test (organisers; everyone once released)."""
+        coll = collections.get(uow.session, cid, me)
+        return out(SignificanceMatrix, boards.significance_matrix(uow.session, coll, me, metric, test, qrels_version))
+
+    @get("/api/collections/{cid:int}/metaeval", operation_id="getMetaEvaluation", summary="Read the meta-evaluation",
+         sync_to_thread=True, responses=errors(401, 403, 404, 422))
+    def metaeval(self, cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> MetaEvaluation:
+        """Discriminative power and Kendall's tau of the collection's metrics, stored by the workers."""
+        coll = collections.get(uow.session, cid, me)
+        return out(MetaEvaluation, boards.metaeval(uow.session, coll, me))
+
+    @post("/api/collections/{cid:int}/snapshots", operation_id="freezeBoard", summary="Freeze the board",
+          sync_to_thread=True, responses=errors(400, 401, 403, 404, 422))
+    def freeze(self, cid: CollectionId, data: JSONBody[SnapshotCreate], uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> SnapshotOut:
+        """Organisers store the current board as an immutable snapshot."""
+        coll = collections.get(uow.session, cid, me)
+        return out(SnapshotOut, boards.freeze(uow.session, coll, me, data.metric, data.label))
+
+    @get("/api/collections/{cid:int}/snapshots", operation_id="listSnapshots", summary="List snapshots",
+         sync_to_thread=True, responses=errors(401, 403, 404, 422))
+    def snapshots(self, cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> SnapshotList:
+        """The collection's frozen boards (organisers; everyone once released and revealed)."""
+        coll = collections.get(uow.session, cid, me)
+        return out(SnapshotList, {"items": boards.snapshots(uow.session, coll, me)})
+
+    @get("/api/snapshots/{sid:int}", operation_id="getSnapshot", summary="Read a snapshot", sync_to_thread=True,
+         responses=errors(401, 403, 404, 422))
+    def snapshot(self, sid: SnapshotId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> Snapshot:
+        """A frozen board, as it was served when frozen."""
+        return out(Snapshot, boards.snapshot(uow.session, sid, me))

@@ -1,0 +1,25 @@
+"""Path and query parameters shared by the controllers, with their documentation."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar.params import Parameter
+
+CollectionId = Annotated[int, Parameter(description="The collection's id.", ge=1, le=2**31 - 1)]
+RunId = Annotated[int, Parameter(description="The run's id.", ge=1, le=2**31 - 1)]
+JobId = Annotated[int, Parameter(description="The job's id.", ge=1, le=2**31 - 1)]
+PoolId = Annotated[int, Parameter(description="The pool's id.", ge=1, le=2**31 - 1)]
+SnapshotId = Annotated[int, Parameter(description="The snapshot's id.", ge=1, le=2**31 - 1)]
+AnalysisId = Annotated[int, Parameter(description="The analysis's id.", ge=1, le=2**31 - 1)]
+TokenId = Annotated[int, Parameter(description="The token's id.", ge=1, le=2**31 - 1)]
+TeamName = Annotated[str, Parameter(description="The team's name.", min_length=1, max_length=200)]
+Topic = Annotated[str, Parameter(description="A topic id.", min_length=1, max_length=100)]
+Metric = Annotated[str | None, Parameter(description="A metric name (default: the collection's official metric).",
+                                         max_length=200)]
+Offset = Annotated[int, Parameter(description="Items to skip.", ge=0, le=2**31 - 1)]
+Limit = Annotated[int, Parameter(description="Items to return (at most 200 collections or 500 runs are).", ge=1, le=100_000)]
+QrelsVersion = Annotated[int | None, Parameter(description="A qrels version number (default: the board's).",
+                                               ge=1, le=2**31 - 1)]
+TestName = Annotated[str | None, Parameter(description="A stored test's name (default: the configured one).",
+                                           max_length=50)]

@@ -1,0 +1,32 @@
+"""The API's typed contract: every request and response body as a msgspec Struct.
+
+Request bodies refuse unknown fields (422 naming the field); PATCH bodies tell an absent field
+(``UNSET``: left as it is) from ``null`` (cleared). Response bodies are converted from the use
+cases' documents with :func:`out`, so a field the contract does not declare never leaks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import msgspec
+
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+class Request(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Base of request bodies: unknown fields are refused."""
+
+
+class Response(msgspec.Struct, kw_only=True):
+    """Base of response bodies."""
+
+
+def out(schema: type[S], document: Any) -> S:
+    """A use case's document as the response schema (raises on a contract mismatch: a bug)."""
+    return msgspec.convert(document, schema, strict=False)
+
+
+def present(body: msgspec.Struct) -> dict[str, Any]:
+    """The fields a PATCH body actually carries (``UNSET`` ones left out; ``None`` kept)."""
+    return {f: getattr(body, f) for f in body.__struct_fields__ if getattr(body, f) is not msgspec.UNSET}

@@ -1,0 +1,118 @@
+"""Runs, qrels versions and jobs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+from service.api.schemas import Request, Response
+
+
+class RunOut(Response, kw_only=True):
+    """A submitted run: its validation summary and evaluation status."""
+
+    id: int
+    collection_id: int
+    tag: Annotated[str, Meta(description="The run tag of the file.", examples=["bm25-rm3"])]
+    team: str
+    status: Annotated[str, Meta(description="pending, evaluating, evaluated or failed.")]
+    reason: Annotated[str | None, Meta(description="Why evaluation failed, if it did.")]
+    submitted_at: str | None
+    topics: int
+    depth: int
+    lines: int
+    baseline: bool
+    primary: bool
+    description: str | None
+    priority: Annotated[int | None, Meta(description="TREC's judging priority within the team (1 = first).")] = None
+
+
+class Submitted(RunOut, kw_only=True):
+    job: Annotated[int | None, Meta(description="The evaluation job (null before the collection has qrels).")]
+
+
+class Quota(Response, kw_only=True):
+    per_day: int
+    used_today: int
+    resets_at: str
+
+
+class RunPage(Response, kw_only=True):
+    total: int
+    offset: int
+    items: list[RunOut]
+    quota: Annotated[Quota | None, Meta(description="The caller's team's daily quota, when one is set.")] = None
+
+
+class RunUpdate(Request, kw_only=True):
+    """Changes to a run. Its team and organisers change the description, primary flag and
+    priority; organisers mark baselines. A field left out stays as it is."""
+
+    primary: bool | UnsetType = UNSET
+    description: Annotated[str, Meta(max_length=20_000)] | None | UnsetType = UNSET
+    priority: Annotated[int, Meta(ge=1, le=1000)] | None | UnsetType = UNSET
+    baseline: bool | UnsetType = UNSET
+
+
+class Deleted(Response, kw_only=True):
+    deleted: int
+
+
+# ------------------------------------------------------------------------------ qrels
+class QrelsVersionOut(Response, kw_only=True):
+    version: int
+    uploaded_by: str | None
+    uploaded_at: str | None
+    checksum: str
+    judgments: int
+    level_counts: Annotated[dict[str, dict[str, int]], Meta(description="Per topic, judgments per level.")]
+
+
+class QrelsVersions(Response, kw_only=True):
+    current: int | None
+    items: list[QrelsVersionOut]
+
+
+class QrelsUploaded(Response, kw_only=True):
+    version: Annotated[int, Meta(description="The new qrels version.")]
+    judgments: int
+    job: Annotated[int, Meta(description="The re-evaluation job.")]
+
+
+class JudgmentChange(Response, kw_only=True):
+    docno: str
+    old: int | None
+    new: int | None
+
+
+class TopicChanges(Response, kw_only=True):
+    added: int
+    removed: int
+    changed: int
+    changes: list[JudgmentChange]
+
+
+class QrelsDiff(Response, kw_only=True):
+    from_: Annotated[int, Meta(description="The older version.")] = msgspec.field(name="from")  # a keyword
+    to: int
+    topics: dict[str, TopicChanges]
+    totals: dict[str, int]
+
+
+class JobOut(Response, kw_only=True):
+    """An evaluation job: the runs of one qrels version and configuration."""
+
+    id: int
+    collection_id: int
+    kind: Annotated[str, Meta(description="qrels, submission, config or refresh.")]
+    status: Annotated[str, Meta(description="running, testing, done or failed.")]
+    done: int
+    failed: int
+    total: int
+    qrels_version: int | None
+    created_at: str
+    finished_at: str | None
+    error: str | None
+    report: Annotated[dict[str, Any] | None, Meta(description="Rank changes and the meta-evaluation, once done.")]

@@ -1,0 +1,54 @@
+"""The ``cranfield`` command line.
+
+One registry (:mod:`service.cli.registry`) holds every command; each module below registers
+its own, and :func:`main` builds argparse from the registry and runs the chosen handler.
+
+  evaluate.py    eval, metrics             (the computation core on files)
+  stats.py       compare, metaeval         (significance tests, meta-evaluation)
+  processes.py   db, worker, beat, serve, demo
+  organising.py  load, qrels add, reevaluate, leaderboard, jobs, token create
+  judging.py     pool, judgments add, reusability
+  common.py      what the service commands share (database, queue, files, the CLI's caller)
+  arguments.py   argument types (gains, positive integers)
+  output.py      printing documents (--format json)
+
+Every module's top level imports only the standard library, ``service.errors`` and (stats)
+numpy; a handler imports what it needs, so ``cranfield eval`` never loads the service stack.
+The modules are imported in the order ``cranfield --help`` lists their commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+# Importing a command module registers its commands (in this order in --help).
+from service.cli import evaluate, stats, processes, organising, judging  # noqa: F401  isort: skip
+from service.cli.registry import handler_for
+from service.cli.registry import build_parser as _build_parser
+from service.errors import CranfieldError, InvalidMeasure
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``cranfield`` parser: one subcommand per registered command."""
+    return _build_parser()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``cranfield ARGV``; returns the exit code: 0, 1 for an error (a message on stderr),
+    2 for a usage error (a bad metric name, a bad option)."""
+    args = build_parser().parse_args(argv)
+    from service.runtime import tune_allocator
+
+    tune_allocator()
+    try:
+        return handler_for(args.command)(args, sys.stdout)
+    except InvalidMeasure as exc:
+        print(f"cranfield: {exc}", file=sys.stderr)
+        return 2
+    except CranfieldError as exc:
+        print(f"cranfield: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,104 @@
+"""Pooling and assessment commands: pool, judgments add, reusability."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import TextIO
+
+from service.cli.common import cli_principal, database_url, send, sessions
+from service.cli.registry import command
+
+
+def _pool_arguments(pl: argparse.ArgumentParser) -> None:
+    pl.add_argument("--collection", required=True)
+    pl.add_argument("--depth", type=int, required=True)
+    pick = pl.add_mutually_exclusive_group()
+    pick.add_argument("--primary-only", action="store_true", help="only each team's primary runs")
+    pick.add_argument("--max-priority", type=int, help="only runs within this judging priority (TREC)")
+    pl.add_argument("--out", required=True, help="folder for the per-topic files (documents in a seeded random order)")
+
+
+@command("pool", "build a depth-k pool of the submitted runs (less what is judged) and write one file per topic "
+                 "for the assessors", _pool_arguments)
+def cmd_pool(args: argparse.Namespace, out: TextIO) -> int:
+    from service.evaluation import judging
+    from service.evaluation.setup import get_collection
+    from service.store.models import Pool
+
+    url = database_url()
+    me = cli_principal()
+    selection = "primary" if args.primary_only else "priority" if args.max_priority is not None else "all"
+    with sessions(url)() as s:
+        cid = get_collection(s, args.collection).id
+    pid = judging.create_pool(sessions(url), lambda s: me, cid, args.depth, selection, args.max_priority)
+    with sessions(url)() as s:
+        pool = s.get(Pool, pid)
+        doc = judging.pool_doc(s, pool, me)
+        folder = Path(args.out) / f"pool-{pool.number}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for topic, counts in pool.counts.items():
+            if counts["new"]:
+                (folder / f"{topic}.txt").write_text(judging.assessment_file(s, pool.id, me, topic))
+        (folder / "pool.json").write_text(json.dumps(doc, indent=2, default=str))
+    out.write(f"pool {doc['number']} (id {doc['id']}) of {args.collection}: depth {doc['depth']}, "
+              f"{len(doc['runs'])} runs ({selection}), {doc['size']} documents to judge over "
+              f"{sum(1 for c in doc['counts'].values() if c['new'])} topics")
+    if doc["excludes_judged_in_qrels_version"]:
+        out.write(f", leaving out what qrels version {doc['excludes_judged_in_qrels_version']} judges")
+    out.write(f"\nfiles: {folder}\n")
+    return 0
+
+
+def _judgments_arguments(jd: argparse.ArgumentParser) -> None:
+    jsub = jd.add_subparsers(dest="judgments_command", required=True)
+    ja = jsub.add_parser("add", help="check judgments against a pool; they become a new qrels version")
+    ja.add_argument("--pool", type=int, required=True, help="the pool's id")
+    ja.add_argument("file")
+
+
+@command("judgments", "judgments of a pool", _judgments_arguments)
+def cmd_judgments_add(args: argparse.Namespace, out: TextIO) -> int:
+    from service.evaluation import judging
+
+    outcome = judging.submit_judgments(sessions(database_url()), lambda s: cli_principal(), args.pool,
+                                       Path(args.file).read_bytes(), source=args.file)
+    doc = outcome.result
+    send(outcome.followups)
+    out.write(f"qrels version {doc['qrels_version']}: {doc['judgments']} judgments of {len(doc['topics'])} topics "
+              f"accepted; job {doc['job']} re-evaluates the runs\n")
+    return 0
+
+
+def _reusability_arguments(ru: argparse.ArgumentParser) -> None:
+    ru.add_argument("--collection", required=True)
+    ru.add_argument("--metric", help="default: the official metric")
+    ru.add_argument("--depth", type=int, help="default: the newest pool's depth (or 100)")
+    ru.add_argument("--wait", type=float, default=0, metavar="SECONDS", help="wait for the result and print it")
+
+
+@command("reusability", "pool statistics and leave-one-team-out (computed by the workers)", _reusability_arguments)
+def cmd_reusability(args: argparse.Namespace, out: TextIO) -> int:
+    from service.evaluation import analyses
+    from service.evaluation.setup import get_collection
+    from service.store.db import transaction
+    from service.store.models import Analysis
+
+    url = database_url()
+    me = cli_principal()
+    with transaction(sessions(url)) as s:
+        outcome = analyses.request(s, get_collection(s, args.collection), me, args.metric, None, args.depth)
+        analysis_id = outcome.result.id
+    send(outcome.followups)
+    deadline = time.monotonic() + args.wait
+    while True:
+        with sessions(url)() as s:
+            row = s.get(Analysis, analysis_id)
+            doc = analyses.doc(s, row, me)
+        if doc["status"] in ("done", "failed") or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    out.write(json.dumps(doc, indent=2) + "\n" if args.wait else f"analysis {analysis_id} queued\n")
+    return 0 if doc["status"] != "failed" else 1

@@ -1,0 +1,195 @@
+"""An organiser's commands on the database: load, qrels add, reevaluate, leaderboard, jobs, token."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from typing import Any, TextIO
+
+from service.cli.common import database_url, read_bytes, run_files, send, sessions
+from service.cli.output import write_json
+from service.cli.registry import command
+from service.errors import InvalidMeasure
+
+
+def _send_and_report(followups: Any, text: str, out: TextIO) -> int:
+    """After the commit: hand the planned work to the workers, then say what was done."""
+    send(followups)
+    out.write(text + "\n")
+    return 0
+
+
+def _load_arguments(load: argparse.ArgumentParser) -> None:
+    load.add_argument("--collection", required=True)
+    load.add_argument("--qrels", required=True)
+    load.add_argument("--runs", nargs="+", required=True, metavar="PATH", help="run files or folders of run files")
+    load.add_argument("--team", help="team of every run (default: each run's tag names its team)")
+    load.add_argument("--official-metric", help="the leaderboard's metric (default AP)")
+    load.add_argument("--metric", action="append", dest="metrics", help="metrics to compute (default: the default set)")
+    load.add_argument("--actor", default="cli")
+
+
+@command("load", "register a collection, a qrels version and runs; enqueue their evaluation", _load_arguments)
+def cmd_load(args: argparse.Namespace, out: TextIO) -> int:
+    from sqlalchemy import select
+
+    from service.evaluation.planning import plan_job
+    from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection
+    from service.formats.readers import parse_qrels, parse_run
+    from service.metrics.scoring import DEFAULT_MEASURES
+    from service.store.db import transaction
+    from service.store.models import Collection
+
+    url = database_url()
+    spec = None
+    if args.official_metric or args.metrics:
+        spec = ConfigSpec(official_metric=args.official_metric or "AP",
+                          metrics=tuple(args.metrics or DEFAULT_MEASURES))
+    with sessions(url)() as s:  # the collection's rank order, if it exists already
+        existing = s.scalar(select(Collection).where(Collection.name == args.collection))
+        config = existing.current_config if existing is not None else None
+        order = config.evaluation.get("order", "score") if config is not None else "score"
+    # Validate every file before the write transaction: errors name file and line, and the
+    # database's write lock is held only while storing.
+    qrels_data = read_bytes(args.qrels)
+    qrels = parse_qrels(qrels_data, args.qrels)
+    uploads = [(str(f), data, parse_run(data, str(f), order)) for f in run_files(args.runs) for data in [read_bytes(f)]]
+    with transaction(sessions(url)) as s:  # all or nothing: a bad file stores nothing
+        coll = ensure_collection(s, args.collection, spec, args.actor)
+        current = coll.current_qrels
+        if current is None or current.checksum != hashlib.sha256(qrels_data).hexdigest():
+            previous = coll.current_qrels_id
+            version = add_qrels(s, coll, qrels_data, args.qrels, args.actor, parsed=qrels)
+        else:
+            previous, version = None, current
+        runs = [add_run(s, coll, data, name, team=args.team, actor=args.actor, parsed=parsed)
+                for name, data, parsed in uploads]
+        job, followups = plan_job(s, coll, "load", previous_qrels_id=previous)
+        job_id = job.id
+        summary = (f"collection {coll.name!r}: qrels version {version.version} ({version.n_judgments} judgments), "
+                   f"{len(runs)} runs stored; job {job_id} queued ({job.total} runs to evaluate)")
+    return _send_and_report(followups, summary, out)
+
+
+def _qrels_arguments(q: argparse.ArgumentParser) -> None:
+    qsub = q.add_subparsers(dest="qrels_command", required=True)
+    qa = qsub.add_parser("add", help="add a qrels version and enqueue the re-evaluation")
+    qa.add_argument("--collection", required=True)
+    qa.add_argument("file")
+    qa.add_argument("--actor", default="cli")
+
+
+@command("qrels", "qrels versions", _qrels_arguments)
+def cmd_qrels_add(args: argparse.Namespace, out: TextIO) -> int:
+    from service.evaluation.planning import plan_job
+    from service.evaluation.setup import add_qrels, get_collection
+    from service.store.db import transaction
+
+    data = read_bytes(args.file)
+    with transaction(sessions(database_url())) as s:
+        coll = get_collection(s, args.collection)
+        previous = coll.current_qrels_id
+        version = add_qrels(s, coll, data, args.file, args.actor)
+        job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
+        text = f"qrels version {version.version} of {coll.name!r}; job {job.id} re-evaluates {job.total} runs"
+    return _send_and_report(followups, text, out)
+
+
+def _reevaluate_arguments(re: argparse.ArgumentParser) -> None:
+    re.add_argument("--collection", required=True)
+
+
+@command("reevaluate", "enqueue the evaluation of every run lacking current results", _reevaluate_arguments)
+def cmd_reevaluate(args: argparse.Namespace, out: TextIO) -> int:
+    from service.evaluation.planning import plan_job
+    from service.evaluation.setup import get_collection
+    from service.store.db import transaction
+
+    with transaction(sessions(database_url())) as s:
+        coll = get_collection(s, args.collection)
+        job, followups = plan_job(s, coll, "manual")
+        text = f"job {job.id}: {job.total} runs to evaluate"
+    return _send_and_report(followups, text, out)
+
+
+def _leaderboard_arguments(lb: argparse.ArgumentParser) -> None:
+    lb.add_argument("--collection", required=True)
+    lb.add_argument("-m", "--metric")
+    lb.add_argument("--format", choices=("tsv", "json"), default="tsv")
+
+
+@command("leaderboard", "the stored leaderboard (never computed here)", _leaderboard_arguments)
+def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
+    from service.evaluation.reading import leaderboard
+
+    with sessions(database_url())() as s:
+        metric, rows = leaderboard(s, args.collection, args.metric)
+    if args.format == "json":
+        return write_json({"collection": args.collection, "metric": metric, "rows": [r.__dict__ for r in rows]}, out)
+    out.write("rank\trun\tteam\tmean\tci_low\tci_high\tn_topics\tqrels_version\n")
+
+    def num(v: float | None) -> str:
+        return "" if v is None else f"{v:.6f}"
+
+    for r in rows:
+        out.write(f"{r.rank}\t{r.run}\t{r.team}\t{num(r.mean)}\t{num(r.ci_low)}\t{num(r.ci_high)}\t{r.n_topics}\t"
+                  f"{r.qrels_version}\n")
+    return 0
+
+
+def _jobs_arguments(jb: argparse.ArgumentParser) -> None:
+    jb.add_argument("--collection")
+    jb.add_argument("--format", choices=("tsv", "json"), default="tsv")
+
+
+@command("jobs", "evaluation jobs with status and progress", _jobs_arguments)
+def cmd_jobs(args: argparse.Namespace, out: TextIO) -> int:
+    from service.evaluation.reading import jobs
+
+    with sessions(database_url())() as s:
+        rows = jobs(s, args.collection)
+    if args.format == "json":
+        return write_json(rows, out)
+    out.write("job\tkind\tstatus\tprogress\tfailed\tqrels_version\tcreated_at\tfinished_at\terror\n")
+    for j in rows:
+        out.write(f"{j['id']}\t{j['kind']}\t{j['status']}\t{j['done']}/{j['total']}\t{j['failed']}\t"
+                  f"{j['qrels_version']}\t{j['created_at']}\t{j['finished_at'] or ''}\t{j['error']}\n")
+    return 0
+
+
+def _token_arguments(tok: argparse.ArgumentParser) -> None:
+    tsub = tok.add_subparsers(dest="token_command", required=True)
+    tc = tsub.add_parser("create", help="create a token (printed once; only its hash is stored)")
+    tc.add_argument("--role", required=True, choices=("admin", "organiser", "participant", "assessor"))
+    tc.add_argument("--name", default="")
+    tc.add_argument("--team", help="participant tokens: the team")
+    tc.add_argument("--collection", action="append", dest="collections", default=[],
+                    help="organiser and assessor tokens: a collection they organise or judge (repeatable)")
+    tc.add_argument("--topic", action="append", dest="topics", default=[],
+                    help="assessor tokens: a topic they judge (repeatable)")
+
+
+@command("token", "API tokens", _token_arguments)
+def cmd_token_create(args: argparse.Namespace, out: TextIO) -> int:
+    from sqlalchemy import select
+
+    from service.evaluation.access import create_token
+    from service.store import migrate
+    from service.store.db import transaction
+    from service.store.models import Collection
+
+    url = database_url()
+    migrate.upgrade(url)  # the first admin token is often the first command on a new database
+    with transaction(sessions(url)) as s:
+        ids = []
+        for name in args.collections:
+            cid = s.scalar(select(Collection.id).where(Collection.name == name))
+            if cid is None:
+                raise InvalidMeasure(f"no collection named {name!r}")
+            ids.append(cid)
+        secret, token = create_token(s, args.role, name=args.name, team=args.team, collections=ids,
+                                     topics=args.topics or None, actor="cli")
+    out.write(f"{secret}\n")
+    print(f"{args.role} token {token.prefix}... created; it is shown only this once", file=sys.stderr)
+    return 0

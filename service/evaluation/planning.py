@@ -1,0 +1,100 @@
+"""Planning a job: which runs of a collection lack current results, as one job of items.
+
+A job evaluates every run of a collection that has no result under the collection's current
+key (qrels version, settings hash, evaluator version), one item per run, and then runs the
+pairwise tests. The use cases of a job's life are in :mod:`~service.evaluation.evaluating`
+(its items), :mod:`~service.evaluation.significance_tests` (its tests) and
+:mod:`~service.evaluation.sweeping` (stuck work, stale results).
+
+Guarantees (the whole protocol):
+- Results of a run are written in one transaction (RunEvaluation + every Score), keyed
+  by (run, qrels version, settings hash, evaluator version): a killed worker leaves
+  nothing, a duplicate execution writes nothing twice.
+- Every state change of an item is a conditional UPDATE (``WHERE status = ...``): two
+  deliveries of one message, a sweeper and a slow worker can race, and exactly one of
+  them moves the item on; counters are incremented only by that one.
+- The database says what remains to be done: a job's items move queued -> evaluating ->
+  done | failed, and the sweeper re-queues items that stay "evaluating" (or a stalled
+  job's "queued" items) past the timeout, so a lost broker message or a killed worker
+  delays an evaluation but never loses it.
+- The pairwise tests of a job run once no item is queued or evaluating any more (checked
+  in the items' own transactions: a Celery chord without a result backend); a test that
+  cannot run (too few topics, say) is reported on the job, which always finishes.
+- The use cases take ids, open their own transactions and return the follow-up work to
+  send *after* their transaction has committed (:class:`~service.evaluation.work.Followup`);
+  they never talk to the broker themselves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.evaluation.results import current_result
+from service.evaluation.setup import EVALUATOR_VERSION
+from service.evaluation.work import Followup, TaskName
+from service.store.models import Collection, CollectionConfig, Job, JobItem, Run, RunEvaluation, utcnow
+
+ACTIVE = ("running", "testing")
+PENDING = ("queued", "evaluating")
+TEST_PARAMS = ("test", "resamples", "alpha", "correction", "seed")
+
+
+def params_hash(significance: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps({k: significance.get(k) for k in TEST_PARAMS}, sort_keys=True).encode()).hexdigest()
+
+
+def runs_hash(run_ids: list[int]) -> str:
+    return hashlib.sha256(",".join(map(str, sorted(run_ids))).encode()).hexdigest()
+
+
+def plan_job(
+    s: Session, coll: Collection, kind: str, previous_qrels_id: int | None = None, *, retry_failed: bool = True
+) -> tuple[Job, list[Followup]]:
+    """A job evaluating every run of ``coll`` that lacks current results, then the tests.
+
+    Runs already queued or evaluating in an active job with the same key are not queued
+    again (the active job is returned when it covers everything). ``retry_failed=False``
+    (the scheduled refresh) leaves out runs that already failed under the same key.
+    """
+    if coll.current_qrels_id is None or coll.current_config_id is None:
+        raise ValueError(f"collection {coll.name!r} has no qrels yet")
+    # Serialise planners of one collection (PostgreSQL row lock; SQLite's BEGIN IMMEDIATE).
+    s.execute(select(Collection.id).where(Collection.id == coll.id).with_for_update())
+    config = s.get(CollectionConfig, coll.current_config_id)
+    assert config is not None
+    same_key = job_key(coll, config)
+    evaluated = set(s.scalars(select(RunEvaluation.run_id).join(Run).where(
+        Run.collection_id == coll.id, current_result(coll, coll.current_qrels_id))))
+    pending = set(s.scalars(select(JobItem.run_id).join(Job).where(
+        *same_key, Job.status.in_(ACTIVE), JobItem.status.in_(PENDING))))
+    failed = set() if retry_failed else set(s.scalars(select(JobItem.run_id).join(Job).where(
+        *same_key, JobItem.status == "failed")))
+    all_runs = list(s.scalars(select(Run.id).where(Run.collection_id == coll.id).order_by(Run.id)))
+    run_ids = [r for r in all_runs if r not in evaluated and r not in pending and r not in failed]
+    active = s.scalars(select(Job).where(*same_key, Job.status.in_(ACTIVE)).order_by(Job.id.desc())).first()
+    if not run_ids and active is not None:
+        return active, []
+    job = Job(collection_id=coll.id, kind=kind, qrels_version_id=coll.current_qrels_id,
+              previous_qrels_id=previous_qrels_id, config_id=config.id, evaluator_version=EVALUATOR_VERSION,
+              status="running" if run_ids else "testing", total=len(run_ids))
+    s.add(job)
+    s.flush()
+    items = [JobItem(job_id=job.id, run_id=r) for r in run_ids]
+    s.add_all(items)
+    s.flush()
+    if not run_ids:
+        job.tests_queued_at = utcnow()
+        return job, [Followup(TaskName.RUN_TESTS, job.id)]
+    return job, [Followup(TaskName.EVALUATE_ITEM, it.id) for it in items]
+
+
+def job_key(coll: Collection, config: CollectionConfig) -> tuple[Any, ...]:
+    """WHERE conditions on ``Job``: the jobs of the collection's current qrels, configuration
+    and evaluator version (what a new job would be planned under)."""
+    return (Job.collection_id == coll.id, Job.qrels_version_id == coll.current_qrels_id,
+            Job.config_id == config.id, Job.evaluator_version == EVALUATOR_VERSION)

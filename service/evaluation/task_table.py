@@ -1,0 +1,54 @@
+"""The one table from a task name to the use case that does the work.
+
+Every task that takes an id runs ``USE_CASES[name](factory, id, limits)`` and returns the
+follow-ups to send. The Celery tasks (``workers/tasks.py``) are registered from this table,
+and anything that runs the work in-process (tests, a demo) reads it too, so the mapping
+exists once. The periodic tasks (:attr:`TaskName.SWEEP`, :attr:`TaskName.REFRESH`) take no id
+and are not in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.evaluation import analyses, evaluating, judging, significance_tests
+from service.evaluation.work import Followup, TaskName
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How the workers run a use case (``CRANFIELD_MAX_ATTEMPTS``, ``CRANFIELD_TASK_DELAY``)."""
+
+    max_attempts: int = 3
+    pause: float = 0.0  # tests only: seconds between claiming an item and computing it
+
+
+UseCase = Callable[[sessionmaker[Session], int, Limits], list[Followup]]
+
+USE_CASES: Mapping[TaskName, UseCase] = MappingProxyType({
+    TaskName.EVALUATE_ITEM: lambda factory, id_, limits: evaluating.evaluate_item(
+        factory, id_, limits.max_attempts, pause=limits.pause),
+    TaskName.RUN_TESTS: lambda factory, id_, limits: significance_tests.run_tests(factory, id_),
+    TaskName.RUN_ANALYSIS: lambda factory, id_, limits: analyses.compute(factory, id_, limits.max_attempts),
+    TaskName.BUILD_POOL: lambda factory, id_, limits: judging.build_pool(factory, id_, limits.max_attempts),
+})
+
+
+def use_case(task: TaskName | str) -> UseCase:
+    """The use case of ``task``; a task name without one is a bug, refused loudly."""
+    try:
+        return USE_CASES[TaskName(task)]
+    except (KeyError, ValueError):
+        raise LookupError(f"no use case for the task {task!r}; known: {', '.join(USE_CASES)}") from None
+
+
+def run_here(factory: sessionmaker[Session], followups: Iterable[Followup], limits: Limits = Limits()) -> None:
+    """Do what the workers do, in this process, until no follow-up remains (tests, demos)."""
+    queue = list(followups)
+    while queue:
+        f = queue.pop(0)
+        queue += use_case(f.task)(factory, f.id, limits)

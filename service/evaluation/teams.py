@@ -1,0 +1,121 @@
+"""Teams, their tokens and their enrolment in collections.
+
+A team takes part in a collection by enrolment: organisers enrol teams (``invite``, the
+default), or, when a collection's enrolment is ``open``, a participant enrols its own team.
+Participants list, read and submit to the collections their team is enrolled in (and read
+public ones); see :mod:`service.evaluation.policy`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.errors import BadRequest, Conflict, NotFound
+from service.evaluation import access, policy
+from service.evaluation.access import Principal
+from service.evaluation.setup import audit
+from service.store.models import ApiToken, Collection, Enrolment, Team
+
+
+def create_team(s: Session, me: Principal, name: str) -> Team:
+    policy.require(policy.may_create_team(me), me, "creating a team")
+    name = name.strip()
+    if not name:
+        raise BadRequest("a team needs a name")
+    if s.scalar(select(Team.id).where(Team.name == name)) is not None:
+        raise Conflict(f"team {name!r} exists")
+    team = Team(name=name)
+    s.add(team)
+    s.flush()
+    return team
+
+
+def create_token(s: Session, me: Principal, role: str, *, name: str = "", team: str | None = None,
+                 collections: list[int] | None = None, topics: list[str] | None = None) -> tuple[str, ApiToken]:
+    """A new token (the secret is returned once and never stored)."""
+    if not policy.is_signed_in(me):
+        policy.require(False, me, "creating a token")
+    policy.require(policy.may_create_token(me, role, list(collections or [])), me,
+                   f"creating a {role} token (admins create any token; organisers create participant tokens, "
+                   "and assessor tokens for their collections)")
+    return access.create_token(s, role, name=name, team=team, collections=list(collections or []), topics=topics,
+                               actor=me.name)
+
+
+def revoke_token(s: Session, me: Principal, token_id: int) -> ApiToken:
+    policy.require(policy.may_revoke_token(me), me, "revoking a token")
+    token = s.get(ApiToken, token_id)
+    if token is None:
+        raise NotFound(f"no token {token_id}")
+    if token.revoked_at is None:
+        token.revoked_at = datetime.now(UTC)
+        audit(s, me.name, "token.revoke", None, token=token.prefix)
+    return token
+
+
+def team_named(s: Session, name: str) -> Team:
+    team = s.scalar(select(Team).where(Team.name == name))
+    if team is None:
+        raise NotFound(f"no team named {name!r}")
+    return team
+
+
+def team_name(s: Session, me: Principal) -> str | None:
+    team = s.get(Team, me.team_id) if me.team_id else None
+    return team.name if team else None
+
+
+def enrolled_teams(s: Session, coll: Collection, me: Principal) -> list[dict[str, Any]]:
+    policy.require(policy.may_manage_teams(me, coll), me, f"the teams of collection {coll.id}")
+    rows = s.execute(select(Team.name, Enrolment.enrolled_at, Enrolment.enrolled_by).join(
+        Enrolment, Enrolment.team_id == Team.id).where(Enrolment.collection_id == coll.id).order_by(Team.name))
+    return [{"team": name, "enrolled_at": at.isoformat() if at else None, "enrolled_by": by}
+            for name, at, by in rows]
+
+
+def enrol(s: Session, coll: Collection, me: Principal, team_name_: str) -> dict[str, Any]:
+    """Enrol a team (organisers). Enrolling a team twice is not an error: the same answer."""
+    policy.require(policy.may_manage_teams(me, coll), me, f"enrolling teams in collection {coll.id}")
+    return _enrol(s, coll, team_named(s, team_name_), me)
+
+
+def enrol_self(s: Session, cid: int, me: Principal) -> dict[str, Any]:
+    """A participant enrols its own team in an open collection (a private one too: it is
+    enrolled in by id, which its organisers share)."""
+    coll = s.get(Collection, cid)
+    if coll is None:
+        raise NotFound(f"no collection {cid}")
+    policy.require(policy.may_enrol_self(me, coll), me,
+                   f"enrolling in collection {coll.id} (its enrolment is {coll.enrolment}: "
+                   "organisers enrol teams)" if coll.enrolment != "open" else f"enrolling in collection {coll.id}")
+    team = s.get(Team, me.team_id)
+    if team is None:
+        raise NotFound("the token's team no longer exists")
+    return _enrol(s, coll, team, me)
+
+
+def _enrol(s: Session, coll: Collection, team: Team, me: Principal) -> dict[str, Any]:
+    row = s.get(Enrolment, (coll.id, team.id))
+    if row is None:
+        row = Enrolment(collection_id=coll.id, team_id=team.id, enrolled_by=me.name)
+        s.add(row)
+        audit(s, me.name, "team.enrol", coll.id, team=team.name)
+        s.flush()
+    return {"collection_id": coll.id, "team": team.name,
+            "enrolled_at": row.enrolled_at.isoformat() if row.enrolled_at else None, "enrolled_by": row.enrolled_by}
+
+
+def unenrol(s: Session, coll: Collection, me: Principal, team_name_: str) -> dict[str, Any]:
+    """Remove a team's enrolment (its runs stay; its participants lose access)."""
+    policy.require(policy.may_manage_teams(me, coll), me, f"removing teams from collection {coll.id}")
+    team = team_named(s, team_name_)
+    row = s.get(Enrolment, (coll.id, team.id))
+    if row is None:
+        raise NotFound(f"team {team.name!r} is not enrolled in collection {coll.id}")
+    s.delete(row)
+    audit(s, me.name, "team.unenrol", coll.id, team=team.name)
+    return {"collection_id": coll.id, "team": team.name, "enrolled": False}

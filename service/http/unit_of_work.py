@@ -1,0 +1,107 @@
+"""A request's unit of work: one database session, committed once after the handler, and the
+follow-up tasks handed to the workers only after that commit.
+
+Handlers never commit and never send: a use case returns its result and its follow-ups (an
+:class:`~service.evaluation.work.Outcome`); the handler passes it to :meth:`UnitOfWork.collect`
+and returns the result; the dependency that provided the unit of work commits, then sends.
+An exception rolls everything back and sends nothing.
+
+The session is opened lazily, so a request that does not touch the database (an upload still
+being received, a health check) holds no connection; a writing request takes SQLite's write
+lock when its session begins (a no-op on PostgreSQL) so it cannot fail on a lock upgrade
+midway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from litestar import Request
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.evaluation import access
+from service.evaluation.access import Principal
+from service.evaluation.work import Followup, Outcome
+
+T = TypeVar("T")
+Dispatch = Callable[[Sequence[Followup]], None]
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class UnitOfWork:
+    """One request's session and the follow-ups to send once it has committed."""
+
+    def __init__(self, factory: sessionmaker[Session], writing: bool) -> None:
+        self.factory = factory
+        self._writing = writing
+        self._session: Session | None = None
+        self.followups: list[Followup] = []
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            self._session = self.factory()
+            if self._writing:
+                self._session.connection(execution_options={"sqlite_immediate": True})
+        return self._session
+
+    def collect(self, outcome: Outcome[T]) -> T:
+        """Keep the outcome's follow-ups for after the commit; return its result."""
+        self.followups.extend(outcome.followups)
+        return outcome.result
+
+    def commit(self) -> None:
+        if self._session is not None:
+            self._session.commit()
+
+    def close(self, rollback: bool) -> None:
+        if self._session is not None:
+            if rollback:
+                self._session.rollback()
+            self._session.close()
+            self._session = None
+
+
+def unit_of_work_provider(factory: sessionmaker[Session], dispatch: Dispatch,
+                          after_write: Callable[[], None] | None = None) -> Callable[..., AsyncIterator[UnitOfWork]]:
+    """The dependency: commit after the handler (in a worker thread), then dispatch the
+    follow-ups, then ``after_write`` (e.g. drop a cache) for writing requests."""
+
+    async def provide_unit_of_work(request: Request[Any, Any, Any]) -> AsyncIterator[UnitOfWork]:
+        writing = request.method not in SAFE_METHODS
+        uow = UnitOfWork(factory, writing)
+        try:
+            yield uow
+        except BaseException:
+            await anyio.to_thread.run_sync(uow.close, True)
+            raise
+        try:
+            await anyio.to_thread.run_sync(uow.commit)
+        finally:
+            await anyio.to_thread.run_sync(uow.close, False)
+        if uow.followups:
+            await anyio.to_thread.run_sync(dispatch, list(uow.followups))
+        if writing and after_write is not None:
+            after_write()
+
+    return provide_unit_of_work
+
+
+def caller_from_header(factory: sessionmaker[Session]) -> Callable[..., Any]:
+    """The dependency giving the caller of an API request (``Authorization: Bearer ...``).
+
+    The token is checked in a short session of its own, closed before the handler runs, so a
+    request never holds one connection while it waits for another."""
+
+    async def provide_caller(request: Request[Any, Any, Any]) -> Principal:
+        header = request.headers.get("authorization")
+        return await anyio.to_thread.run_sync(principal_with_session, factory, header)
+
+    return provide_caller
+
+
+def principal_with_session(factory: sessionmaker[Session], secret_or_header: str | None) -> Principal:
+    with factory() as s:
+        return access.principal_for(s, secret_or_header)

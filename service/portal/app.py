@@ -1,0 +1,86 @@
+"""The portal's router: its controllers, its dependencies and its one error page.
+
+Dependencies:
+- ``viewer``: the visitor, from the sign-in cookie, resolved in a short session of its own
+  (anonymous when signed out or when the token is unknown or revoked);
+- ``uow``: the request's unit of work (one lazily opened session, committed after the
+  handler, follow-up work sent to the workers after the commit);
+- ``page``: what handlers render with (the request, ``viewer`` and ``uow`` together);
+- ``form``: a state-changing form, read whole once its CSRF token is checked.
+
+Every exception raised under the router becomes an HTML page through the one error table
+(:func:`service.http.problems.problem_of`): its status, title and message; a 401 offers to sign
+in (and brings the visitor back), a 500 shows the request id it was logged with and never the
+exception's text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+from litestar import Request, Response, Router
+from litestar.di import Provide
+from litestar.response import Template
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.errors import Unauthenticated
+from service.evaluation.access import Principal
+from service.http.problems import problem_of
+from service.http.unit_of_work import Dispatch, principal_with_session, unit_of_work_provider
+from service.portal.controllers.analysis import AnalysisController
+from service.portal.controllers.boards import BoardController
+from service.portal.controllers.judging import AssessmentController, PoolController
+from service.portal.controllers.qrels import QrelsController
+from service.portal.controllers.runs import RunController
+from service.portal.controllers.signin import SignInController
+from service.portal.controllers.snapshots import SnapshotController
+from service.portal.controllers.submissions import SubmissionController
+from service.portal.controllers.teams import TeamController
+from service.portal.forms import provide_form, secret_of
+from service.portal.pages import provide_page, render
+
+CONTROLLERS = [SignInController, BoardController, RunController, AnalysisController, SubmissionController,
+               QrelsController, PoolController, AssessmentController, SnapshotController, TeamController]
+
+
+def portal_router(factory: sessionmaker[Session], dispatch: Dispatch,
+                  after_write: Callable[[], None] | None = None) -> Router:
+    """The portal's pages on ``factory``'s database; ``dispatch`` hands follow-up work to the
+    workers after each commit, ``after_write`` runs after each writing request (e.g. to drop
+    the API's board cache)."""
+    return Router(path="/", route_handlers=CONTROLLERS, include_in_schema=False,
+                  dependencies={"viewer": Provide(viewer_provider(factory)),
+                                "uow": Provide(unit_of_work_provider(factory, dispatch, after_write)),
+                                "page": Provide(provide_page, sync_to_thread=False),
+                                "form": Provide(provide_form)},
+                  exception_handlers={Exception: error_page})
+
+
+def viewer_provider(factory: sessionmaker[Session]) -> Callable[..., Any]:
+    async def provide_viewer(request: Request[Any, Any, Any]) -> Principal:
+        secret = secret_of(request)
+        me = Principal()
+        if secret:
+            try:
+                me = await anyio.to_thread.run_sync(principal_with_session, factory, f"Bearer {secret}")
+            except Unauthenticated:
+                pass  # a revoked or unknown token reads as signed out
+        request.state.viewer = me  # for the error page, which runs outside the handler
+        return me
+
+    return provide_viewer
+
+
+def error_page(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    """Any error under the portal as a page, from the one error table."""
+    problem = problem_of(exc)
+    me = request.state.get("viewer") or Principal()
+    page: Template = render(request, me, None, "error.html", status=problem.status, title=problem.kind.title,
+                            message=problem.detail, request_id=problem.details.get("request_id"),
+                            source=problem.details.get("source"), line=problem.details.get("line"),
+                            signin=problem.status == 401)
+    if "retry_after" in problem.details:
+        page.headers["Retry-After"] = str(problem.details["retry_after"])
+    return page  # type: ignore[return-value]

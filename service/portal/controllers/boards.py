@@ -1,0 +1,74 @@
+"""A collection's home page: its leaderboard (when the visitor may see it), and the board as
+CSV or LaTeX."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+from litestar import Controller, Response, get
+from litestar.di import NamedDependency, Provide
+from litestar.params import FromPath, FromQuery
+from litestar.response import Template
+
+from service.evaluation import boards, policy, qrels
+from service.evaluation.exports import board_csv, board_latex
+from service.portal import charts
+from service.portal.forms import whole_number
+from service.portal.pages import Page, download
+from service.store.models import Collection
+
+
+@dataclass(frozen=True)
+class BoardChoices:
+    """The board's selectors (forms send "" for a default choice)."""
+
+    metric: str | None = None
+    test: str | None = None
+    qrels_version: int | None = None
+    primary_only: bool = False
+
+    def board(self, page: Page, coll: Collection) -> dict[str, Any]:
+        """The board as the visitor may see it (``policy.may_see_board``), with these choices."""
+        return boards.leaderboard_doc(page.session, coll, page.me, self.metric, self.primary_only,
+                                      self.qrels_version, self.test)
+
+
+def board_choices(metric: FromQuery[str | None] = None, test: FromQuery[str | None] = None,
+                  qrels_version: FromQuery[str | None] = None, primary_only: FromQuery[bool] = False) -> BoardChoices:
+    return BoardChoices(metric or None, test or None, whole_number(qrels_version, "qrels_version"), primary_only)
+
+
+class BoardController(Controller):
+    dependencies = {"choices": Provide(board_choices, sync_to_thread=False)}
+
+    @get("/c/{cid:int}", sync_to_thread=True)
+    def board(self, cid: FromPath[int], page: NamedDependency[Page],
+              choices: NamedDependency[BoardChoices]) -> Template:
+        """The collection's home page: its board, as ``policy.may_see_board`` allows (before the
+        release an enrolled team sees its own rows only; others once it is released)."""
+        coll = page.collection(cid)
+        doc, cfg = choices.board(page, coll), coll.current_config
+        versions = ([v["version"] for v in reversed(qrels.versions(page.session, coll, page.me)["items"])]
+                    if policy.may_see_qrels(page.me, coll) else [])
+        return page.show(coll, "board.html", doc=doc, versions=versions, test=choices.test,
+                         chart=charts.interval_chart(doc["rows"], doc["metric"]) if doc["rows"] else None,
+                         metrics=[cfg.official_metric, *(m for m in cfg.metrics if m != cfg.official_metric)],
+                         tests=boards.stored_tests(page.session, coll), qrels_version=choices.qrels_version,
+                         primary_only=choices.primary_only)
+
+    # (async, with the work in a thread: Litestar 2.25 fails a sync_to_thread handler of several paths)
+    @get(["/c/{cid:int}/board.csv", "/c/{cid:int}/board.tex"])
+    async def board_file(self, cid: FromPath[int], page: NamedDependency[Page],
+                         choices: NamedDependency[BoardChoices]) -> Response[str]:
+        """The board with the page's choices, as CSV or as a LaTeX table (``board.tex``)."""
+        return await anyio.to_thread.run_sync(_board_file, page, cid, choices)
+
+
+def _board_file(page: Page, cid: int, choices: BoardChoices) -> Response[str]:
+    coll = page.collection(cid)
+    doc = choices.board(page, coll)
+    if page.request.url.path.endswith(".csv"):
+        return download(board_csv(doc), "text/csv", f"{coll.name}-{doc['metric']}.csv")
+    return download(board_latex(doc), "text/plain", f"{coll.name}-{doc['metric']}.tex")

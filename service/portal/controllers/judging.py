@@ -1,0 +1,74 @@
+"""Judging: the organisers' pools page (build a pool in the workers, the builds' status, the
+assessors, the reusability analysis) and the assessors' pages (their topics, the blind
+download, the judgment upload)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, Response, get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery
+from litestar.response import Redirect, Template
+
+from service.errors import BadRequest
+from service.evaluation import analyses, judging, policy
+from service.portal.forms import PostedForm
+from service.portal.pages import Page, attempt, download, see_other
+
+
+class PoolController(Controller):
+    @get("/c/{cid:int}/pools", sync_to_thread=True)
+    def pools(self, cid: FromPath[int], page: NamedDependency[Page]) -> Template:
+        """``policy.may_manage_pools`` (organisers): pools, their builds, assessors, reusability."""
+        s, me, coll = page.session, page.me, page.collection(cid)
+        policy.require(policy.may_manage_pools(me, coll), me, f"the pools of collection {cid}")
+        latest = analyses.latest(s, coll, me)
+        return page.show(coll, "pools.html", pools=judging.pools_of(s, coll, me)[::-1],
+                         builds=judging.pool_builds(s, coll, me), assessors=judging.assignments(s, coll, me),
+                         analysis=analyses.doc(s, latest, me) if latest is not None else None,
+                         metrics=list(coll.current_config.metrics))
+
+    @post("/c/{cid:int}/pools", sync_to_thread=True)
+    def pools_action(self, cid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]
+                     ) -> Redirect:
+        """Ask the workers for a pool (``action=pool``) or the reusability analysis (``action=analyse``)."""
+        s, me, coll = page.session, page.me, page.collection(cid)
+        action = form.text("action")
+        if action == "pool":
+            depth = form.whole_number("depth", "the pool depth")
+            if depth is None:
+                raise BadRequest("the pool depth is a positive whole number")
+            page.uow.collect(judging.request_pool(s, coll, me, depth, form.optional("selection") or "all",
+                                                  form.whole_number("max_priority", "the judging priority")))
+        elif action == "analyse":
+            page.uow.collect(analyses.request(s, coll, me, form.optional("metric")))
+        else:
+            raise BadRequest("unknown action: build a pool (action=pool) or analyse (action=analyse)")
+        return see_other(f"/c/{cid}/pools")
+
+
+class AssessmentController(Controller):
+    @get("/assess", sync_to_thread=True)
+    def assessments(self, page: NamedDependency[Page], accepted: FromQuery[int | None] = None) -> Template:
+        """``policy.is_assessor``: the assessor's topics per pool, with no runs, scores or teams."""
+        return page.render("assess.html", items=judging.assessments(page.session, page.me), error=None,
+                           accepted=accepted)
+
+    @get("/assess/{pid:int}/{topic:str}", sync_to_thread=True)
+    def assessment_file(self, pid: FromPath[int], topic: FromPath[str], page: NamedDependency[Page]) -> Response[str]:
+        """``policy.may_assess``: the topic's pool documents in a seeded random order."""
+        return download(judging.assessment_file(page.session, pid, page.me, topic), "text/plain",
+                        f"pool{pid}-{topic}.txt")
+
+    @post("/assess/{pid:int}", sync_to_thread=True)
+    def upload_judgments(self, pid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]
+                         ) -> Any:
+        """Judgments checked against the pool; accepted, they become a new qrels version."""
+        upload = form.upload("file", "judgments")
+        doc, refused = attempt(page.uow, lambda: judging.submit_judgments(page.uow.factory, lambda _s: page.me, pid,
+                                                                          upload.required(), source=upload.name))
+        if refused is not None:
+            return page.render("assess.html", status=refused.status, error=refused, accepted=None,
+                               items=judging.assessments(page.session, page.me))
+        return see_other(f"/assess?accepted={len(doc['topics'])}")

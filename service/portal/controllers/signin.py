@@ -1,0 +1,58 @@
+"""The collections index, signing in with an API token and signing out."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, Request, get, post
+from litestar.di import NamedDependency
+from litestar.enums import RequestEncodingType
+from litestar.params import Body, FromQuery
+from litestar.response import Redirect, Template
+
+from service.config import settings
+from service.errors import Unauthenticated
+from service.evaluation import collections, policy
+from service.evaluation.access import Principal
+from service.http.unit_of_work import UnitOfWork, principal_with_session
+from service.portal import forms
+from service.portal.forms import PostedForm
+from service.portal.pages import Page, render, see_other
+
+SignInBody = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
+
+
+class SignInController(Controller):
+    @get("/", sync_to_thread=True)
+    def index(self, page: NamedDependency[Page]) -> Template:
+        """The collections the visitor may read: public ones and, signed in, its team's or its
+        own; each linked when its board opens (``policy.may_see_board``), with the "Enrol my
+        team" button where the visitor's team may enrol (``policy.may_enrol_self``)."""
+        me = page.me
+        return page.render("index.html", collections=[
+            {**collections.document(c, me), "can_board": policy.may_see_board(me, c),
+             "can_enrol": policy.may_enrol_self(me, c) and not policy.is_enrolled(me, c)}
+            for c in collections.visible(page.session, me)])
+
+    @get("/login", sync_to_thread=True)
+    def login_form(self, page: NamedDependency[Page], next: FromQuery[str] = "/") -> Template:  # noqa: A002
+        return page.render("login.html", next=forms.local(next), error=None)
+
+    @post("/login", sync_to_thread=True)
+    def login(self, request: Request[Any, Any, Any], uow: NamedDependency[UnitOfWork], data: SignInBody) -> Any:
+        """Check the token; a known one is kept in the sign-in cookie and the visitor goes on to ``next``."""
+        forms.check_same_origin(request)
+        secret, target = data.get("token", "").strip(), forms.local(data.get("next", "/"))
+        try:
+            me = principal_with_session(uow.factory, f"Bearer {secret}") if secret else Principal()
+        except Unauthenticated:
+            me = Principal()
+        if me.role is None:
+            return render(request, Principal(), None, "login.html", status=401, next=target,
+                          error="That token is unknown or revoked.")
+        return see_other(target, [forms.sign_in_cookie(request, secret, settings().web.session_cookie_lifetime)])
+
+    @post("/logout")
+    async def logout(self, form: NamedDependency[PostedForm]) -> Redirect:
+        """Forget the cookie (asking for ``form`` checks its CSRF token, as on every form)."""
+        return see_other("/", [forms.sign_out_cookie()])

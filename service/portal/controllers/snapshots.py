@@ -1,0 +1,34 @@
+"""Frozen leaderboards: the list, freezing the current board (organisers), one snapshot."""
+
+from __future__ import annotations
+
+from litestar import Controller, get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath
+from litestar.response import Redirect, Template
+
+from service.evaluation import boards
+from service.portal import charts
+from service.portal.forms import PostedForm
+from service.portal.pages import Page, see_other
+
+
+class SnapshotController(Controller):
+    @get("/c/{cid:int}/snapshots", sync_to_thread=True)
+    def snapshots(self, cid: FromPath[int], page: NamedDependency[Page]) -> Template:
+        """``policy.may_see_analyses`` (a snapshot holds the organisers' board, all topics)."""
+        coll = page.collection(cid)
+        return page.show(coll, "snapshots.html", snapshots=boards.snapshots(page.session, coll, page.me))
+
+    @post("/c/{cid:int}/snapshots", sync_to_thread=True)
+    def freeze(self, cid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]) -> Redirect:
+        """``policy.may_freeze_board``: store the current board as an immutable snapshot."""
+        snap = boards.freeze(page.session, page.collection(cid), page.me, form.optional("metric"), form.text("label"))
+        return see_other(f"/snapshots/{snap['id']}")
+
+    @get("/snapshots/{sid:int}", sync_to_thread=True)
+    def snapshot(self, sid: FromPath[int], page: NamedDependency[Page]) -> Template:
+        """``policy.may_see_snapshot``."""
+        snap = boards.snapshot(page.session, sid, page.me)
+        return page.show(page.collection(snap["collection_id"]), "snapshot.html", snap=snap,
+                         chart=charts.interval_chart(snap["rows"], snap["metric"]) if snap["rows"] else None)

@@ -1,0 +1,124 @@
+"""Rendering a page: the ``page`` dependency (the visitor, the unit of work, the request), the
+collection navigation (every flag a predicate of :mod:`service.evaluation.policy`), downloads,
+and refusals shown on a form's page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from litestar import Request, Response
+from litestar.datastructures import Cookie
+from litestar.di import NamedDependency
+from litestar.response import Redirect, Template
+from sqlalchemy.orm import Session
+
+from service.errors import BadRequest, Conflict, InvalidInput, TooLarge
+from service.evaluation import collections, policy, teams
+from service.evaluation.access import Principal
+from service.evaluation.work import Outcome
+from service.http.problems import problem_of
+from service.http.unit_of_work import UnitOfWork
+from service.portal.forms import csrf_for, secret_of
+from service.store.models import Collection
+
+T = TypeVar("T")
+
+
+def render(request: Request[Any, Any, Any], me: Principal, uow: UnitOfWork | None, name: str, status: int = 200,
+           **context: Any) -> Template:
+    """A page: the template with the visitor (``me``, their team, the form token) and the path."""
+    team = teams.team_name(uow.session, me) if uow is not None and me.team_id is not None else None
+    return Template(template_name=name, status_code=status, media_type="text/html", context={
+        "me": me, "team": team, "csrf": csrf_for(secret_of(request)) if policy.is_signed_in(me) else "",
+        "path": request.url.path, **context})
+
+
+def navigation(coll: Collection, me: Principal) -> dict[str, Any]:
+    """A collection page's context: the collection as the visitor may see it and what the
+    navigation offers. Each flag is the policy predicate of the page it links to, so a link is
+    shown exactly when its page opens."""
+    return {
+        "coll": collections.document(coll, me),
+        "organiser": policy.may_configure(me, coll),
+        "can_board": policy.may_see_board(me, coll),
+        "can_results": policy.may_see_results(me, coll),
+        "can_analyses": policy.may_see_analyses(me, coll),
+        "can_runs": policy.is_signed_in(me),
+        "can_submit": policy.may_submit(me, coll),
+        "can_freeze": policy.may_freeze_board(me, coll),
+        "can_qrels": policy.may_see_qrels(me, coll),
+        "can_pools": policy.may_manage_pools(me, coll),
+        "can_teams": policy.may_manage_teams(me, coll),
+        "can_enrol": policy.may_enrol_self(me, coll) and not policy.is_enrolled(me, coll),
+    }
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a handler renders with: the request, the visitor (``me``) and the request's unit of work."""
+
+    request: Request[Any, Any, Any]
+    me: Principal
+    uow: UnitOfWork
+
+    @property
+    def session(self) -> Session:
+        return self.uow.session
+
+    def collection(self, cid: int) -> Collection:
+        """The collection, if the visitor may read it (404, or 401/403 as the policy says)."""
+        return collections.get(self.session, cid, self.me)
+
+    def render(self, name: str, status: int = 200, **context: Any) -> Template:
+        return render(self.request, self.me, self.uow, name, status, **context)
+
+    def show(self, coll: Collection, name: str, status: int = 200, **context: Any) -> Template:
+        """A page of one collection, with its navigation."""
+        return self.render(name, status, **navigation(coll, self.me), **context)
+
+
+def provide_page(request: Request[Any, Any, Any], viewer: NamedDependency[Principal],
+                 uow: NamedDependency[UnitOfWork]) -> Page:
+    """The ``page`` dependency, from the ``viewer`` and ``uow`` dependencies."""
+    return Page(request, viewer, uow)
+
+
+def see_other(path: str, cookies: list[Cookie] | None = None) -> Redirect:
+    """After a successful post: the page to show (303, so a reload does not post again)."""
+    return Redirect(path=path, status_code=303, cookies=cookies or [])
+
+
+def download(body: str, media_type: str, filename: str) -> Response[str]:
+    safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in filename)
+    return Response(body, media_type=media_type, headers={"Content-Disposition": f'attachment; filename="{safe}"'})
+
+
+# ------------------------------------------------------------------- refusals on a form
+# What a form's page shows next to the form (with the error's status) instead of an error page:
+# the visitor's input is wrong or does not fit the current state, and can be fixed there.
+SHOWN_ON_THE_FORM = (InvalidInput, BadRequest, Conflict, TooLarge)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A refused upload or form as its page shows it: the status from the error table, the file
+    and line when the error has them, and the reason."""
+
+    status: int
+    reason: str
+    source: str | None = None
+    line: int | None = None
+
+
+def attempt(uow: UnitOfWork, use_case: Callable[[], Outcome[T]]) -> tuple[T | None, Refusal | None]:
+    """Run a use case whose refusal belongs on the form's page: (its result, None), its
+    follow-ups kept for after the commit; or (None, the refusal). Other errors propagate to the
+    error page."""
+    try:
+        return uow.collect(use_case()), None
+    except SHOWN_ON_THE_FORM as exc:
+        problem = problem_of(exc)
+        return None, Refusal(problem.status, problem.detail, problem.details.get("source"), problem.details.get("line"))

@@ -1,0 +1,143 @@
+"""One access policy: the policy module, the JSON API and the portal give the same answer to
+the same question, for every role, resource and collection state.
+
+Each question names a policy predicate, the API request that depends on it and (where the
+portal has one) the page that does; "allowed" is a 2xx answer, "denied" a 401 or 403, and
+anything else fails the test. The portal's navigation is checked too: a link to a page is
+shown exactly when that page would open.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from service.evaluation import access, policy
+from service.store.models import Collection, Run
+from tests.integration.conftest import World, auth
+
+ROLES = ("anonymous", "alpha", "beta", "gamma", "organiser", "other_organiser", "admin", "assessor")
+
+
+@dataclass(frozen=True)
+class Question:
+    name: str
+    allowed: Callable[[access.Principal, Collection, Run], bool]
+    api: str | None  # a GET path; {cid} and {rid} are filled in
+    portal: str | None = None
+    nav: str | None = None  # the href of the portal's link to this page, on the board page
+
+
+QUESTIONS = [
+    Question("read the collection", lambda me, c, r: policy.may_read_collection(me, c), "/api/collections/{cid}"),
+    Question("see the board", lambda me, c, r: policy.may_see_board(me, c), "/api/collections/{cid}/leaderboard",
+             "/c/{cid}"),
+    Question("see the significance matrix", lambda me, c, r: policy.may_see_results(me, c),
+             "/api/collections/{cid}/significance", "/c/{cid}/significance", "/c/{cid}/significance"),
+    Question("see the meta-evaluation", lambda me, c, r: policy.may_see_analyses(me, c),
+             "/api/collections/{cid}/metaeval", "/c/{cid}/analysis", "/c/{cid}/analysis"),
+    Question("see snapshots", lambda me, c, r: policy.may_see_analyses(me, c), "/api/collections/{cid}/snapshots",
+             "/c/{cid}/snapshots", "/c/{cid}/snapshots"),
+    Question("see the qrels", lambda me, c, r: policy.may_see_qrels(me, c), "/api/collections/{cid}/qrels",
+             "/c/{cid}/qrels", "/c/{cid}/qrels"),
+    Question("manage pools", lambda me, c, r: policy.may_manage_pools(me, c), "/api/collections/{cid}/pools",
+             "/c/{cid}/pools", "/c/{cid}/pools"),
+    Question("manage teams", lambda me, c, r: policy.may_manage_teams(me, c), "/api/collections/{cid}/teams",
+             "/c/{cid}/teams", "/c/{cid}/teams"),
+    Question("see jobs", lambda me, c, r: policy.may_see_jobs(me, c), "/api/collections/{cid}/jobs"),
+    Question("see the run", lambda me, c, r: policy.may_see_run(me, r, c), "/api/runs/{rid}", "/runs/{rid}"),
+    Question("see the run's per-topic scores", lambda me, c, r: policy.may_see_run_details(me, r, c),
+             "/api/runs/{rid}/scores"),
+    Question("download the run", lambda me, c, r: policy.may_see_run_details(me, r, c), "/api/runs/{rid}/file"),
+    Question("see the run's curves", lambda me, c, r: policy.may_see_run_curve(me, r, c), "/api/runs/{rid}/curve"),
+]
+
+# (visibility, released, topic split: None / hidden / revealed)
+STATES = list(itertools.product(("private", "public"), (False, True), (None, "hidden", "revealed")))
+
+
+def _set_state(world: World, visibility: str, released: bool, split: str | None) -> None:
+    body: dict[str, Any] = {"visibility": visibility, "leaderboard_released": released,
+                            "hidden_topics": ["0001", "0002"] if split else [], "topics_revealed": split == "revealed"}
+    r = world.client.patch(f"/api/collections/{world.cid}", json=body, headers=auth(world.tokens["admin"]))
+    assert r.status_code == 200, r.text
+
+
+def _verdict(status: int, what: str) -> bool:
+    assert status in (200, 201, 401, 403), what
+    return status < 300
+
+
+def _principals(world: World) -> dict[str, access.Principal]:
+    with world.factory() as s:
+        return {role: access.principal_for(s, f"Bearer {world.tokens[role]}") if role in world.tokens
+                else access.Principal() for role in ROLES}
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)  # a question of rules, not of the database
+def test_policy_api_and_portal_agree(world: World) -> None:
+    c, admin = world.client, auth(world.tokens["admin"])
+    assert c.post("/api/teams", json={"name": "gamma"}, headers=admin).status_code == 201
+    world.tokens["gamma"] = c.post("/api/tokens", json={"role": "participant", "team": "gamma"},
+                                   headers=admin).json()["token"]
+    rid = world.run_ids["RUN-01"]  # team alpha's
+    me_of = _principals(world)
+    checked = 0
+    for visibility, released, split in STATES:
+        _set_state(world, visibility, released, split)
+        with world.factory() as s:
+            coll, run = s.get(Collection, world.cid), s.get(Run, rid)
+            answers = {(q.name, role): q.allowed(me_of[role], coll, run) for q in QUESTIONS for role in ROLES}
+        for role in ROLES:
+            headers = auth(world.tokens.get(role))
+            c.cookies.clear()
+            if role in world.tokens:  # the portal's sign-in cookie
+                c.cookies.set("cranfield_token", world.tokens[role])
+            state = f"{visibility}, released={released}, split={split}, {role}"
+            for q in QUESTIONS:
+                expected = answers[(q.name, role)]
+                r = c.get(q.api.format(cid=world.cid, rid=rid), headers=headers)
+                assert _verdict(r.status_code, f"API {q.api} {state}: {r.status_code} {r.text[:200]}") == expected, \
+                    f"policy says {expected} but the API answers {r.status_code} to '{q.name}' ({state})"
+                if q.portal:
+                    page = c.get(q.portal.format(cid=world.cid, rid=rid), follow_redirects=False)
+                    assert _verdict(page.status_code, f"portal {q.portal} {state}: {page.status_code}") == expected, \
+                        f"policy says {expected} but the portal answers {page.status_code} to '{q.name}' ({state})"
+                checked += 1
+            if answers[("see the board", role)]:
+                board = c.get(f"/c/{world.cid}").text
+                for q in QUESTIONS:
+                    if q.nav:
+                        href = f'href="{q.nav.format(cid=world.cid, rid=rid)}"'
+                        assert (href in board) == answers[(q.name, role)], \
+                            f"the link {href} is {'missing' if answers[(q.name, role)] else 'shown'} ({state})"
+    c.cookies.clear()
+    assert checked == len(STATES) * len(ROLES) * len(QUESTIONS)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_submission_rules_agree(world: World) -> None:
+    """Submitting: enrolled teams within the window, organisers for a team at any time."""
+    c, admin = world.client, auth(world.tokens["admin"])
+    assert c.post("/api/teams", json={"name": "gamma"}, headers=admin).status_code == 201
+    world.tokens["gamma"] = c.post("/api/tokens", json={"role": "participant", "team": "gamma"},
+                                   headers=admin).json()["token"]
+    me_of = _principals(world)
+    for n, (visibility, window) in enumerate(itertools.product(("private", "public"), ("open", "closed"))):
+        closes = None if window == "open" else "2020-01-01T00:00:00+00:00"
+        c.patch(f"/api/collections/{world.cid}", json={"visibility": visibility, "submission_closes_at": closes},
+                headers=admin)
+        with world.factory() as s:
+            coll = s.get(Collection, world.cid)
+            for role in ROLES:
+                me = me_of[role]
+                expected = policy.may_submit(me, coll) and (policy.may_organise(me, coll.id) or policy.window_open(coll))
+                run = f"0001 Q0 NTC-000-00001 1 2 {role}-{n}\n"
+                r = c.post(f"/api/collections/{world.cid}/runs", content=run, params={"team": "beta"},
+                           headers=auth(world.tokens.get(role)))
+                assert r.status_code in (201, 401, 403, 409), (role, r.text)
+                assert (r.status_code == 201) == expected, (role, visibility, window, r.status_code, r.text)

@@ -1,0 +1,155 @@
+"""The API's typed contract: the OpenAPI document describes every operation, the docs page
+works offline, docs/api.md matches the schema, request bodies refuse unknown fields, PATCH
+tells absent from null, and a bug is a 500 with a request id rather than a guessed 400."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from litestar.testing import TestClient
+
+from service.api.app import create_app
+from service.api.reference import DOC, generated, with_reference
+from tests.integration.conftest import World, auth
+
+METHODS = ("get", "post", "put", "patch", "delete")
+
+
+@pytest.fixture(scope="module")
+def openapi() -> dict[str, Any]:
+    return create_app("sqlite://", lambda followups: None).openapi_schema.to_schema()
+
+
+def _operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(m, p, item[m]) for p, item in doc["paths"].items() for m in METHODS if m in item]
+
+
+def test_every_operation_is_documented(openapi: dict[str, Any]) -> None:
+    ops = _operations(openapi)
+    assert len(ops) >= 40
+    ids = [op.get("operationId") for _, _, op in ops]
+    assert len(set(ids)) == len(ids), "operation ids are unique"
+    for method, path, op in ops:
+        where = f"{method.upper()} {path}"
+        assert op.get("operationId") and re.fullmatch(r"[a-z][A-Za-z]+", op["operationId"]), where
+        assert op.get("summary") and "callable" not in op["summary"].lower(), where
+        assert len(op.get("description", "")) > 20, where
+        assert op.get("tags"), where
+        errors = {code for code in op["responses"] if code[0] in "45"}
+        assert "500" in errors, where
+        if path.startswith("/api"):
+            assert errors & {"401", "403"}, f"{where}: access errors are documented"
+        for code in errors - {"400"}:  # Litestar documents its own 400 (validation) too
+            ref = op["responses"][code]["content"]["application/problem+json"]["schema"]["$ref"]
+            assert ref.endswith("/ProblemDocument"), where
+        for param in op.get("parameters", []):
+            assert param.get("description"), f"{where}: parameter {param['name']} has a description"
+        if method in ("post", "put", "patch") and op["operationId"] not in ("enrolOwnTeam",):
+            assert op.get("requestBody", {}).get("content"), f"{where}: the body is described"
+        ok = [code for code in op["responses"] if code[0] == "2"]
+        assert ok, where
+        if op["operationId"] not in ("downloadRun", "downloadAssessment", "getLeaderboard"):
+            content = op["responses"][ok[0]].get("content", {})
+            assert "application/json" in content and content["application/json"]["schema"], \
+                f"{where}: the response body has a schema"
+
+
+def test_every_body_field_is_documented_or_typed(openapi: dict[str, Any]) -> None:
+    schemas = openapi["components"]["schemas"]
+    for name in ("CollectionCreate", "CollectionUpdate", "TokenCreate", "RunUpdate", "PoolCreate", "Leaderboard"):
+        assert name in schemas, name
+        assert schemas[name]["properties"], name
+    create = schemas["CollectionCreate"]
+    assert create["required"] == ["name"] and not schemas["CollectionUpdate"].get("required")
+    quota = create["properties"]["daily_run_quota"]
+    typed = [quota, *quota.get("oneOf", [])]
+    assert any(alt.get("description") for alt in typed) and any(alt.get("minimum") == 1 for alt in typed)
+    assert schemas["Evaluation"]["properties"]["order"]["enum"] == ["score", "rank", "file"]
+
+
+def test_docs_reference_matches_the_schema(openapi: dict[str, Any]) -> None:
+    text = DOC.read_text()
+    assert with_reference(text, openapi) == text, "docs/api.md is stale: run python -m service.api.reference"
+    assert generated(openapi).count("| POST /api/collections/{cid}/teams |") == 1
+    for stale in ("`window`", "`quota`)"):
+        assert stale not in text
+
+
+def test_docs_page_works_offline() -> None:
+    app = create_app("sqlite://", lambda followups: None)
+    with TestClient(app=app) as client:
+        page = client.get("/schema")
+        assert page.status_code == 200 and "swagger" in page.text.lower()
+        assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+        assert assets, page.text
+        assert not [a for a in assets if a.startswith(("http://", "https://", "//"))], assets
+        for asset in assets:
+            r = client.get(asset)
+            assert r.status_code == 200 and len(r.content) > 1000, asset
+        assert client.get("/schema/openapi.json").json()["info"]["title"] == "Cranfield"
+
+
+def test_bad_bodies_are_422_naming_the_field(world: World) -> None:
+    c, admin = world.client, auth(world.tokens["admin"])
+    cases = [
+        ({"name": "x", "bogus": 1}, "bogus"),
+        ({"name": "x", "levels": [0, 1, 2, 3]}, "levels"),
+        ({"name": "x", "evaluation": {"depth": "x"}}, "depth"),
+        ({"name": "x", "evaluation": {"depht": 10}}, "depht"),
+        ({"name": "x", "daily_run_quota": 0}, "daily_run_quota"),
+        ({"name": ""}, "name"),
+    ]
+    for body, field in cases:
+        r = c.post("/api/collections", json=body, headers=admin)
+        assert r.status_code == 422, (body, r.text)
+        problem = r.json()
+        assert problem["code"] == "invalid_request" and field in problem["detail"], (body, problem)
+        assert r.headers["content-type"].startswith("application/problem+json")
+    r = c.patch(f"/api/collections/{world.cid}", json={"visibility": "secret"}, headers=admin)
+    assert r.status_code == 422 and "visibility" in r.json()["detail"]
+    r = c.patch(f"/api/runs/{world.run_ids['RUN-01']}/settings", json={"primary": True, "colour": "red"},
+                headers=admin)
+    assert r.status_code == 422 and "colour" in r.json()["detail"]
+    assert c.get(f"/api/collections/{world.cid}", headers=admin).json()["name"] == "task"  # nothing changed
+
+
+def test_patch_tells_absent_from_null(world: World) -> None:
+    c, org, cid = world.client, auth(world.tokens["organiser"]), world.cid
+    set_ = c.patch(f"/api/collections/{cid}", json={"daily_run_quota": 5, "submission_closes_at": "2099-01-01T00:00:00Z",
+                                                   "description": "d"}, headers=org).json()
+    assert set_["daily_run_quota"] == 5 and set_["submission_closes_at"].startswith("2099-01-01")
+    kept = c.patch(f"/api/collections/{cid}", json={"description": "e"}, headers=org).json()
+    assert kept["daily_run_quota"] == 5 and kept["submission_closes_at"] is not None and kept["description"] == "e"
+    cleared = c.patch(f"/api/collections/{cid}", json={"daily_run_quota": None}, headers=org).json()
+    assert cleared["daily_run_quota"] is None and cleared["submission_closes_at"] is not None
+    rid = world.run_ids["RUN-01"]
+    r = c.patch(f"/api/runs/{rid}/settings", json={"description": "mine", "priority": 2}, headers=org).json()
+    assert r["description"] == "mine" and r["priority"] == 2
+    r = c.patch(f"/api/runs/{rid}/settings", json={"priority": None}, headers=org).json()
+    assert r["description"] == "mine" and r["priority"] is None
+
+
+def test_a_bug_is_a_500_with_a_request_id_not_a_400(world: World, monkeypatch: pytest.MonkeyPatch,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    from service.evaluation import collections
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("secret internals")
+
+    monkeypatch.setattr(collections, "document", broken)
+    r = world.client.get(f"/api/collections/{world.cid}", headers=auth(world.tokens["admin"]))
+    assert r.status_code == 500
+    problem = r.json()
+    assert problem["code"] == "internal_error" and re.fullmatch(r"[0-9a-f]{16}", problem["request_id"])
+    assert "secret internals" not in r.text
+    assert problem["request_id"] in caplog.text and "secret internals" in caplog.text
+
+
+def test_unknown_path_and_method_are_problems(world: World) -> None:
+    c = world.client
+    r = c.get("/api/nothing-here")
+    assert r.status_code == 404 and r.json()["code"] == "not_found"
+    r = c.put(f"/api/collections/{world.cid}", json={}, headers=auth(world.tokens["admin"]))
+    assert r.status_code == 405 and r.json()["code"] == "method_not_allowed"

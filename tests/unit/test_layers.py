@@ -1,0 +1,274 @@
+"""Imports point inward: the layering rules of ../shared/ARCHITECTURE.md, checked on the source.
+
+Every ``.py`` file of ``service/`` and ``workers/`` is parsed with :mod:`ast`; every import counts,
+wherever it is (module top, inside a function, under ``if TYPE_CHECKING``), and so does
+``importlib.import_module("...")`` / ``__import__("...")`` with a literal name. A failure names
+the file, the line and the forbidden import.
+
+  (a) the core (service.metrics, service.formats) imports only the standard library, numpy,
+      scipy, service.errors and the core itself;
+  (b) the store never imports the web layer, the use cases, the CLI, the workers, Litestar or Celery;
+  (c) the web layer (service.api, service.portal, service.http) never imports the workers or Celery;
+  (d) the use cases (service.evaluation) never import the web layer, the CLI, the workers or Litestar;
+  (e) the workers never import the web layer or Litestar;
+  (f) only the composition root (service.asgi) imports both the web layer and the workers;
+  (g) the CLI's modules import only the standard library, numpy, service.errors and the CLI at
+      their top (the rest inside handlers), so ``cranfield eval`` starts fast.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ROOTS = ("service", "workers")
+
+CORE = ("service.metrics", "service.formats")
+WEB = ("service.api", "service.portal", "service.http")
+COMPOSITION_ROOT = "service.asgi"
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement: ``module`` absolute (relative imports resolved); ``names`` the
+    names a ``from`` import takes from it (each may be a submodule); ``top`` whether it runs
+    when the importing module is imported (not inside a function)."""
+
+    path: str
+    line: int
+    module: str
+    names: tuple[str, ...] = ()
+    top: bool = True
+
+    def targets(self) -> tuple[str, ...]:
+        """What may be imported: the module, and ``module.name`` for each name of a ``from``
+        import (``from service import api`` imports ``service.api``)."""
+        return (self.module, *(f"{self.module}.{n}" for n in self.names if n != "*"))
+
+    def shown(self) -> str:
+        return f"from {self.module} import {', '.join(self.names)}" if self.names else f"import {self.module}"
+
+
+def within(name: str, prefixes: Iterable[str]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def module_name(path: Path, root: Path = REPO) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+class _Collector(ast.NodeVisitor):
+    def __init__(self, module: str, is_package: bool, path: str) -> None:
+        self.package = module.split(".") if is_package else module.split(".")[:-1]
+        self.path = path
+        self.depth = 0  # > 0 inside a function
+        self.found: list[Import] = []
+
+    def _function(self, node: ast.AST) -> None:
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _function  # noqa: N815
+
+    def visit_Import(self, node: ast.Import) -> None:  # noqa: N802
+        for alias in node.names:
+            self.found.append(Import(self.path, node.lineno, alias.name, top=self.depth == 0))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:  # noqa: N802
+        if node.level:
+            base = self.package[: len(self.package) - (node.level - 1)] if node.level > 1 else self.package
+            module = ".".join([*base, *([node.module] if node.module else [])])
+        else:
+            module = node.module or ""
+        self.found.append(Import(self.path, node.lineno, module, tuple(a.name for a in node.names),
+                                 top=self.depth == 0))
+
+    def visit_Call(self, node: ast.Call) -> None:  # noqa: N802
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if (name in ("import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)):
+            self.found.append(Import(self.path, node.lineno, node.args[0].value, top=self.depth == 0))
+        self.generic_visit(node)
+
+
+def imports_in(source: str, module: str, path: str, is_package: bool = False) -> list[Import]:
+    collector = _Collector(module, is_package, path)
+    collector.visit(ast.parse(source, filename=path))
+    return collector.found
+
+
+@cache
+def project() -> dict[str, list[Import]]:
+    """{module name: its imports} for every .py file under service/ and workers/."""
+    modules: dict[str, list[Import]] = {}
+    for root in ROOTS:
+        for path in sorted((REPO / root).rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            rel = str(path.relative_to(REPO))
+            name = module_name(path)
+            modules[name] = imports_in(path.read_text(encoding="utf-8"), name, rel, path.name == "__init__.py")
+    return modules
+
+
+def layer(prefixes: Iterable[str]) -> Iterator[Import]:
+    prefixes = tuple(prefixes)
+    for module, imports in project().items():
+        if within(module, prefixes):
+            yield from imports
+
+
+# ---------------------------------------------------------------------------- the checks
+def forbidden(imports: Iterable[Import], banned: Iterable[str]) -> list[str]:
+    """A message for each import of a module under one of ``banned``."""
+    banned = tuple(banned)
+    problems = []
+    for imp in imports:
+        hits = sorted({b for t in imp.targets() for b in banned if within(t, (b,))})
+        if hits:
+            problems.append(f"{imp.path}:{imp.line}: `{imp.shown()}` imports {', '.join(hits)} (forbidden here)")
+    return problems
+
+
+def outside(imports: Iterable[Import], allowed: Iterable[str], stdlib: bool = True) -> list[str]:
+    """A message for each import of a module that is neither in the standard library (if
+    ``stdlib``) nor under one of ``allowed``."""
+    allowed = tuple(allowed)
+
+    def ok(name: str) -> bool:
+        return within(name, allowed) or (stdlib and name.split(".")[0] in sys.stdlib_module_names)
+
+    problems = []
+    for imp in imports:
+        # `from service import errors` is fine although `service` alone is not allowed
+        if not (ok(imp.module) or (imp.names and all(ok(t) for t in imp.targets()[1:]))):
+            problems.append(f"{imp.path}:{imp.line}: `{imp.shown()}` imports {imp.module}, which is not allowed "
+                            f"here (only the standard library and {', '.join(allowed)})")
+    return problems
+
+
+RULES = {
+    "store": (("service.store",), (*WEB, "service.evaluation", "service.cli", COMPOSITION_ROOT, "workers",
+                                   "litestar", "celery")),
+    "web": (WEB, ("workers", "celery")),
+    "evaluation": (("service.evaluation",), (*WEB, "service.cli", COMPOSITION_ROOT, "workers", "litestar")),
+    "workers": (("workers",), (*WEB, COMPOSITION_ROOT, "litestar")),
+}
+
+
+def test_every_layer_has_files() -> None:
+    """The rules below look at something (a renamed package would make them pass vacuously)."""
+    modules = project()
+    for prefix in (*CORE, "service.store", *WEB[:2], "service.evaluation", "service.cli", "workers"):
+        assert any(within(m, (prefix,)) for m in modules), f"no module under {prefix}"
+    assert COMPOSITION_ROOT in modules
+    assert sum(len(v) for v in modules.values()) > 200  # imports seen, functions' included
+
+
+def test_core_imports_only_the_standard_library_numpy_scipy_and_itself() -> None:
+    problems = outside(layer(CORE), (*CORE, "service.errors", "numpy", "scipy"))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_layer_never_imports_outer_layers(rule: str) -> None:
+    prefixes, banned = RULES[rule]
+    problems = forbidden(layer(prefixes), banned)
+    assert not problems, "\n".join(problems)
+
+
+def test_only_the_composition_root_imports_both_the_web_layer_and_the_workers() -> None:
+    both = []
+    for module, imports in project().items():
+        web = forbidden(imports, (*WEB, "litestar"))
+        workers = forbidden(imports, ("workers",))
+        if web and workers and module != COMPOSITION_ROOT:
+            both.append(f"{module} imports the web layer ({web[0]}) and the workers ({workers[0]})")
+    assert not both, "\n".join(both)
+    root = project()[COMPOSITION_ROOT]
+    assert forbidden(root, WEB) and forbidden(root, ("workers",)), "service.asgi no longer wires the two"
+
+
+def test_cli_modules_import_only_light_modules_at_their_top() -> None:
+    top = [imp for imp in layer(("service.cli",)) if imp.top]
+    problems = outside(top, ("service.cli", "service.errors", "numpy"))
+    assert not problems, "\n".join(problems)
+
+
+def defined_names(module: str) -> set[str] | None:
+    """The names a project module binds at its top (None if there is no such module), read
+    from its source: nothing is imported (importing ``workers`` would start a Celery app)."""
+    base = REPO.joinpath(*module.split("."))
+    path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    if not path.is_file():
+        return None
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        else:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    names.add(sub.id)
+    return names
+
+
+def test_the_clis_deferred_imports_resolve() -> None:
+    """The CLI imports the service inside its handlers: a use case moved elsewhere must fail
+    here, not only when someone runs the command."""
+    missing = []
+    for imp in layer(("service.cli",)):
+        if not within(imp.module, ("service", "workers")):
+            continue
+        names = defined_names(imp.module)
+        if names is None:
+            missing.append(f"{imp.path}:{imp.line}: `{imp.shown()}`: no module {imp.module}")
+            continue
+        for name in imp.names:
+            if name not in names and defined_names(f"{imp.module}.{name}") is None:
+                missing.append(f"{imp.path}:{imp.line}: `{imp.shown()}`: {imp.module} has no {name}")
+    assert not missing, "\n".join(missing)
+
+
+# ------------------------------------------------------------------ the checker itself
+def test_checker_reports_a_forbidden_import_with_file_and_line() -> None:
+    """Synthetic sources the rules must refuse: the checks cannot pass for want of looking."""
+    source = "from __future__ import annotations\n\n\ndef f():\n    import workers.tasks\n"
+    problems = forbidden(imports_in(source, "service.store.fake", "service/store/fake.py"), RULES["store"][1])
+    assert problems == ["service/store/fake.py:5: `import workers.tasks` imports workers (forbidden here)"]
+
+    # a relative import inside a method, and `from package import submodule`
+    source = "class A:\n    def f(self):\n        from ..api import app\n        from service import portal\n"
+    problems = forbidden(imports_in(source, "service.evaluation.fake", "service/evaluation/fake.py"),
+                         RULES["evaluation"][1])
+    assert [p.split(":")[1] for p in problems] == ["3", "4"]
+    assert "service.api" in problems[0] and "service.portal" in problems[1]
+
+    # importlib with a literal name
+    source = "import importlib\nimportlib.import_module('litestar')\n"
+    assert len(forbidden(imports_in(source, "workers.fake", "workers/fake.py"), RULES["workers"][1])) == 1
+
+    # the core's allow-list: a third-party module is reported, the standard library is not
+    source = "import os\nimport numpy as np\nfrom service import errors\nimport sqlalchemy\n"
+    problems = outside(imports_in(source, "service.metrics.fake", "service/metrics/fake.py"),
+                       (*CORE, "service.errors", "numpy", "scipy"))
+    assert len(problems) == 1 and problems[0].startswith("service/metrics/fake.py:4: `import sqlalchemy`")
+
+    # names and modules the deferred-import check looks up
+    assert defined_names("service.no_such_module") is None
+    assert {"main", "build_parser"} <= (defined_names("service.cli") or set())
+    assert "send" in (defined_names("workers.tasks") or set())

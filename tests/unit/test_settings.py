@@ -1,0 +1,121 @@
+"""Settings: every knob read in service/config.py, bad values named, and the composition root
+(service.asgi) handing them to the application."""
+
+from __future__ import annotations
+
+import ast
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from service.cli import main
+from service.config import SettingsError, load_settings, settings
+
+REPO = Path(__file__).resolve().parents[2]
+WEB_VARIABLES = ("CRANFIELD_MAX_UPLOAD", "CRANFIELD_BOARD_CACHE_SECONDS", "CRANFIELD_SESSION_LIFETIME")
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """monkeypatch, with the process's cached settings dropped before and after the test."""
+    for name in WEB_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    settings.cache_clear()
+    yield monkeypatch
+    settings.cache_clear()  # monkeypatch restores the environment after this; the next read sees it
+
+
+def test_web_defaults(env: pytest.MonkeyPatch) -> None:
+    web = load_settings().web
+    assert web.max_upload == 256 * 1024 * 1024
+    assert web.board_cache_seconds == 1.0
+    assert web.session_cookie_lifetime == 14 * 24 * 3600  # the portal's sign-in cookie until now
+
+
+def test_web_settings_from_the_environment(env: pytest.MonkeyPatch) -> None:
+    env.setenv("CRANFIELD_MAX_UPLOAD", "1000")
+    env.setenv("CRANFIELD_BOARD_CACHE_SECONDS", "0")
+    env.setenv("CRANFIELD_SESSION_LIFETIME", "3600")
+    web = load_settings().web
+    assert (web.max_upload, web.board_cache_seconds, web.session_cookie_lifetime) == (1000, 0.0, 3600)
+
+
+@pytest.mark.parametrize(("name", "value", "says"), [
+    ("CRANFIELD_MAX_UPLOAD", "abc", "is not an integer"),
+    ("CRANFIELD_MAX_UPLOAD", "0", "at least 1"),
+    ("CRANFIELD_BOARD_CACHE_SECONDS", "soon", "is not a number"),
+    ("CRANFIELD_BOARD_CACHE_SECONDS", "-1", "at least 0"),
+    ("CRANFIELD_SESSION_LIFETIME", "1.5", "is not an integer"),
+    ("CRANFIELD_WORKER_CONCURRENCY", "two", "is not an integer"),
+    ("CRANFIELD_STUCK_TIMEOUT", "nan", "finite number greater than 0"),
+])
+def test_a_bad_value_names_the_variable(env: pytest.MonkeyPatch, name: str, value: str, says: str) -> None:
+    env.setenv(name, value)
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert name in str(err.value) and repr(value) in str(err.value) and says in str(err.value)
+
+
+def test_the_cli_reports_a_bad_setting_without_a_traceback(env: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    env.setenv("CRANFIELD_MAX_UPLOAD", "abc")
+    assert main(["jobs"]) == 1
+    assert capsys.readouterr().err == ("cranfield: error: CRANFIELD_MAX_UPLOAD='abc' is not an integer "
+                                       "(default 268435456)\n")
+
+
+def test_the_composition_root_passes_the_settings_and_the_workers(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from litestar import Litestar
+
+    import service.api.app
+
+    env.setenv("CRANFIELD_DATABASE_URL", f"sqlite:///{tmp_path / 'x.sqlite'}")
+    env.setenv("CRANFIELD_BROKER_URL", "filesystem://")
+    env.setenv("CRANFIELD_BROKER_FOLDER", str(tmp_path / "broker"))
+    env.setenv("CRANFIELD_MAX_UPLOAD", "1000")
+    env.setenv("CRANFIELD_BOARD_CACHE_SECONDS", "2.5")
+    sent: list[object] = []
+    fake_tasks = types.ModuleType("workers.tasks")
+    fake_tasks.send = sent.extend  # type: ignore[attr-defined]
+    env.setitem(sys.modules, "workers.tasks", fake_tasks)  # the real one would start a Celery app
+    calls: list[tuple[tuple[object, ...], dict[str, object]]] = []
+    real = service.api.app.create_app
+
+    def spy(*args: object, **kwargs: object) -> Litestar:
+        calls.append((args, kwargs))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    env.setattr(service.api.app, "create_app", spy)
+    from service.asgi import create_service_app
+
+    app = create_service_app()
+    assert isinstance(app, Litestar)
+    (args, kwargs), = calls
+    assert args == (f"sqlite:///{tmp_path / 'x.sqlite'}", fake_tasks.send)
+    assert kwargs["max_body"] == 1000 and kwargs["board_ttl"] == 2.5
+    readiness = kwargs["readiness"]
+    assert readiness() == {"broker": False}  # type: ignore[operator]
+    (tmp_path / "broker").mkdir()
+    assert readiness() == {"broker": True}  # type: ignore[operator]
+
+
+def _environment_reads(path: Path) -> list[int]:
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb", "getenvb"):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.module == "os" and any(
+                a.name in ("environ", "getenv", "environb", "getenvb") for a in node.names):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_only_the_settings_module_reads_the_environment() -> None:
+    found = [f"{path.relative_to(REPO)}:{line}"
+             for root in ("service", "workers") for path in sorted((REPO / root).rglob("*.py"))
+             if path != REPO / "service" / "config.py" for line in _environment_reads(path)]
+    assert not found, f"read the environment in service/config.py only: {found}"
+    assert _environment_reads(REPO / "service" / "config.py")  # the check sees such reads

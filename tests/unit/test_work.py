@@ -1,0 +1,52 @@
+"""Task names: one enum, one table of use cases, the Celery tasks made from it."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.evaluation.task_table import USE_CASES, Limits, run_here, use_case
+from service.evaluation.work import Followup, Outcome, TaskName
+
+
+def test_the_celery_task_names_do_not_change() -> None:
+    """They are in brokers' queues and beat schedules: renaming one loses messages."""
+    assert {n.name: n.value for n in TaskName} == {
+        "EVALUATE_ITEM": "cranfield.evaluate_item", "RUN_TESTS": "cranfield.run_tests",
+        "RUN_ANALYSIS": "cranfield.run_analysis", "BUILD_POOL": "cranfield.build_pool",
+        "SWEEP": "cranfield.sweep", "REFRESH": "cranfield.refresh"}
+
+
+def test_every_task_with_an_id_has_one_use_case_and_a_celery_task() -> None:
+    from workers.app import app
+    from workers.tasks import TASKS
+
+    assert set(USE_CASES) == set(TaskName) - {TaskName.SWEEP, TaskName.REFRESH}
+    assert set(TASKS) == set(USE_CASES)
+    assert {n.value for n in TaskName} <= set(app.tasks)
+    assert {entry["task"] for entry in app.conf.beat_schedule.values()} == {TaskName.SWEEP, TaskName.REFRESH}
+
+
+def test_an_unknown_task_fails_loudly_instead_of_running_something_else() -> None:
+    with pytest.raises(LookupError, match="no use case for the task 'cranfield.nope'"):
+        use_case("cranfield.nope")
+    with pytest.raises(LookupError, match="cranfield.sweep"):
+        use_case(TaskName.SWEEP)  # periodic: no id, not in the table
+    with pytest.raises(LookupError):
+        run_here(None, [Followup("run_tests", 1)])  # type: ignore[arg-type]  (the old short names are gone)
+
+
+def test_the_send_uses_the_enum_value_as_the_celery_name() -> None:
+    from workers.tasks import send
+
+    sent: list[tuple[str, list[int]]] = []
+
+    class App:
+        def send_task(self, name: str, args: list[int], queue: str) -> None:
+            sent.append((name, args))
+
+    send([Followup(TaskName.EVALUATE_ITEM, 3), Followup(TaskName.BUILD_POOL, 4)], App())  # type: ignore[arg-type]
+    assert sent == [("cranfield.evaluate_item", [3]), ("cranfield.build_pool", [4])]
+
+
+def test_outcome_and_limits_defaults() -> None:
+    assert Outcome(1).followups == () and Limits() == Limits(max_attempts=3, pause=0.0)
