@@ -17,13 +17,17 @@ from litestar.di import Provide
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.api.board_cache import BoardCache
+from service.api.controllers.analyses import AnalysesController
 from service.api.controllers.boards import BoardsController
 from service.api.controllers.collections import CollectionsController
 from service.api.controllers.health import HealthController
-from service.api.controllers.judging import AnalysesController, AssessorsController, JobsController, PoolsController
+from service.api.controllers.jobs import JobsController
+from service.api.controllers.judging import AssessorsController, PoolsController
+from service.api.controllers.qrels import QrelsController
 from service.api.controllers.results import ResultsController
-from service.api.controllers.runs import QrelsController, RunsController
+from service.api.controllers.runs import RunsController
 from service.api.controllers.teams import TeamsController
+from service.api.dependencies import provide_collection
 from service.api.openapi import assets_router, openapi_config
 from service.http.problems import problem_of
 from service.http.unit_of_work import Dispatch, caller_from_header, unit_of_work_provider
@@ -57,10 +61,11 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     factory: sessionmaker[Session] = session_factory(database_url)
     board_cache = BoardCache(board_ttl)
     return Litestar(
-        route_handlers=[*CONTROLLERS, portal_router(factory, dispatch), assets_router(),
+        route_handlers=[*CONTROLLERS, portal_router(factory, dispatch, after_write=board_cache.clear), assets_router(),
                         create_static_files_router(path="/static", directories=[STATIC], include_in_schema=False)],
         dependencies={"uow": Provide(unit_of_work_provider(factory, dispatch, after_write=board_cache.clear)),
-                      "me": Provide(caller_from_header(factory))},
+                      "me": Provide(caller_from_header(factory)),
+                      "coll": Provide(provide_collection, sync_to_thread=True)},
         exception_handlers={Exception: problem_response},
         state=State({"max_body": max_body, "board_cache": board_cache, "readiness": readiness}),
         request_max_body_size=max_body,

@@ -14,9 +14,10 @@ from typing import Annotated, Any
 import msgspec
 from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.plugins import SwaggerRenderPlugin
-from litestar.openapi.spec import Components, OpenAPIMediaType as MediaType, Operation, RequestBody, Schema, SecurityScheme, Tag
-from litestar.static_files import create_static_files_router
+from litestar.openapi.spec import Components, Operation, RequestBody, Schema, SecurityScheme, Tag
+from litestar.openapi.spec import OpenAPIMediaType as MediaType
 from litestar.router import Router
+from litestar.static_files import create_static_files_router
 from msgspec import Meta
 
 import service

@@ -18,8 +18,12 @@ Topic = Annotated[str, Parameter(description="A topic id.", min_length=1, max_le
 Metric = Annotated[str | None, Parameter(description="A metric name (default: the collection's official metric).",
                                          max_length=200)]
 Offset = Annotated[int, Parameter(description="Items to skip.", ge=0, le=2**31 - 1)]
-Limit = Annotated[int, Parameter(description="Items to return (at most 200 collections or 500 runs are).", ge=1, le=100_000)]
+Limit = Annotated[int, Parameter(description="Items to return (at most 200 collections or 500 runs are).",
+                                 ge=1, le=100_000)]
 QrelsVersion = Annotated[int | None, Parameter(description="A qrels version number (default: the board's).",
                                                ge=1, le=2**31 - 1)]
 TestName = Annotated[str | None, Parameter(description="A stored test's name (default: the configured one).",
                                            max_length=50)]
+TeamParam = Annotated[str | None, Parameter(description="Organisers: the team the run is submitted for.",
+                                            max_length=200)]
+Version = Annotated[int, Parameter(description="A qrels version number.", ge=1, le=2**31 - 1)]

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.errors import Conflict, Forbidden, NotFound, Unauthenticated
-from service.store.models import ApiToken, Collection, CollectionOrganiser, Run, Team
+from service.errors import Conflict, NotFound, Unauthenticated
+from service.store.models import ApiToken, Collection, CollectionOrganiser, Team
 
 ROLES = ("admin", "organiser", "participant", "assessor")
 
@@ -29,7 +29,7 @@ class Principal:
     """The caller, as its token says: ``role`` None for anonymous requests.
 
     Identity only: what the caller may see or do is decided in
-    :mod:`service.evaluation.policy`; the ``require_*`` shorthands below ask it.
+    :mod:`service.evaluation.policy`.
     """
 
     role: str | None = None
@@ -39,34 +39,6 @@ class Principal:
     name: str = "anonymous"
     assigned: frozenset[tuple[int, str]] = field(default_factory=frozenset)  # assessors: (collection, topic)
     enrolled: frozenset[int] = field(default_factory=frozenset)  # participants: their team's collections
-
-    @property
-    def is_admin(self) -> bool:
-        return self.role == "admin"
-
-    @property
-    def is_anonymous(self) -> bool:
-        return self.role is None
-
-    def can_organise(self, collection_id: int) -> bool:
-        from service.evaluation import policy
-
-        return policy.may_organise(self, collection_id)
-
-    def require_authenticated(self) -> None:
-        if self.role is None:
-            raise Unauthenticated("a bearer token is required")
-
-    def require_admin(self) -> None:
-        from service.evaluation import policy
-
-        policy.require(policy.is_admin(self), self, "this (admins only)")
-
-    def require_organiser(self, collection_id: int) -> None:
-        from service.evaluation import policy
-
-        policy.require(policy.may_organise(self, collection_id), self,
-                       f"this (organisers of collection {collection_id} only)")
 
 
 def _hash(secret: str) -> str:

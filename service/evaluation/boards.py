@@ -6,7 +6,6 @@ Everything here reads stored results; nothing computes a metric.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select

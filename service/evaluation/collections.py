@@ -14,9 +14,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.errors import BadRequest, Conflict, NotFound
+from service.errors import BadRequest
 from service.evaluation import policy
 from service.evaluation.access import Principal
+from service.evaluation.lookup import existing, new_name
 from service.evaluation.planning import plan_job
 from service.evaluation.setup import ConfigSpec, audit, set_config
 from service.evaluation.work import Followup, Outcome
@@ -36,9 +37,7 @@ def iso(value: datetime | None) -> str | None:
 
 def get(s: Session, cid: int, me: Principal) -> Collection:
     """The collection, if the caller may read it (404 when there is none, 401/403 otherwise)."""
-    coll = s.get(Collection, cid)
-    if coll is None:
-        raise NotFound(f"no collection {cid}")
+    coll = existing(s, Collection, cid, "collection")
     policy.require(policy.may_read_collection(me, coll), me, f"collection {cid}")
     return coll
 
@@ -68,11 +67,7 @@ def document(coll: Collection, me: Principal) -> dict[str, Any]:
 def create(s: Session, me: Principal, name: str, settings: Mapping[str, Any]) -> Collection:
     """A new collection with the given settings (defaults for the others)."""
     policy.require(policy.may_create_collection(me), me, "creating a collection")
-    name = name.strip()
-    if not name:
-        raise BadRequest("a collection needs a name")
-    if s.scalar(select(Collection.id).where(Collection.name == name)) is not None:
-        raise Conflict(f"collection {name!r} exists")
+    name = new_name(s, Collection.name, name, "collection")
     coll = Collection(name=name, description=str(settings.get("description") or ""))
     s.add(coll)
     s.flush()

@@ -6,9 +6,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from service.errors import NotFound
 from service.evaluation import policy
 from service.evaluation.access import Principal
+from service.evaluation.lookup import existing
 from service.evaluation.reading import jobs as all_jobs
 from service.store.models import Collection, Job
 
@@ -20,9 +20,7 @@ def of_collection(s: Session, coll: Collection, me: Principal) -> list[dict[str,
 
 
 def get(s: Session, jid: int, me: Principal) -> dict[str, Any]:
-    job = s.get(Job, jid)
-    if job is None:
-        raise NotFound(f"no job {jid}")
+    job = existing(s, Job, jid, "job")
     coll = s.get(Collection, job.collection_id)
     policy.require(policy.may_see_jobs(me, coll), me, f"job {jid}")
     return next(j for j in all_jobs(s, coll.name) if j["id"] == jid)

@@ -15,20 +15,32 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, insert, select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import Conflict, Forbidden, InvalidInput, InvalidMeasure, NotFound
 from service.evaluation import analyses, policy
 from service.evaluation.access import Principal
+from service.evaluation.lookup import existing
 from service.evaluation.planning import plan_job
 from service.evaluation.setup import add_qrels, audit, judged_top_level, load_qrels, load_run
 from service.evaluation.work import Followup, Outcome
 from service.formats.readers import qrels_records
-from service.formats.types import Qrels, Run as CoreRun
+from service.formats.types import Qrels
+from service.formats.types import Run as CoreRun
 from service.metrics import pooling
 from service.store.db import as_utc, transaction
-from service.store.models import (Analysis, AssessorAssignment, Collection, Pool, PoolDocument, QrelsVersion, Run,
-                                  Team, Topic)
+from service.store.models import (
+    Analysis,
+    AssessorAssignment,
+    Collection,
+    Pool,
+    PoolDocument,
+    QrelsVersion,
+    Run,
+    Team,
+    Topic,
+)
 
 SELECTIONS = ("all", "primary", "priority")
 
@@ -36,7 +48,7 @@ SELECTIONS = ("all", "primary", "priority")
 # ----------------------------------------------------------------------------- topics
 def add_topics(s: Session, coll: Collection, me: Principal, topics: list[str]) -> list[str]:
     """Register topics before any judgment exists (runs are validated against them)."""
-    me.require_organiser(coll.id)
+    policy.require(policy.may_configure(me, coll), me, f"registering topics of collection {coll.id}")
     cleaned = [str(t).strip() for t in topics]
     if not cleaned or any(not t or any(c.isspace() for c in t) for t in cleaned):
         raise InvalidMeasure("topics are non-empty ids without spaces")
@@ -215,6 +227,8 @@ def build_pool(factory: sessionmaker[Session], build_id: int, max_attempts: int 
                 inputs = _pool_inputs(s, coll, runs)
         built = pooling.build_pool(inputs.runs, int(params["depth"]), inputs.judged, inputs.topics) if inputs else None
         error = "" if built is not None else "no run of the pool's selection is left"
+    except SQLAlchemyError:
+        raise  # the database briefly away: the task is retried, the sweeper re-sends the build
     except Exception as exc:  # noqa: BLE001  (recorded on the build; the worker goes on)
         built, error = None, f"{type(exc).__name__}: {exc}"
     with transaction(factory) as s:
@@ -271,7 +285,7 @@ def pools_of(s: Session, coll: Collection, me: Principal) -> list[dict[str, Any]
 
 def pool_doc(s: Session, pool: Pool, me: Principal) -> dict[str, Any]:
     """A pool as organisers see it (runs and counts); assessors get :func:`assessments`."""
-    me.require_organiser(pool.collection_id)
+    policy.require(policy.may_organise(me, pool.collection_id), me, f"pool {pool.id}")
     tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(pool.run_ids))).all())
     base = s.get(QrelsVersion, pool.base_qrels_version_id) if pool.base_qrels_version_id else None
     return {"id": pool.id, "collection_id": pool.collection_id, "number": pool.number, "depth": pool.depth,
@@ -282,12 +296,8 @@ def pool_doc(s: Session, pool: Pool, me: Principal) -> dict[str, Any]:
 
 
 def get_pool(s: Session, pool_id: int, me: Principal) -> Pool:
-    pool = s.get(Pool, pool_id)
-    if pool is None:
-        raise NotFound(f"no pool {pool_id}")
-    me.require_authenticated()
-    if not policy.may_read_pool(me, pool):
-        raise Forbidden(f"pool {pool_id} is not yours to judge")
+    pool = existing(s, Pool, pool_id, "pool")
+    policy.require(policy.may_read_pool(me, pool), me, f"pool {pool_id} (not yours to judge)")
     return pool
 
 
@@ -312,9 +322,7 @@ def assessment_file(s: Session, pool_id: int, me: Principal, topic: str) -> str:
 def assessments(s: Session, me: Principal) -> list[dict[str, Any]]:
     """What an assessor (or organiser) has to judge: per pool and assigned topic, the pool's
     documents and how many the current qrels already judge. No runs, scores or teams."""
-    me.require_authenticated()
-    if not policy.is_assessor(me):
-        raise Forbidden("this list is the assessors'; organisers read their pools")
+    policy.require(policy.is_assessor(me), me, "the assessors' list (organisers read their pools)")
     out = []
     collections = sorted({c for c, _ in me.assigned})
     for cid in collections:
@@ -433,7 +441,7 @@ def set_assignment(s: Session, coll: Collection, me: Principal, token_id: int, t
     from service.evaluation.access import assign_topics
     from service.store.models import ApiToken
 
-    me.require_organiser(coll.id)
+    policy.require(policy.may_manage_pools(me, coll), me, f"assigning topics of collection {coll.id}")
     token = s.get(ApiToken, token_id)
     if token is None or token.role != "assessor":
         raise NotFound(f"no assessor token {token_id}")
@@ -445,7 +453,7 @@ def set_assignment(s: Session, coll: Collection, me: Principal, token_id: int, t
 def assignments(s: Session, coll: Collection, me: Principal) -> list[dict[str, Any]]:
     from service.store.models import ApiToken
 
-    me.require_organiser(coll.id)
+    policy.require(policy.may_manage_pools(me, coll), me, f"the assessors of collection {coll.id}")
     rows = s.execute(select(ApiToken.id, ApiToken.name, ApiToken.prefix, AssessorAssignment.topic)
                      .join(AssessorAssignment, AssessorAssignment.token_id == ApiToken.id)
                      .where(AssessorAssignment.collection_id == coll.id).order_by(ApiToken.id, AssessorAssignment.topic))

@@ -19,13 +19,15 @@ from sqlalchemy.orm import Session
 import service
 from service.errors import InvalidInput, InvalidMeasure
 from service.formats.readers import parse_qrels, parse_run
-from service.formats.types import Qrels, Run as CoreRun
+from service.formats.types import Qrels
+from service.formats.types import Run as CoreRun
 from service.metrics import EvalSettings, parse_measure, parse_measures
 from service.metrics.scoring import DEFAULT_MEASURES
 from service.store.models import (
     AuditEvent,
     Collection,
     CollectionConfig,
+    Enrolment,
     Judgment,
     QrelsVersion,
     Run,
@@ -252,6 +254,10 @@ def add_run(
         team_row = Team(name=team_name)
         session.add(team_row)
         session.flush()
+    if session.get(Enrolment, (coll.id, team_row.id)) is None:
+        # a team with a run in a collection takes part in it (organisers submitting or loading
+        # runs for a team enrol it; migration 0007 applied the same rule to older databases)
+        session.add(Enrolment(collection_id=coll.id, team_id=team_row.id, enrolled_by=actor))
     sizes = np.diff(parsed.offsets)
     row = Run(
         collection_id=coll.id, team_id=team_row.id, tag=parsed.tag, description=description, is_baseline=baseline,

@@ -14,21 +14,17 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.errors import BadRequest, Conflict, NotFound
+from service.errors import NotFound
 from service.evaluation import access, policy
 from service.evaluation.access import Principal
+from service.evaluation.lookup import existing, new_name
 from service.evaluation.setup import audit
 from service.store.models import ApiToken, Collection, Enrolment, Team
 
 
 def create_team(s: Session, me: Principal, name: str) -> Team:
     policy.require(policy.may_create_team(me), me, "creating a team")
-    name = name.strip()
-    if not name:
-        raise BadRequest("a team needs a name")
-    if s.scalar(select(Team.id).where(Team.name == name)) is not None:
-        raise Conflict(f"team {name!r} exists")
-    team = Team(name=name)
+    team = Team(name=new_name(s, Team.name, name, "team"))
     s.add(team)
     s.flush()
     return team
@@ -48,9 +44,7 @@ def create_token(s: Session, me: Principal, role: str, *, name: str = "", team: 
 
 def revoke_token(s: Session, me: Principal, token_id: int) -> ApiToken:
     policy.require(policy.may_revoke_token(me), me, "revoking a token")
-    token = s.get(ApiToken, token_id)
-    if token is None:
-        raise NotFound(f"no token {token_id}")
+    token = existing(s, ApiToken, token_id, "token")
     if token.revoked_at is None:
         token.revoked_at = datetime.now(UTC)
         audit(s, me.name, "token.revoke", None, token=token.prefix)
@@ -86,9 +80,7 @@ def enrol(s: Session, coll: Collection, me: Principal, team_name_: str) -> dict[
 def enrol_self(s: Session, cid: int, me: Principal) -> dict[str, Any]:
     """A participant enrols its own team in an open collection (a private one too: it is
     enrolled in by id, which its organisers share)."""
-    coll = s.get(Collection, cid)
-    if coll is None:
-        raise NotFound(f"no collection {cid}")
+    coll = existing(s, Collection, cid, "collection")
     policy.require(policy.may_enrol_self(me, coll), me,
                    f"enrolling in collection {coll.id} (its enrolment is {coll.enrolment}: "
                    "organisers enrol teams)" if coll.enrolment != "open" else f"enrolling in collection {coll.id}")

@@ -403,9 +403,10 @@ class Analysis(Base):
     __tablename__ = "analyses"
     id: Mapped[int] = mapped_column(primary_key=True)
     collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
-    kind: Mapped[str] = mapped_column(String(40))  # leave_one_team_out
+    kind: Mapped[str] = mapped_column(String(40))  # reusability (leave-one-team-out) | reduction | pool (a pool build)
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    qrels_version_id: Mapped[int] = mapped_column(ForeignKey("qrels_versions.id", ondelete="CASCADE"))
+    # None for a pool build requested before any judgment exists (migration 0008)
+    qrels_version_id: Mapped[int | None] = mapped_column(ForeignKey("qrels_versions.id", ondelete="CASCADE"))
     config_id: Mapped[int] = mapped_column(ForeignKey("collection_configs.id", ondelete="CASCADE"))
     status: Mapped[str] = mapped_column(String(20), default="queued")  # queued | running | done | failed
     attempts: Mapped[int] = mapped_column(Integer, default=0)

@@ -292,15 +292,16 @@ def test_enrolment_with_the_button_and_on_the_teams_page(service: Service, brows
                                                     "enrolment": "open"}, headers=admin).json()["id"]
         assert c.post("/api/teams", json={"name": "delta"}, headers=admin).status_code == 201
     with browsing(browser, "enrolment") as page:
-        sign_in(page, service.base, service.tokens["gamma"])
-        page.goto(f"{service.base}/c/{open_cid}")
-        nav = page.get_by_role("navigation", name="Collection open task")
-        assert nav.get_by_role("link", name="Submit a run").count() == 0
+        sign_in(page, service.base, service.tokens["gamma"])  # the collections page: an open one, not enrolled
+        row = page.locator('#collections tr[data-collection="open task"]')
+        assert row.get_by_role("link", name="open task").count() == 0  # its board opens to enrolled teams
         shot(page, "16-enrol-button")
         with page.expect_navigation():
-            page.get_by_role("button", name="Enrol my team").click()
-        assert page.get_by_role("button", name="Enrol my team").count() == 0
+            row.get_by_role("button", name="Enrol my team in open task").click()
+        assert page.url == f"{service.base}/c/{open_cid}"
+        nav = page.get_by_role("navigation", name="Collection open task")
         assert nav.get_by_role("link", name="Submit a run").count() == 1
+        assert page.get_by_role("button", name="Enrol my team").count() == 0
     with browsing(browser, "teams") as page:
         sign_in(page, service.base, service.tokens["organiser"])
         page.goto(f"{service.base}/c/{service.cid}/teams")

@@ -135,7 +135,8 @@ def test_submission_rules_agree(world: World) -> None:
             coll = s.get(Collection, world.cid)
             for role in ROLES:
                 me = me_of[role]
-                expected = policy.may_submit(me, coll) and (policy.may_organise(me, coll.id) or policy.window_open(coll))
+                expected = policy.may_submit(me, coll) and (
+                    policy.may_organise(me, coll.id) or policy.window_open(coll))
                 run = f"0001 Q0 NTC-000-00001 1 2 {role}-{n}\n"
                 r = c.post(f"/api/collections/{world.cid}/runs", content=run, params={"team": "beta"},
                            headers=auth(world.tokens.get(role)))

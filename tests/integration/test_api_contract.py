@@ -117,8 +117,8 @@ def test_bad_bodies_are_422_naming_the_field(world: World) -> None:
 
 def test_patch_tells_absent_from_null(world: World) -> None:
     c, org, cid = world.client, auth(world.tokens["organiser"]), world.cid
-    set_ = c.patch(f"/api/collections/{cid}", json={"daily_run_quota": 5, "submission_closes_at": "2099-01-01T00:00:00Z",
-                                                   "description": "d"}, headers=org).json()
+    set_ = c.patch(f"/api/collections/{cid}", json={"daily_run_quota": 5, "description": "d",
+                                                   "submission_closes_at": "2099-01-01T00:00:00Z"}, headers=org).json()
     assert set_["daily_run_quota"] == 5 and set_["submission_closes_at"].startswith("2099-01-01")
     kept = c.patch(f"/api/collections/{cid}", json={"description": "e"}, headers=org).json()
     assert kept["daily_run_quota"] == 5 and kept["submission_closes_at"] is not None and kept["description"] == "e"

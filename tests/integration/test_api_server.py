@@ -48,6 +48,7 @@ def test_full_flow_against_a_running_server(backend: Backend) -> None:
             cid = c.post("/api/collections", json={"name": "task", "official_metric": "AP"}, headers=h).json()["id"]
             for team in ("alpha", "beta"):
                 assert c.post("/api/teams", json={"name": team}, headers=h).status_code == 201
+                assert c.post(f"/api/collections/{cid}/teams", json={"team": team}, headers=h).status_code == 201
             org = c.post("/api/tokens", json={"role": "organiser", "collections": [cid]}, headers=h).json()["token"]
             tokens = {t: c.post("/api/tokens", json={"role": "participant", "team": t},
                                 headers={"Authorization": f"Bearer {org}"}).json()["token"] for t in ("alpha", "beta")}

@@ -44,7 +44,8 @@ def test_a_team_sees_and_submits_only_where_it_is_enrolled(world: World) -> None
     assert c.delete(f"/api/collections/{cid}/teams/gamma", headers=org).status_code == 404
     r = c.post(f"/api/collections/{cid}/runs", content=run.replace("gamma-1", "gamma-2"), headers=gamma)
     assert r.status_code == 403
-    assert c.post(f"/api/collections/{other}/teams", json={"team": "nobody"}, headers=auth(t["admin"])).status_code == 404
+    r = c.post(f"/api/collections/{other}/teams", json={"team": "nobody"}, headers=auth(t["admin"]))
+    assert r.status_code == 404
 
 
 def test_open_enrolment(world: World) -> None:
@@ -94,3 +95,17 @@ def test_migration_enrols_teams_that_have_runs(backend: Backend) -> None:
         assert rows == [(1, 1), (1, 2), (2, 2)] and modes == {"invite"}
     finally:
         engine.dispose()
+
+
+def test_a_run_submitted_for_a_team_enrols_it(world: World) -> None:
+    """Organisers submitting (or loading) a run for a team enrol it, the rule migration 0007
+    applied to older databases: every team with a run in a collection takes part in it."""
+    c, t, cid = world.client, world.tokens, world.cid
+    gamma = auth(_gamma(world))
+    assert c.get(f"/api/collections/{cid}", headers=gamma).status_code == 403
+    r = c.post(f"/api/collections/{cid}/runs", params={"team": "gamma"}, content="0001 Q0 NTC-000-00001 1 2 g\n",
+               headers=auth(t["organiser"]))
+    assert r.status_code == 201 and r.json()["team"] == "gamma"
+    assert c.get(f"/api/collections/{cid}", headers=gamma).json()["enrolled"] is True
+    teams = c.get(f"/api/collections/{cid}/teams", headers=auth(t["organiser"])).json()["items"]
+    assert "gamma" in [x["team"] for x in teams]

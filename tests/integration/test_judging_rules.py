@@ -78,7 +78,7 @@ def test_a_priority_pool_takes_at_most_n_runs_per_team(world: World) -> None:
     assert c.patch(f"/api/runs/{world.run_ids['RUN-02']}/settings", json={"priority": 1},
                    headers=alpha).status_code == 200
     assert c.patch(f"/api/runs/{world.run_ids['RUN-01']}/settings", json={"priority": 0},
-                   headers=alpha).status_code == 400
+                   headers=alpha).status_code == 422  # refused by the schema (priority >= 1)
     pool = _pool(world, 10, selection="priority", max_priority=1)
     assert sorted(pool["runs"]) == ["RUN-02", "RUN-03"]
     assert sorted(_pool(world, 10, max_priority=2)["runs"]) == ["RUN-01", "RUN-02", "RUN-03"]

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import msgspec
-from litestar.di import NamedDependency
-from litestar.params import JSONBody
 from litestar import Controller, Response, get, post
 from litestar.datastructures import State
-from litestar.params import Parameter
+from litestar.params import JSONBody, Parameter
 
+from service.api.dependencies import Caller, Coll, Uow
 from service.api.openapi import errors
 from service.api.params import CollectionId, Metric, QrelsVersion, SnapshotId, TestName
 from service.api.schemas import out
@@ -24,20 +23,20 @@ from service.api.schemas.boards import (
     SnapshotOut,
 )
 from service.evaluation import boards, collections
-from service.evaluation.access import Principal
 from service.evaluation.exports import board_csv, board_latex
-from service.http.unit_of_work import UnitOfWork
 
 Format = Annotated[Literal["json", "csv", "latex"], Parameter(description="json, csv or latex (a booktabs table).")]
 PrimaryOnly = Annotated[bool, Parameter(description="Only each team's primary runs.")]
 
 
 class BoardsController(Controller):
+    """The leaderboard and what is read alongside it."""
+
     tags = ["boards"]
 
     @get("/api/collections/{cid:int}/leaderboard", operation_id="getLeaderboard", summary="Read the leaderboard",
          sync_to_thread=True, responses=errors(400, 401, 403, 404, 422))
-    def leaderboard(self, cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal], state: State, metric: Metric = None,
+    def leaderboard(self, cid: CollectionId, uow: Uow, me: Caller, state: State, metric: Metric = None,
                     format: Format = "json", primary_only: PrimaryOnly = False,  # noqa: A002
                     qrels_version: QrelsVersion = None, test: TestName = None) -> Response[Leaderboard]:
         """Runs ranked by a metric's mean with its 95% interval, Judged@10 and the stored
@@ -60,35 +59,31 @@ class BoardsController(Controller):
 
     @get("/api/collections/{cid:int}/significance", operation_id="getSignificance",
          summary="Read the significance matrix", sync_to_thread=True, responses=errors(400, 401, 403, 404, 422))
-    def significance(self, cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal], metric: Metric = None,
+    def significance(self, coll: Coll, uow: Uow, me: Caller, metric: Metric = None,
                      test: TestName = None, qrels_version: QrelsVersion = None) -> SignificanceMatrix:
         """Every pair's p-value of the stored test (organisers; everyone once released)."""
-        coll = collections.get(uow.session, cid, me)
         return out(SignificanceMatrix, boards.significance_matrix(uow.session, coll, me, metric, test, qrels_version))
 
     @get("/api/collections/{cid:int}/metaeval", operation_id="getMetaEvaluation", summary="Read the meta-evaluation",
          sync_to_thread=True, responses=errors(401, 403, 404, 422))
-    def metaeval(self, cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> MetaEvaluation:
+    def metaeval(self, coll: Coll, uow: Uow, me: Caller) -> MetaEvaluation:
         """Discriminative power and Kendall's tau of the collection's metrics, stored by the workers."""
-        coll = collections.get(uow.session, cid, me)
         return out(MetaEvaluation, boards.metaeval(uow.session, coll, me))
 
     @post("/api/collections/{cid:int}/snapshots", operation_id="freezeBoard", summary="Freeze the board",
           sync_to_thread=True, responses=errors(400, 401, 403, 404, 422))
-    def freeze(self, cid: CollectionId, data: JSONBody[SnapshotCreate], uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> SnapshotOut:
+    def freeze(self, coll: Coll, data: JSONBody[SnapshotCreate], uow: Uow, me: Caller) -> SnapshotOut:
         """Organisers store the current board as an immutable snapshot."""
-        coll = collections.get(uow.session, cid, me)
         return out(SnapshotOut, boards.freeze(uow.session, coll, me, data.metric, data.label))
 
     @get("/api/collections/{cid:int}/snapshots", operation_id="listSnapshots", summary="List snapshots",
          sync_to_thread=True, responses=errors(401, 403, 404, 422))
-    def snapshots(self, cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> SnapshotList:
+    def snapshots(self, coll: Coll, uow: Uow, me: Caller) -> SnapshotList:
         """The collection's frozen boards (organisers; everyone once released and revealed)."""
-        coll = collections.get(uow.session, cid, me)
         return out(SnapshotList, {"items": boards.snapshots(uow.session, coll, me)})
 
     @get("/api/snapshots/{sid:int}", operation_id="getSnapshot", summary="Read a snapshot", sync_to_thread=True,
          responses=errors(401, 403, 404, 422))
-    def snapshot(self, sid: SnapshotId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> Snapshot:
+    def snapshot(self, sid: SnapshotId, uow: Uow, me: Caller) -> Snapshot:
         """A frozen board, as it was served when frozen."""
         return out(Snapshot, boards.snapshot(uow.session, sid, me))

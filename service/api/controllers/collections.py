@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import msgspec
-from litestar.di import NamedDependency
-from litestar.params import JSONBody
 from litestar import Controller, get, patch, post
+from litestar.params import JSONBody
 
+from service.api.dependencies import Caller, Coll, Uow
 from service.api.openapi import WRITE_ERRORS, errors
-from service.api.params import CollectionId, Limit, Offset
+from service.api.params import Limit, Offset
 from service.api.schemas import out, present
 from service.api.schemas.collections import (
     CollectionCreate,
@@ -19,8 +19,6 @@ from service.api.schemas.collections import (
     TopicsOut,
 )
 from service.evaluation import collections, judging
-from service.evaluation.access import Principal
-from service.http.unit_of_work import UnitOfWork
 
 
 def _settings(body: msgspec.Struct) -> dict[str, object]:
@@ -30,21 +28,23 @@ def _settings(body: msgspec.Struct) -> dict[str, object]:
 
 
 class CollectionsController(Controller):
+    """Collections and their settings."""
+
     path = "/api/collections"
     tags = ["collections"]
 
     @post("/", operation_id="createCollection", summary="Create a collection", sync_to_thread=True,
           responses=errors(400, 401, 403, 409, 422))
-    def create(self, data: JSONBody[CollectionCreate], uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> CollectionOut:
+    def create(self, data: JSONBody[CollectionCreate], uow: Uow, me: Caller) -> CollectionOut:
         """A new collection (admins). Settings left out take their defaults: AP official, the
         default metric set, Sakai's bootstrap at alpha 0.05, private, invite-only enrolment."""
-        settings = {k: v for k, v in _settings(data).items() if v is not None and k != "name"}
+        settings = {k: v for k, v in _settings(data).items() if k != "name"}
         coll = collections.create(uow.session, me, data.name, settings)
         return out(CollectionOut, collections.document(coll, me))
 
     @get("/", operation_id="listCollections", summary="List collections", sync_to_thread=True,
          responses=errors(401, 422))
-    def list_all(self, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal], offset: Offset = 0, limit: Limit = 50) -> CollectionPage:
+    def list_all(self, uow: Uow, me: Caller, offset: Offset = 0, limit: Limit = 50) -> CollectionPage:
         """The collections the caller may read: public ones, its team's, the ones it organises."""
         rows = collections.visible(uow.session, me)
         page = rows[offset: offset + min(limit, 200)]
@@ -53,22 +53,20 @@ class CollectionsController(Controller):
 
     @get("/{cid:int}", operation_id="getCollection", summary="Read a collection", sync_to_thread=True,
          responses=errors(401, 403, 404, 422))
-    def read(self, cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> CollectionOut:
+    def read(self, coll: Coll, uow: Uow, me: Caller) -> CollectionOut:
         """One collection; organisers also see its levels, evaluation and significance settings."""
-        return out(CollectionOut, collections.document(collections.get(uow.session, cid, me), me))
+        return out(CollectionOut, collections.document(coll, me))
 
     @patch("/{cid:int}", operation_id="updateCollection", summary="Change a collection's settings",
            sync_to_thread=True, responses=errors(*WRITE_ERRORS))
-    def update(self, cid: CollectionId, data: JSONBody[CollectionUpdate], uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> CollectionOut:
+    def update(self, coll: Coll, data: JSONBody[CollectionUpdate], uow: Uow, me: Caller) -> CollectionOut:
         """Organisers change settings; fields left out stay. A new configuration (metrics,
         levels, evaluation, significance, topic split) re-evaluates the stored results now."""
-        coll = collections.get(uow.session, cid, me)
         coll = uow.collect(collections.update(uow.session, coll, me, _settings(data)))
         return out(CollectionOut, collections.document(coll, me))
 
     @post("/{cid:int}/topics", operation_id="addTopics", summary="Register topics", sync_to_thread=True,
           responses=errors(*WRITE_ERRORS))
-    def add_topics(self, cid: CollectionId, data: JSONBody[TopicsIn], uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> TopicsOut:
+    def add_topics(self, coll: Coll, data: JSONBody[TopicsIn], uow: Uow, me: Caller) -> TopicsOut:
         """Register topics before any judgment exists, so runs can be submitted and pooled."""
-        coll = collections.get(uow.session, cid, me)
         return TopicsOut(topics=judging.add_topics(uow.session, coll, me, data.topics))

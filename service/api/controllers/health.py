@@ -5,17 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated
 
-from litestar.di import NamedDependency
-from litestar.params import JSONBody
 from litestar import Controller, Response, get
 from litestar.datastructures import State
 from msgspec import Meta
 from sqlalchemy import select
 
 import service
+from service.api.dependencies import Uow
 from service.api.openapi import errors
 from service.api.schemas import Response as Body
-from service.http.unit_of_work import UnitOfWork
 
 
 class Live(Body, kw_only=True):
@@ -29,6 +27,8 @@ class Ready(Body, kw_only=True):
 
 
 class HealthController(Controller):
+    """Probes for orchestrators: no token needed."""
+
     path = "/health"
     tags = ["health"]
     security = [{}]  # no token needed
@@ -39,7 +39,7 @@ class HealthController(Controller):
         return Live(status="ok", version=service.__version__)
 
     @get("/ready", operation_id="ready", summary="Readiness", sync_to_thread=True, responses=errors(503))
-    def ready(self, uow: NamedDependency[UnitOfWork], state: State) -> Response[Ready]:
+    def ready(self, uow: Uow, state: State) -> Response[Ready]:
         """The database answers (and the broker, when the composition root gave a check);
         503 while one does not."""
         checks = {"database": True}

@@ -4,44 +4,42 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from litestar.di import NamedDependency
-from litestar.params import JSONBody
 from litestar import Controller, get
 from litestar.params import Parameter
 
+from service.api.dependencies import Caller, Coll, Uow
 from service.api.openapi import errors
-from service.api.params import CollectionId, Metric, RunId
+from service.api.params import Metric, RunId
 from service.api.schemas import out
 from service.api.schemas.boards import Comparison, Curves, RunScores
-from service.evaluation import collections, run_results
-from service.evaluation.access import Principal
-from service.http.unit_of_work import UnitOfWork
+from service.evaluation import run_results
 
 RunA = Annotated[int, Parameter(description="The first run's id.", ge=1, le=2**31 - 1)]
 RunB = Annotated[int, Parameter(description="The second run's id.", ge=1, le=2**31 - 1)]
 
 
 class ResultsController(Controller):
+    """Per-run results, read from the stored evaluations."""
+
     tags = ["results"]
 
     @get("/api/runs/{rid:int}/scores", operation_id="getRunScores", summary="Per-topic scores of a run",
          sync_to_thread=True, responses=errors(400, 401, 403, 404, 422))
-    def scores(self, rid: RunId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal], metric: Metric = None) -> RunScores:
+    def scores(self, rid: RunId, uow: Uow, me: Caller, metric: Metric = None) -> RunScores:
         """The run's score on every topic for one metric (its team and organisers)."""
         return out(RunScores, run_results.run_scores(uow.session, rid, me, metric))
 
     @get("/api/collections/{cid:int}/compare", operation_id="compareRuns", summary="Compare two runs",
          sync_to_thread=True, responses=errors(400, 401, 403, 404, 422))
-    def compare(self, cid: CollectionId, a: RunA, b: RunB, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal],
+    def compare(self, coll: Coll, a: RunA, b: RunB, uow: Uow, me: Caller,
                 metric: Metric = None) -> Comparison:
         """Per-topic differences (a minus b), wins, ties, losses and the stored test's p-value
         of the pair (runs the caller may see per topic: its own team's, or all for organisers)."""
-        coll = collections.get(uow.session, cid, me)
         return out(Comparison, run_results.compare(uow.session, coll, me, a, b, metric))
 
     @get("/api/runs/{rid:int}/curve", operation_id="getRunCurves", summary="Gain curves of a run",
          sync_to_thread=True, responses=errors(401, 403, 404, 422))
-    def curve(self, rid: RunId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> Curves:
+    def curve(self, rid: RunId, uow: Uow, me: Caller) -> Curves:
         """Järvelin & Kekäläinen's CG, DCG, nCG and nDCG curves averaged over topics, with the
         ideal ones, as stored by the workers."""
         return out(Curves, run_results.run_curve(uow.session, rid, me))

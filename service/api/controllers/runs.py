@@ -1,47 +1,39 @@
-"""Runs and qrels: uploads (validated before they are stored), listings, files, versions."""
+"""Runs: submission (validated before it is stored), listings, files, descriptions."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import anyio.to_thread
-from litestar.di import NamedDependency
-from litestar.params import JSONBody
 from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.datastructures import State
-from litestar.params import Parameter
+from litestar.params import JSONBody
 
+from service.api.dependencies import Caller, Coll, Uow
 from service.api.openapi import WRITE_ERRORS, errors, upload_body
-from service.api.params import CollectionId, Limit, Offset, RunId
+from service.api.params import CollectionId, Limit, Offset, RunId, TeamParam
 from service.api.schemas import out, present
 from service.api.schemas.runs import (
     Deleted,
-    QrelsDiff,
-    QrelsUploaded,
-    QrelsVersions,
     RunOut,
     RunPage,
     RunUpdate,
     Submitted,
 )
 from service.api.uploads import read_body
-from service.evaluation import collections, qrels, submissions
-from service.evaluation.access import Principal
-from service.http.unit_of_work import UnitOfWork
-
-TeamParam = Annotated[str | None, Parameter(description="Organisers: the team the run is submitted for.",
-                                            max_length=200)]
-Version = Annotated[int, Parameter(description="A qrels version number.", ge=1, le=2**31 - 1)]
+from service.evaluation import submissions
 
 
 class RunsController(Controller):
+    """Submitted runs: upload, list, read, describe, delete."""
+
     tags = ["runs"]
 
     @post("/api/collections/{cid:int}/runs", operation_id="submitRun", summary="Submit a run",
           responses=errors(400, 401, 403, 404, 409, 413, 422),
           operation_class=upload_body("A run in TREC format (`topic Q0 docno rank score tag`), as the body "
                                       "or as the form field `file`.", multipart=True))
-    async def submit(self, request: Request[Any, Any, Any], cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal],
+    async def submit(self, request: Request[Any, Any, Any], cid: CollectionId, uow: Uow, me: Caller,
                      state: State, team: TeamParam = None) -> Submitted:
         """Validate and store a run and queue its evaluation. Participants of an enrolled team
         submit within the window and the daily quota; organisers submit for a team (`?team=`).
@@ -53,10 +45,9 @@ class RunsController(Controller):
 
     @get("/api/collections/{cid:int}/runs", operation_id="listRuns", summary="List runs", sync_to_thread=True,
          responses=errors(401, 403, 404, 422))
-    def list_all(self, cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal], offset: Offset = 0,
+    def list_all(self, coll: Coll, uow: Uow, me: Caller, offset: Offset = 0,
              limit: Limit = 100) -> RunPage:
         """Organisers see every run; participants their team's, with its daily quota."""
-        coll = collections.get(uow.session, cid, me)
         runs = submissions.listed(uow.session, coll, me)
         page = runs[offset: offset + min(limit, 500)]
         return out(RunPage, {"total": len(runs), "offset": offset, "items": [submissions.document(r) for r in page],
@@ -64,13 +55,13 @@ class RunsController(Controller):
 
     @get("/api/runs/{rid:int}", operation_id="getRun", summary="Read a run", sync_to_thread=True,
          responses=errors(401, 403, 404, 422))
-    def read(self, rid: RunId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> RunOut:
+    def read(self, rid: RunId, uow: Uow, me: Caller) -> RunOut:
         """A run's description: its team and organisers; everyone who reads a released board."""
         return out(RunOut, submissions.document(submissions.get(uow.session, rid, me)[0]))
 
     @get("/api/runs/{rid:int}/file", operation_id="downloadRun", summary="Download a run file", sync_to_thread=True,
          media_type="text/plain", responses=errors(401, 403, 404, 422))
-    def file(self, rid: RunId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> Response[bytes]:
+    def file(self, rid: RunId, uow: Uow, me: Caller) -> Response[bytes]:
         """The file as submitted (its team and organisers)."""
         return Response(submissions.file_text(uow.session, rid, me), media_type="text/plain")
 
@@ -78,43 +69,13 @@ class RunsController(Controller):
     # that path with an un-awaited coroutine (a 500).
     @patch("/api/runs/{rid:int}/settings", operation_id="updateRun", summary="Describe a run", sync_to_thread=True,
            responses=errors(*WRITE_ERRORS))
-    def update(self, rid: RunId, data: JSONBody[RunUpdate], uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> RunOut:
+    def update(self, rid: RunId, data: JSONBody[RunUpdate], uow: Uow, me: Caller) -> RunOut:
         """Its team and organisers set the description, primary flag and judging priority;
         organisers mark baselines. Fields left out stay; `null` clears description and priority."""
         return out(RunOut, submissions.document(submissions.update(uow.session, rid, me, present(data))))
 
     @delete("/api/runs/{rid:int}", operation_id="deleteRun", summary="Delete a run", sync_to_thread=True,
             status_code=200, responses=errors(401, 403, 404, 422))
-    def remove(self, rid: RunId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> Deleted:
+    def remove(self, rid: RunId, uow: Uow, me: Caller) -> Deleted:
         """Organisers delete a run with its evaluations (audited)."""
         return Deleted(deleted=submissions.delete(uow.session, rid, me))
-
-
-class QrelsController(Controller):
-    path = "/api/collections/{cid:int}/qrels"
-    tags = ["qrels"]
-
-    @post("/", operation_id="uploadQrels", summary="Upload a qrels version",
-          responses=errors(400, 401, 403, 404, 409, 413, 422),
-          operation_class=upload_body("Qrels in TREC (`topic iter docno level`) or NTCIR (`topic docno Lk`) form."))
-    async def upload(self, request: Request[Any, Any, Any], cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal],
-                     state: State) -> QrelsUploaded:
-        """A new qrels version (organisers): validated whole before it is stored, then the
-        collection is re-evaluated; earlier versions and their results are kept."""
-        body = await read_body(request, state["max_body"])
-        outcome = await anyio.to_thread.run_sync(lambda: qrels.upload(uow.factory, lambda _: me, cid, body))
-        return out(QrelsUploaded, uow.collect(outcome))
-
-    @get("/", operation_id="listQrelsVersions", summary="List qrels versions", sync_to_thread=True,
-         responses=errors(401, 403, 404, 422))
-    def versions(self, cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> QrelsVersions:
-        """Every version with its uploader, checksum and judgment counts per level (organisers)."""
-        coll = collections.get(uow.session, cid, me)
-        return out(QrelsVersions, qrels.versions(uow.session, coll, me))
-
-    @get("/diff", operation_id="diffQrels", summary="Compare two qrels versions", sync_to_thread=True,
-         responses=errors(400, 401, 403, 404, 422))
-    def diff(self, cid: CollectionId, old: Version, new: Version, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> QrelsDiff:
-        """Judgments added, removed and changed per topic between two versions (organisers)."""
-        coll = collections.get(uow.session, cid, me)
-        return out(QrelsDiff, qrels.diff(uow.session, coll, me, old, new))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from litestar.di import NamedDependency
-from litestar.params import JSONBody
 from litestar import Controller, delete, get, post
+from litestar.params import JSONBody
 
+from service.api.dependencies import Caller, Coll, Uow
 from service.api.openapi import WRITE_ERRORS, errors
 from service.api.params import CollectionId, TeamName, TokenId
 from service.api.schemas import out
@@ -19,24 +19,24 @@ from service.api.schemas.collections import (
     TokenCreate,
     TokenOut,
 )
-from service.evaluation import collections, teams
-from service.evaluation.access import Principal
-from service.http.unit_of_work import UnitOfWork
+from service.evaluation import teams
 
 
 class TeamsController(Controller):
+    """Teams and their tokens, and which collections each team takes part in."""
+
     tags = ["teams and tokens"]
 
     @post("/api/teams", operation_id="createTeam", summary="Create a team", sync_to_thread=True,
           responses=errors(401, 403, 409, 422))
-    def create_team(self, data: JSONBody[TeamCreate], uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> TeamOut:
+    def create_team(self, data: JSONBody[TeamCreate], uow: Uow, me: Caller) -> TeamOut:
         """A new team (admins and organisers). Its participants get tokens naming it."""
         team = teams.create_team(uow.session, me, data.name)
         return TeamOut(id=team.id, name=team.name)
 
     @post("/api/tokens", operation_id="createToken", summary="Create an API token", sync_to_thread=True,
           responses=errors(401, 403, 404, 409, 422))
-    def create_token(self, data: JSONBody[TokenCreate], uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> TokenOut:
+    def create_token(self, data: JSONBody[TokenCreate], uow: Uow, me: Caller) -> TokenOut:
         """A new token; the secret is in this answer only (it is stored hashed)."""
         secret, token = teams.create_token(uow.session, me, data.role, name=data.name, team=data.team,
                                            collections=data.collections, topics=data.topics)
@@ -45,36 +45,33 @@ class TeamsController(Controller):
 
     @delete("/api/tokens/{tid:int}", operation_id="revokeToken", summary="Revoke a token", sync_to_thread=True,
             status_code=200, responses=errors(401, 403, 404, 422))
-    def revoke_token(self, tid: TokenId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> Revoked:
+    def revoke_token(self, tid: TokenId, uow: Uow, me: Caller) -> Revoked:
         """Admins revoke a token; it is refused from then on (revoking twice is not an error)."""
         teams.revoke_token(uow.session, me, tid)
         return Revoked(revoked=tid)
 
     @get("/api/collections/{cid:int}/teams", operation_id="listTeams", summary="List enrolled teams",
          sync_to_thread=True, responses=errors(401, 403, 404, 422))
-    def list_enrolled(self, cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> TeamsOut:
+    def list_enrolled(self, coll: Coll, uow: Uow, me: Caller) -> TeamsOut:
         """The teams taking part in the collection (organisers)."""
-        coll = collections.get(uow.session, cid, me)
         return out(TeamsOut, {"items": teams.enrolled_teams(uow.session, coll, me)})
 
     @post("/api/collections/{cid:int}/teams", operation_id="enrolTeam", summary="Enrol a team", sync_to_thread=True,
           responses=errors(*WRITE_ERRORS))
-    def enrol(self, cid: CollectionId, data: JSONBody[EnrolmentIn], uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> EnrolmentOut:
+    def enrol(self, coll: Coll, data: JSONBody[EnrolmentIn], uow: Uow, me: Caller) -> EnrolmentOut:
         """Organisers enrol a team: its participants may then list, read and submit to the
         collection. Enrolling a team twice answers the same."""
-        coll = collections.get(uow.session, cid, me)
         return out(EnrolmentOut, teams.enrol(uow.session, coll, me, data.team))
 
     @delete("/api/collections/{cid:int}/teams/{team:str}", operation_id="unenrolTeam", summary="Remove a team",
             sync_to_thread=True, status_code=200, responses=errors(401, 403, 404, 422))
-    def unenrol(self, cid: CollectionId, team: TeamName, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> EnrolmentOut:
+    def unenrol(self, coll: Coll, team: TeamName, uow: Uow, me: Caller) -> EnrolmentOut:
         """Organisers remove a team's enrolment; its runs stay, its participants lose access."""
-        coll = collections.get(uow.session, cid, me)
         return out(EnrolmentOut, teams.unenrol(uow.session, coll, me, team))
 
     @post("/api/collections/{cid:int}/enrolment", operation_id="enrolOwnTeam", summary="Enrol my team",
           sync_to_thread=True, responses=errors(401, 403, 404, 422))
-    def enrol_self(self, cid: CollectionId, uow: NamedDependency[UnitOfWork], me: NamedDependency[Principal]) -> EnrolmentOut:
+    def enrol_self(self, cid: CollectionId, uow: Uow, me: Caller) -> EnrolmentOut:
         """A participant enrols its own team in a collection whose enrolment is open. A private
         open collection is enrolled in by id (organisers share it)."""
         return out(EnrolmentOut, teams.enrol_self(uow.session, cid, me))

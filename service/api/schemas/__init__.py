@@ -7,11 +7,12 @@ cases' documents with :func:`out`, so a field the contract does not declare neve
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
 S = TypeVar("S", bound=msgspec.Struct)
+T = TypeVar("T")
 
 
 class Request(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -20,6 +21,12 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 class Response(msgspec.Struct, kw_only=True):
     """Base of response bodies."""
+
+
+class Items(Response, Generic[T], kw_only=True):
+    """A list of things (every such answer is an object, so fields can be added later)."""
+
+    items: list[T]
 
 
 def out(schema: type[S], document: Any) -> S:

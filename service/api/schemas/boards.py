@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from msgspec import Meta
 
-from service.api.schemas import Request, Response
-
-
-class TestUsed(Response, kw_only=True):
-    """The stored pairwise test behind the board's significance columns."""
-
-    test: str
-    alpha: float
-    correction: str | None = None
+from service.api.schemas import Items, Request, Response
 
 
 class BoardRow(Response, kw_only=True):
+    """One run on the board, ranked (ties share a rank)."""
+
     rank: int
     run: str
     team: str
@@ -31,6 +25,14 @@ class BoardRow(Response, kw_only=True):
     tied_with: Annotated[list[str] | None, Meta(description="Runs not significantly different.")] = None
     groups: Annotated[str | None, Meta(description="Group letters of the board.")] = None
     run_id: int | None = None
+
+
+class TestUsed(Response, kw_only=True):
+    """The stored pairwise test behind the board's significance columns."""
+
+    test: str
+    alpha: float
+    correction: str | None = None
 
 
 class Leaderboard(Response, kw_only=True):
@@ -57,7 +59,8 @@ class SignificanceMatrix(Response, kw_only=True):
 
 
 class SnapshotCreate(Request, kw_only=True):
-    metric: Annotated[str, Meta(max_length=200, description="Metric of the frozen board (default: official).")] | None = None
+    metric: Annotated[str, Meta(max_length=200, description="Metric of the frozen board (default: official).")] | \
+        None = None
     label: Annotated[str, Meta(max_length=200, description="A name for the snapshot.")] = ""
 
 
@@ -69,8 +72,9 @@ class SnapshotOut(Response, kw_only=True):
     created_at: str | None = None
 
 
-class SnapshotList(Response, kw_only=True):
-    items: list[SnapshotOut]
+
+class SnapshotList(Items[SnapshotOut], kw_only=True):
+    """A collection's frozen boards."""
 
 
 class Snapshot(Leaderboard, kw_only=True):

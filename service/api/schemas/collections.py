@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from msgspec import UNSET, Meta, UnsetType
 
-from service.api.schemas import Request, Response
+from service.api.schemas import Items, Request, Response
 
 Name = Annotated[str, Meta(min_length=1, max_length=200, description="A unique name.", examples=["trec-dl-2019"])]
 MetricName = Annotated[str, Meta(min_length=1, max_length=200, description="A metric in Cranfield's grammar "
@@ -39,7 +39,8 @@ class Evaluation(Request, kw_only=True, omit_defaults=True):
         description="A topic the run does not answer: scored 0 (zero) or left out of the mean (skip).")] = "zero"
     no_relevant: Annotated[Literal["skip", "count"], Meta(
         description="A topic with no relevant document: left out (skip) or counted.")] = "skip"
-    depth: Annotated[int, Meta(ge=1, le=100_000, description="Documents per topic evaluated (null: all).")] | None = None
+    depth: Annotated[int, Meta(ge=1, le=100_000, description="Documents per topic evaluated (null: all).")] | \
+        None = None
     max_level: Annotated[int, Meta(ge=1, le=100, description="The highest relevance level (null: the "
                                           "highest judged).")] | None = None
     hidden_topics: Annotated[list[TopicId], Meta(
@@ -59,45 +60,43 @@ class Significance(Request, kw_only=True, omit_defaults=True):
     metrics: Annotated[list[MetricName] | None, Meta(description="Metrics tested (null: the official one).")] = None
 
 
-class CollectionCreate(Request, kw_only=True):
-    """A new collection (admins). Settings left out take their defaults."""
-
-    name: Name
-    description: Annotated[str, Meta(max_length=20_000)] = ""
-    official_metric: MetricName | None = None
-    metrics: Annotated[list[MetricName], Meta(max_length=200)] | None = None
-    levels: Annotated[list[Level], Meta(max_length=101)] | None = None
-    evaluation: Evaluation | None = None
-    significance: Significance | None = None
-    hidden_topics: Annotated[list[TopicId], Meta(max_length=100_000)] | None = None
-    visibility: Visibility | None = None
-    enrolment: EnrolmentMode | None = None
-    submission_opens_at: Annotated[datetime | None, Meta(description="ISO 8601; null: open now.")] = None
-    submission_closes_at: Annotated[datetime | None, Meta(description="ISO 8601; null: never closes.")] = None
-    daily_run_quota: Quota | None = None
-    leaderboard_released: bool | None = None
-    topics_revealed: bool | None = None
-
-
-class CollectionUpdate(Request, kw_only=True):
-    """Changes to a collection (organisers). A field left out stays as it is; ``null`` clears
-    the window times and the quota. A change of metrics, levels, evaluation or significance
-    makes a new configuration version and re-evaluates the stored results."""
+class CollectionSettings(Request, kw_only=True):
+    """A collection's settings. A field left out is left as it is (on creation: its default);
+    ``null`` clears the submission window's ends and the daily quota."""
 
     description: Annotated[str, Meta(max_length=20_000)] | UnsetType = UNSET
-    official_metric: MetricName | UnsetType = UNSET
-    metrics: Annotated[list[MetricName], Meta(max_length=200)] | UnsetType = UNSET
-    levels: Annotated[list[Level], Meta(max_length=101)] | UnsetType = UNSET
+    official_metric: Annotated[MetricName, Meta(description="The metric the board ranks by.")] | UnsetType = UNSET
+    metrics: Annotated[list[MetricName], Meta(max_length=200, description="Every metric stored per run.")] | \
+        UnsetType = UNSET
+    levels: Annotated[list[Level], Meta(max_length=101, description="The relevance scale and its gains.")] | \
+        UnsetType = UNSET
     evaluation: Evaluation | UnsetType = UNSET
     significance: Significance | UnsetType = UNSET
-    hidden_topics: Annotated[list[TopicId], Meta(max_length=100_000)] | UnsetType = UNSET
+    hidden_topics: Annotated[list[TopicId], Meta(max_length=100_000, description="Shorthand for "
+                                                 "evaluation.hidden_topics.")] | UnsetType = UNSET
     visibility: Visibility | UnsetType = UNSET
     enrolment: EnrolmentMode | UnsetType = UNSET
-    submission_opens_at: datetime | None | UnsetType = UNSET
-    submission_closes_at: datetime | None | UnsetType = UNSET
+    submission_opens_at: Annotated[datetime, Meta(description="ISO 8601; null: open now.")] | None | UnsetType = UNSET
+    submission_closes_at: Annotated[datetime, Meta(description="ISO 8601; null: never closes.")] | None | \
+        UnsetType = UNSET
     daily_run_quota: Quota | None | UnsetType = UNSET
-    leaderboard_released: bool | UnsetType = UNSET
-    topics_revealed: bool | UnsetType = UNSET
+    leaderboard_released: Annotated[bool, Meta(description="Every team's rows shown to every reader.")] | \
+        UnsetType = UNSET
+    topics_revealed: Annotated[bool, Meta(description="The hidden topics' figures shown to everyone.")] | \
+        UnsetType = UNSET
+
+
+class CollectionCreate(CollectionSettings, kw_only=True):
+    """A new collection (admins). Settings left out take their defaults: AP official, the
+    default metric set, Sakai's bootstrap at alpha 0.05, private, invite-only enrolment."""
+
+    name: Name
+
+
+class CollectionUpdate(CollectionSettings, kw_only=True):
+    """Changes to a collection (organisers). A field left out stays as it is; ``null`` clears
+    the window's ends and the quota. A change of metrics, levels, evaluation, significance or
+    topic split makes a new configuration version and re-evaluates the stored results."""
 
 
 class CollectionOut(Response, kw_only=True, omit_defaults=True):
@@ -187,5 +186,5 @@ class EnrolmentOut(Response, kw_only=True):
     enrolled: bool = True
 
 
-class TeamsOut(Response, kw_only=True):
-    items: list[EnrolmentOut]
+class TeamsOut(Items[EnrolmentOut], kw_only=True):
+    """The teams enrolled in a collection."""

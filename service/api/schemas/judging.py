@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from msgspec import Meta
 
-from service.api.schemas import Request, Response
+from service.api.schemas import Items, Request, Response
 from service.api.schemas.collections import TopicId
 
 
@@ -38,6 +38,10 @@ class PoolOut(Response, kw_only=True):
     created_by: str
 
 
+class PoolList(Items[PoolOut], kw_only=True):
+    """A collection's pools."""
+
+
 class PoolRequestOut(Response, kw_only=True):
     """A pool build requested from the workers."""
 
@@ -51,11 +55,10 @@ class PoolRequestOut(Response, kw_only=True):
     finished_at: str | None = None
 
 
-class PoolList(Response, kw_only=True):
-    items: list[PoolOut]
-
 
 class Assessment(Response, kw_only=True):
+    """One topic of one pool for an assessor: how much there is to judge, where to get it."""
+
     pool: int
     collection_id: int
     collection: str
@@ -66,8 +69,9 @@ class Assessment(Response, kw_only=True):
     download: str
 
 
-class AssessmentList(Response, kw_only=True):
-    items: list[Assessment]
+
+class AssessmentList(Items[Assessment], kw_only=True):
+    """An assessor's work, per pool and topic."""
 
 
 class AssignmentIn(Request, kw_only=True):
@@ -86,8 +90,9 @@ class Assessor(Response, kw_only=True):
     topics: list[str]
 
 
-class AssessorList(Response, kw_only=True):
-    items: list[Assessor]
+
+class AssessorList(Items[Assessor], kw_only=True):
+    """A collection's assessors."""
 
 
 class JudgmentsAccepted(Response, kw_only=True):

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from service.api.schemas import Request, Response
+from service.api.schemas import Items, Request, Response
 
 
 class RunOut(Response, kw_only=True):
@@ -116,3 +116,7 @@ class JobOut(Response, kw_only=True):
     finished_at: str | None
     error: str | None
     report: Annotated[dict[str, Any] | None, Meta(description="Rank changes and the meta-evaluation, once done.")]
+
+
+class JobList(Items[JobOut], kw_only=True):
+    """A collection's jobs, newest first."""

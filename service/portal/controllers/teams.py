@@ -17,7 +17,8 @@ from service.portal.pages import Page, see_other
 class TeamController(Controller):
     @get("/c/{cid:int}/teams", sync_to_thread=True)
     def teams_page(self, cid: FromPath[int], page: NamedDependency[Page]) -> Template:
-        """``policy.may_manage_teams`` (organisers): the enrolled teams, with enrol and remove forms."""
+        """``policy.may_manage_teams`` (organisers): the enrolled teams, with enrol and remove forms
+        (the API's ``/api/collections/{id}/teams`` does the same)."""
         coll = page.collection(cid)
         return page.show(coll, "teams.html", teams=teams.enrolled_teams(page.session, coll, page.me))
 

@@ -1,0 +1,24 @@
+"""What a handler may ask for by name, besides its parameters and body.
+
+``uow`` (the request's unit of work: one session, committed after the handler, follow-ups
+sent after the commit), ``me`` (the caller behind the bearer token) and ``coll`` (the
+collection of the path's ``cid``, if the caller may read it: 404, 401 or 403 otherwise).
+"""
+
+from __future__ import annotations
+
+from litestar.di import NamedDependency
+
+from service.api.params import CollectionId
+from service.evaluation import collections
+from service.evaluation.access import Principal
+from service.http.unit_of_work import UnitOfWork
+from service.store.models import Collection
+
+Uow = NamedDependency[UnitOfWork]
+Caller = NamedDependency[Principal]
+Coll = NamedDependency[Collection]
+
+
+def provide_collection(cid: CollectionId, uow: Uow, me: Caller) -> Collection:
+    return collections.get(uow.session, cid, me)
