@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from service.evaluation import access, policy
-from service.store.models import Collection, Run
+from service.portal.forms import COOKIE, csrf_for
+from service.store.models import Collection, Pool, Run
 from tests.integration.conftest import World, auth
 
 ROLES = ("anonymous", "alpha", "beta", "gamma", "organiser", "other_organiser", "admin", "assessor")
@@ -26,34 +27,38 @@ ROLES = ("anonymous", "alpha", "beta", "gamma", "organiser", "other_organiser", 
 @dataclass(frozen=True)
 class Question:
     name: str
-    allowed: Callable[[access.Principal, Collection, Run], bool]
-    api: str | None  # a GET path; {cid} and {rid} are filled in
+    allowed: Callable[[access.Principal, Collection, Run, Pool], bool]
+    api: str  # a GET path; {cid}, {rid}, {sid} and {pid} are filled in
     portal: str | None = None
     nav: str | None = None  # the href of the portal's link to this page, on the board page
 
 
 QUESTIONS = [
-    Question("read the collection", lambda me, c, r: policy.may_read_collection(me, c), "/api/collections/{cid}"),
-    Question("see the board", lambda me, c, r: policy.may_see_board(me, c), "/api/collections/{cid}/leaderboard",
+    Question("read the collection", lambda me, c, r, p: policy.may_read_collection(me, c), "/api/collections/{cid}"),
+    Question("see the board", lambda me, c, r, p: policy.may_see_board(me, c), "/api/collections/{cid}/leaderboard",
              "/c/{cid}"),
-    Question("see the significance matrix", lambda me, c, r: policy.may_see_results(me, c),
+    Question("see the significance matrix", lambda me, c, r, p: policy.may_see_results(me, c),
              "/api/collections/{cid}/significance", "/c/{cid}/significance", "/c/{cid}/significance"),
-    Question("see the meta-evaluation", lambda me, c, r: policy.may_see_analyses(me, c),
+    Question("see the meta-evaluation", lambda me, c, r, p: policy.may_see_analyses(me, c),
              "/api/collections/{cid}/metaeval", "/c/{cid}/analysis", "/c/{cid}/analysis"),
-    Question("see snapshots", lambda me, c, r: policy.may_see_analyses(me, c), "/api/collections/{cid}/snapshots",
+    Question("see snapshots", lambda me, c, r, p: policy.may_see_analyses(me, c), "/api/collections/{cid}/snapshots",
              "/c/{cid}/snapshots", "/c/{cid}/snapshots"),
-    Question("see the qrels", lambda me, c, r: policy.may_see_qrels(me, c), "/api/collections/{cid}/qrels",
+    Question("see the qrels", lambda me, c, r, p: policy.may_see_qrels(me, c), "/api/collections/{cid}/qrels",
              "/c/{cid}/qrels", "/c/{cid}/qrels"),
-    Question("manage pools", lambda me, c, r: policy.may_manage_pools(me, c), "/api/collections/{cid}/pools",
+    Question("manage pools", lambda me, c, r, p: policy.may_manage_pools(me, c), "/api/collections/{cid}/pools",
              "/c/{cid}/pools", "/c/{cid}/pools"),
-    Question("manage teams", lambda me, c, r: policy.may_manage_teams(me, c), "/api/collections/{cid}/teams",
+    Question("manage teams", lambda me, c, r, p: policy.may_manage_teams(me, c), "/api/collections/{cid}/teams",
              "/c/{cid}/teams", "/c/{cid}/teams"),
-    Question("see jobs", lambda me, c, r: policy.may_see_jobs(me, c), "/api/collections/{cid}/jobs"),
-    Question("see the run", lambda me, c, r: policy.may_see_run(me, r, c), "/api/runs/{rid}", "/runs/{rid}"),
-    Question("see the run's per-topic scores", lambda me, c, r: policy.may_see_run_details(me, r, c),
+    Question("see jobs", lambda me, c, r, p: policy.may_see_jobs(me, c), "/api/collections/{cid}/jobs"),
+    Question("see the run", lambda me, c, r, p: policy.may_see_run(me, r, c), "/api/runs/{rid}", "/runs/{rid}"),
+    Question("see the run's per-topic scores", lambda me, c, r, p: policy.may_see_run_details(me, r, c),
              "/api/runs/{rid}/scores"),
-    Question("download the run", lambda me, c, r: policy.may_see_run_details(me, r, c), "/api/runs/{rid}/file"),
-    Question("see the run's curves", lambda me, c, r: policy.may_see_run_curve(me, r, c), "/api/runs/{rid}/curve"),
+    Question("download the run", lambda me, c, r, p: policy.may_see_run_details(me, r, c), "/api/runs/{rid}/file"),
+    Question("see the run's curves", lambda me, c, r, p: policy.may_see_run_curve(me, r, c), "/api/runs/{rid}/curve"),
+    Question("read a snapshot", lambda me, c, r, p: policy.may_see_snapshot(me, c), "/api/snapshots/{sid}",
+             "/snapshots/{sid}"),
+    Question("judge topic 0001 of a pool", lambda me, c, r, p: policy.may_read_pool(me, p) and policy.may_assess(
+        me, c.id, "0001"), "/api/pools/{pid}/topics/0001", "/assess/{pid}/0001"),
 ]
 
 # (visibility, released, topic split: None / hidden / revealed)
@@ -85,26 +90,30 @@ def test_policy_api_and_portal_agree(world: World) -> None:
     world.tokens["gamma"] = c.post("/api/tokens", json={"role": "participant", "team": "gamma"},
                                    headers=admin).json()["token"]
     rid = world.run_ids["RUN-01"]  # team alpha's
+    sid = c.post(f"/api/collections/{world.cid}/snapshots", json={"label": "s"}, headers=admin).json()["id"]
+    build = c.post(f"/api/collections/{world.cid}/pools", json={"depth": 5}, headers=admin).json()
+    pid = c.get(f"/api/pool-builds/{build['id']}", headers=admin).json()["pool"]  # built by the in-process worker
+    ids = {"cid": world.cid, "rid": rid, "sid": sid, "pid": pid}
     me_of = _principals(world)
     checked = 0
     for visibility, released, split in STATES:
         _set_state(world, visibility, released, split)
         with world.factory() as s:
-            coll, run = s.get(Collection, world.cid), s.get(Run, rid)
-            answers = {(q.name, role): q.allowed(me_of[role], coll, run) for q in QUESTIONS for role in ROLES}
+            coll, run, pool = s.get(Collection, world.cid), s.get(Run, rid), s.get(Pool, pid)
+            answers = {(q.name, role): q.allowed(me_of[role], coll, run, pool) for q in QUESTIONS for role in ROLES}
         for role in ROLES:
             headers = auth(world.tokens.get(role))
             c.cookies.clear()
             if role in world.tokens:  # the portal's sign-in cookie
-                c.cookies.set("cranfield_token", world.tokens[role])
+                c.cookies.set(COOKIE, world.tokens[role])
             state = f"{visibility}, released={released}, split={split}, {role}"
             for q in QUESTIONS:
                 expected = answers[(q.name, role)]
-                r = c.get(q.api.format(cid=world.cid, rid=rid), headers=headers)
+                r = c.get(q.api.format(**ids), headers=headers)
                 assert _verdict(r.status_code, f"API {q.api} {state}: {r.status_code} {r.text[:200]}") == expected, \
                     f"policy says {expected} but the API answers {r.status_code} to '{q.name}' ({state})"
                 if q.portal:
-                    page = c.get(q.portal.format(cid=world.cid, rid=rid), follow_redirects=False)
+                    page = c.get(q.portal.format(**ids), follow_redirects=False)
                     assert _verdict(page.status_code, f"portal {q.portal} {state}: {page.status_code}") == expected, \
                         f"policy says {expected} but the portal answers {page.status_code} to '{q.name}' ({state})"
                 checked += 1
@@ -112,7 +121,7 @@ def test_policy_api_and_portal_agree(world: World) -> None:
                 board = c.get(f"/c/{world.cid}").text
                 for q in QUESTIONS:
                     if q.nav:
-                        href = f'href="{q.nav.format(cid=world.cid, rid=rid)}"'
+                        href = f'href="{q.nav.format(**ids)}"'
                         assert (href in board) == answers[(q.name, role)], \
                             f"the link {href} is {'missing' if answers[(q.name, role)] else 'shown'} ({state})"
     c.cookies.clear()
@@ -142,3 +151,14 @@ def test_submission_rules_agree(world: World) -> None:
                            headers=auth(world.tokens.get(role)))
                 assert r.status_code in (201, 401, 403, 409), (role, r.text)
                 assert (r.status_code == 201) == expected, (role, visibility, window, r.status_code, r.text)
+                # the same through the portal's form (signed in with the cookie, CSRF token included)
+                c.cookies.clear()
+                secret = world.tokens.get(role)
+                if secret:
+                    c.cookies.set(COOKIE, secret)
+                page = c.post(f"/c/{world.cid}/submit", files={"file": ("run.txt", run.replace(f"-{n}", f"-p{n}"))},
+                              data={"csrf": csrf_for(secret) if secret else "", "team": "beta"},
+                              follow_redirects=False)
+                assert page.status_code in (303, 401, 403, 409), (role, page.status_code, page.text[:300])
+                assert (page.status_code == 303) == expected, (role, visibility, window, page.status_code)
+                c.cookies.clear()
