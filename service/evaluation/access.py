@@ -1,11 +1,8 @@
-"""Who may do what: API tokens, the principal behind a request, and the access rules.
+"""Who the caller is: API tokens and the principal behind a request.
 
-Roles: ``admin`` (everything), ``organiser`` of some collections (everything about those),
-``participant`` (a team member: submits runs, sees its own team's runs and scores; other
-teams' scores only once the leaderboard is released), ``assessor`` (judges the pools of the
-topics assigned to it and sees nothing else: no runs, scores or teams, so judging stays
-blind), and anonymous (public, released leaderboards only). Qrels are never shown to
-participants, assessors or anonymous users.
+Roles: ``admin``, ``organiser`` (of some collections), ``participant`` (a member of a team),
+``assessor`` (of some topics of a collection), and anonymous callers. What each may see or do
+is decided in :mod:`service.evaluation.policy`, nowhere else.
 Tokens are random secrets; only their sha256 is stored.
 """
 

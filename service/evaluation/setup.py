@@ -258,6 +258,7 @@ def add_run(
         # a team with a run in a collection takes part in it (organisers submitting or loading
         # runs for a team enrol it; migration 0007 applied the same rule to older databases)
         session.add(Enrolment(collection_id=coll.id, team_id=team_row.id, enrolled_by=actor))
+        session.flush()  # so the next run of the team in this session finds it (pending rows are not in get)
     sizes = np.diff(parsed.offsets)
     row = Run(
         collection_id=coll.id, team_id=team_row.id, tag=parsed.tag, description=description, is_baseline=baseline,

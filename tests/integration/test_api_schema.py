@@ -24,7 +24,6 @@ from service.evaluation.task_table import run_here
 from service.sample import CollectionSpec, generate
 from service.store.db import session_factory, transaction
 from service.store.migrate import upgrade
-from service.store.models import Enrolment, Team
 
 DB = Path(os.environ.get("CRANFIELD_SCHEMA_TEST_DB", f"/tmp/cranfield-schemathesis-{os.getpid()}.sqlite"))
 TOKENS: dict[str, str] = {}
@@ -41,10 +40,8 @@ def _app():  # type: ignore[no-untyped-def]
         coll.visibility, coll.leaderboard_released = "public", True
         add_qrels(s, coll, qrels.encode(), "q")
         for tag, text in runs.items():
-            add_run(s, coll, text.encode(), tag, team="alpha")
+            add_run(s, coll, text.encode(), tag, team="alpha")  # enrols team alpha
         _, followups = plan_job(s, coll, "load")
-        team = s.query(Team).filter_by(name="alpha").one()
-        s.add(Enrolment(collection_id=coll.id, team_id=team.id))
         TOKENS["admin"], _ = create_token(s, "admin", name="schemathesis")
         TOKENS["organiser"], _ = create_token(s, "organiser", name="org", collections=[coll.id])
         TOKENS["participant"], _ = create_token(s, "participant", name="p", team="alpha")
