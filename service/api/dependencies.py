@@ -21,4 +21,10 @@ Coll = NamedDependency[Collection]
 
 
 def provide_collection(cid: CollectionId, uow: Uow, me: Caller) -> Collection:
-    return collections.get(uow.session, cid, me)
+    try:
+        return collections.get(uow.session, cid, me)
+    except BaseException:
+        # A dependency that fails leaves Litestar's clean-up of the unit of work to the garbage
+        # collector: give the connection back now (a crowd of 403s must not drain the pool).
+        uow.close(rollback=True)
+        raise

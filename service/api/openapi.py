@@ -99,7 +99,8 @@ TAGS = [
 def openapi_config() -> OpenAPIConfig:
     swagger = SwaggerRenderPlugin(
         path="/", js_url=f"{ASSETS}/swagger-ui-bundle.js", css_url=f"{ASSETS}/swagger-ui.css",
-        standalone_preset_js_url=f"{ASSETS}/swagger-ui-standalone-preset.js")
+        standalone_preset_js_url=f"{ASSETS}/swagger-ui-standalone-preset.js",
+        favicon=f"<link rel='icon' type='image/png' href='{ASSETS}/favicon-32x32.png'>")
     bearer: Any = SecurityScheme(type="http", scheme="bearer", description="An API token: `cranfield token create` "
                                  "or POST /api/tokens.")
     return OpenAPIConfig(

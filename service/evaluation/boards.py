@@ -177,4 +177,5 @@ def freeze(s: Session, coll: Collection, me: Principal, metric: str | None, labe
     s.add(snap)
     audit(s, me.name, "leaderboard.freeze", coll.id, metric=board["metric"], qrels_version=board["qrels_version"])
     s.flush()
-    return {"id": snap.id, "qrels_version": snap.qrels_version, "metric": snap.metric, "label": snap.label}
+    return {"id": snap.id, "qrels_version": snap.qrels_version, "metric": snap.metric, "label": snap.label,
+            "created_at": iso(snap.created_at)}

@@ -83,8 +83,10 @@ def may_manage_teams(me: Principal, coll: Collection) -> bool:
 
 
 def may_enrol_self(me: Principal, coll: Collection) -> bool:
-    """A participant enrols its own team in a collection whose enrolment is open."""
-    return me.role == "participant" and me.team_id is not None and coll.enrolment == "open"
+    """A participant enrols its own team in a public collection whose enrolment is open (a
+    private collection's teams are enrolled by its organisers: ids are no secret)."""
+    return (me.role == "participant" and me.team_id is not None and coll.enrolment == "open"
+            and coll.visibility == "public")
 
 
 def may_submit(me: Principal, coll: Collection) -> bool:
@@ -162,16 +164,23 @@ def owns(me: Principal, run: Run) -> bool:
     return me.role == "participant" and me.team_id is not None and run.team_id == me.team_id
 
 
+def owns_here(me: Principal, run: Run, coll: Collection) -> bool:
+    """The run is the caller's team's, in a collection the caller may still read (a team
+    removed from a private collection loses its runs there with the rest)."""
+    return owns(me, run) and may_read_collection(me, coll)
+
+
 def may_see_run(me: Principal, run: Run, coll: Collection) -> bool:
     """The run's description: its team and organisers; others once the board is released."""
     if me.role == "assessor":
         return False
-    return may_organise(me, coll.id) or owns(me, run) or (coll.leaderboard_released and may_read_collection(me, coll))
+    return may_organise(me, coll.id) or owns_here(me, run, coll) or (
+        coll.leaderboard_released and may_read_collection(me, coll))
 
 
 def may_see_run_details(me: Principal, run: Run, coll: Collection) -> bool:
     """The run file, its per-topic scores, comparisons: its team and the organisers."""
-    return may_organise(me, coll.id) or owns(me, run)
+    return may_organise(me, coll.id) or owns_here(me, run, coll)
 
 
 def may_see_run_metrics(me: Principal, run: Run, coll: Collection) -> bool:

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from service.errors import NotFound
 from service.evaluation import access, policy
 from service.evaluation.access import Principal
+from service.evaluation.collections import iso
 from service.evaluation.lookup import existing, new_name
 from service.evaluation.setup import audit
 from service.store.models import ApiToken, Collection, Enrolment, Team
@@ -67,7 +68,7 @@ def enrolled_teams(s: Session, coll: Collection, me: Principal) -> list[dict[str
     policy.require(policy.may_manage_teams(me, coll), me, f"the teams of collection {coll.id}")
     rows = s.execute(select(Team.name, Enrolment.enrolled_at, Enrolment.enrolled_by).join(
         Enrolment, Enrolment.team_id == Team.id).where(Enrolment.collection_id == coll.id).order_by(Team.name))
-    return [{"team": name, "enrolled_at": at.isoformat() if at else None, "enrolled_by": by}
+    return [{"team": name, "enrolled_at": iso(at), "enrolled_by": by}
             for name, at, by in rows]
 
 
@@ -98,7 +99,7 @@ def _enrol(s: Session, coll: Collection, team: Team, me: Principal) -> dict[str,
         audit(s, me.name, "team.enrol", coll.id, team=team.name)
         s.flush()
     return {"collection_id": coll.id, "team": team.name,
-            "enrolled_at": row.enrolled_at.isoformat() if row.enrolled_at else None, "enrolled_by": row.enrolled_by}
+            "enrolled_at": iso(row.enrolled_at), "enrolled_by": row.enrolled_by}
 
 
 def unenrol(s: Session, coll: Collection, me: Principal, team_name_: str) -> dict[str, Any]:

@@ -12,9 +12,10 @@ import logging
 import uuid
 
 from litestar.exceptions import HTTPException, NotFoundException, ValidationException
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 
 from service.errors import (
+    BadRequest,
     Conflict,
     CranfieldError,
     ErrorKind,
@@ -38,6 +39,10 @@ def as_domain_error(exc: BaseException) -> BaseException:
         return NotFound(str(exc.detail) or "no such path")
     if isinstance(exc, HTTPException) and exc.status_code == 413:
         return TooLarge(str(exc.detail))
+    if isinstance(exc, (DataError, OverflowError)):
+        # A value the database cannot hold (a number past 64 bits, a NUL character, a string
+        # past its column): the request's fault, not the server's.
+        return BadRequest("a value in the request is out of range or not storable")
     if isinstance(exc, IntegrityError):
         # Two requests raced for one unique key (a team or tag created twice at once).
         return Conflict("a concurrent change got there first; try again")

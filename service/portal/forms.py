@@ -107,7 +107,7 @@ def whole_number(text: str | None, what: str) -> int | None:
     """``text`` as a positive whole number, None when blank (selectors send "" for a default)."""
     if text is None or not text.strip():
         return None
-    if not text.strip().isdigit() or int(text) < 1:
+    if not (text.strip().isascii() and text.strip().isdigit()) or not 1 <= int(text) < 2**31:
         raise BadRequest(f"{what} is a positive whole number, not {text.strip()[:40]!r}")
     return int(text)
 

@@ -55,8 +55,11 @@ def test_open_enrolment(world: World) -> None:
     assert r.status_code == 403 and "invite" in r.json()["detail"]
     assert c.patch(f"/api/collections/{cid}", json={"enrolment": "open"},
                    headers=auth(t["organiser"])).json()["enrolment"] == "open"
-    # still private: not listed, but enrolled in by its id
+    # open but private: ids are no secret, so a private collection's teams are enrolled by its organisers
     assert c.get("/api/collections", headers=gamma).json()["total"] == 0
+    assert c.post(f"/api/collections/{cid}/enrolment", headers=gamma).status_code == 403
+    assert c.get(f"/api/collections/{cid}", headers=gamma).status_code == 403
+    c.patch(f"/api/collections/{cid}", json={"visibility": "public"}, headers=auth(t["organiser"]))
     assert c.post(f"/api/collections/{cid}/enrolment").status_code == 401
     assert c.post(f"/api/collections/{cid}/enrolment", headers=auth(t["organiser"])).status_code == 403
     assert c.post("/api/collections/9999/enrolment", headers=gamma).status_code == 404
@@ -109,3 +112,15 @@ def test_a_run_submitted_for_a_team_enrols_it(world: World) -> None:
     assert c.get(f"/api/collections/{cid}", headers=gamma).json()["enrolled"] is True
     teams = c.get(f"/api/collections/{cid}/teams", headers=auth(t["organiser"])).json()["items"]
     assert "gamma" in [x["team"] for x in teams]
+
+
+def test_a_removed_team_loses_its_runs_in_a_private_collection(world: World) -> None:
+    c, t, cid = world.client, world.tokens, world.cid
+    rid = world.run_ids["RUN-03"]  # team beta's
+    beta = auth(t["beta"])
+    assert c.get(f"/api/runs/{rid}/scores", headers=beta).status_code == 200
+    assert c.delete(f"/api/collections/{cid}/teams/beta", headers=auth(t["organiser"])).status_code == 200
+    for path in (f"/api/runs/{rid}", f"/api/runs/{rid}/scores", f"/api/runs/{rid}/file"):
+        assert c.get(path, headers=beta).status_code == 403, path
+    assert c.patch(f"/api/runs/{rid}/settings", json={"description": "x"}, headers=beta).status_code == 403
+    assert c.get(f"/runs/{rid}", headers={}, cookies={"cranfield_token": t["beta"]}).status_code == 403

@@ -425,9 +425,12 @@ def test_a_participant_enrols_its_team_with_the_button_where_enrolment_is_open(w
     assert 'id="enrol"' in page and button in page and "submit" not in nav_links(page, other)
     assert 'id="enrol"' not in c.get(f"/c/{other}", headers=alpha).text
     assert_navigation_matches_the_pages(world, other)
-    # open but private: invisible to beta until it enrols (by the collection's id, as organisers share it)
+    # open but private: ids are no secret, so only its organisers enrol teams in a private collection
     assert c.patch(f"/api/collections/{other}", json={"visibility": "private"}, headers=owner).status_code == 200
     assert c.get(f"/c/{other}", headers=beta).status_code == 403 and listed_collections(world, "beta") == ["task"]
+    r = c.post(f"/c/{other}/enrolment", data={"csrf": beta_csrf}, headers=beta, follow_redirects=False)
+    assert r.status_code == 403 and c.get(f"/c/{other}", headers=beta).status_code == 403
+    assert c.patch(f"/api/collections/{other}", json={"visibility": "public"}, headers=owner).status_code == 200
     r = c.post(f"/c/{other}/enrolment", data={"csrf": beta_csrf}, headers=beta, follow_redirects=False)
     assert r.status_code == 303
     assert c.get(f"/c/{other}", headers=beta).status_code == 200

@@ -38,14 +38,15 @@ class TestUsed(Response, kw_only=True):
 class Leaderboard(Response, kw_only=True):
     collection: str
     metric: Annotated[str, Meta(description="The metric ranked on (canonical name).", examples=["nDCG@10"])]
-    released: bool
-    topics: Annotated[str, Meta(description="all, or visible only under an unrevealed topic split.")]
-    qrels_version: int | None
-    newest_qrels_version: int | None
-    computed_at: str | None
-    reevaluation_in_progress: bool
-    significance: TestUsed | None
     rows: list[BoardRow]
+    # Defaults: snapshots frozen by earlier versions stored boards without these members.
+    released: bool = False
+    topics: Annotated[str, Meta(description="all, or visible only under an unrevealed topic split.")] = "all"
+    qrels_version: int | None = None
+    newest_qrels_version: int | None = None
+    computed_at: str | None = None
+    reevaluation_in_progress: bool = False
+    significance: TestUsed | None = None
 
 
 class SignificanceMatrix(Response, kw_only=True):
