@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 
 
 class BoardCache:
@@ -21,19 +21,17 @@ class BoardCache:
         self._entries: dict[Hashable, tuple[float, bytes, str]] = {}
         self._lock = threading.Lock()
 
-    def get_or_render(self, key: Hashable, render: Callable[[], tuple[bytes, str]]) -> tuple[bytes, str]:
-        """The cached (body, media type) of ``key``, or ``render()``'s, kept for ``seconds``."""
-        now = time.monotonic()
+    def get(self, key: Hashable) -> tuple[bytes, str] | None:
+        """The cached (body, media type) of ``key`` if it is younger than ``seconds``."""
         with self._lock:
             hit = self._entries.get(key)
-        if hit is not None and hit[0] > now:
-            return hit[1], hit[2]
-        body, media = render()
+        return (hit[1], hit[2]) if hit is not None and hit[0] > time.monotonic() else None
+
+    def put(self, key: Hashable, body: bytes, media: str) -> None:
         with self._lock:
             if len(self._entries) >= self.max_entries:
                 self._entries.clear()
-            self._entries[key] = (now + self.seconds, body, media)
-        return body, media
+            self._entries[key] = (time.monotonic() + self.seconds, body, media)
 
     def clear(self) -> None:
         with self._lock:

@@ -52,9 +52,19 @@ class UnitOfWork:
         self.followups.extend(outcome.followups)
         return outcome.result
 
+    @property
+    def opened(self) -> bool:
+        return self._session is not None
+
     def commit(self) -> None:
         if self._session is not None:
             self._session.commit()
+
+    def commit_and_close(self) -> None:
+        try:
+            self.commit()
+        finally:
+            self.close(rollback=False)
 
     def close(self, rollback: bool) -> None:
         if self._session is not None:
@@ -75,12 +85,11 @@ def unit_of_work_provider(factory: sessionmaker[Session], dispatch: Dispatch,
         try:
             yield uow
         except BaseException:
-            await anyio.to_thread.run_sync(uow.close, True)
+            if uow.opened:
+                await anyio.to_thread.run_sync(uow.close, True)
             raise
-        try:
-            await anyio.to_thread.run_sync(uow.commit)
-        finally:
-            await anyio.to_thread.run_sync(uow.close, False)
+        if uow.opened:  # one trip to a worker thread; none for a request served from memory
+            await anyio.to_thread.run_sync(uow.commit_and_close)
         if uow.followups:
             await anyio.to_thread.run_sync(dispatch, list(uow.followups))
         if writing and after_write is not None:
