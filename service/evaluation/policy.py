@@ -184,8 +184,9 @@ def may_see_run_details(me: Principal, run: Run, coll: Collection) -> bool:
 
 
 def may_see_run_metrics(me: Principal, run: Run, coll: Collection) -> bool:
-    """The run's means over the collection's metrics."""
-    return may_see_run(me, run, coll) and (may_see_run_details(me, run, coll) or coll.leaderboard_released)
+    """The run's means over the collection's metrics: whoever may see the run (its team, the
+    organisers, readers of a released board)."""
+    return may_see_run(me, run, coll)
 
 
 def may_see_run_curve(me: Principal, run: Run, coll: Collection) -> bool:
