@@ -40,8 +40,12 @@ def create_service_app() -> Litestar:
     """The ASGI application of ``cranfield serve``: settings from the environment, follow-up
     tasks sent to the workers after each commit, the broker in the readiness check."""
     from service.api.app import create_app
+    from service.http.admission import ServerLimits
     from workers.tasks import send
 
     cfg = settings()
-    return create_app(cfg.store.database_url, send, readiness=broker_readiness(cfg),
-                      max_body=cfg.web.max_upload, board_ttl=cfg.web.board_cache_seconds)
+    web = cfg.web
+    limits = ServerLimits(threads=web.api_threads, db_slots=web.api_db_slots, max_in_flight=web.api_max_in_flight,
+                          queue_seconds=web.api_queue_seconds, caller_cache_seconds=web.caller_cache_seconds)
+    return create_app(cfg.store.database_url, send, readiness=broker_readiness(cfg), max_body=web.max_upload,
+                      board_ttl=web.board_cache_seconds, limits=limits)

@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import anyio.to_thread
 from litestar import Litestar, Request, Response
 from litestar.datastructures import State
 from litestar.di import Provide
+from litestar.middleware import DefineMiddleware
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.api.board_cache import BoardCache
@@ -30,8 +32,9 @@ from service.api.controllers.teams import TeamsController
 from service.api.dependencies import provide_collection
 from service.api.openapi import assets_router, openapi_config
 from service.http.problems import problem_of
-from service.http.unit_of_work import Dispatch, caller_from_header, unit_of_work_provider
-from service.store.db import session_factory
+from service.http.admission import AdmissionLimit, DatabaseSlots, ServerLimits
+from service.http.unit_of_work import Dispatch, PrincipalCache, caller_from_header, unit_of_work_provider
+from service.store.db import session_factory, size_pool
 
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
 CONTROLLERS = [HealthController, TeamsController, CollectionsController, QrelsController, RunsController,
@@ -48,26 +51,41 @@ def problem_response(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]
 
 
 def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT_MAX_BODY,
-               readiness: Callable[[], dict[str, bool]] | None = None, board_ttl: float = 1.0) -> Litestar:
+               readiness: Callable[[], dict[str, bool]] | None = None, board_ttl: float = 1.0,
+               limits: ServerLimits = ServerLimits()) -> Litestar:
     """The whole HTTP application on ``database_url``. ``dispatch`` hands follow-up work to the
     workers after a commit; ``readiness`` adds checks to /health/ready; ``board_ttl`` is how
-    long a rendered leaderboard is served from memory."""
+    long a rendered leaderboard is served from memory; ``limits`` sizes the process's threads,
+    database slots, connection pool and admission limit together (docs/operations.md)."""
     from litestar.plugins.jinja import JinjaTemplateEngine
     from litestar.static_files import create_static_files_router
     from litestar.template.config import TemplateConfig
 
     from service.portal import STATIC, TEMPLATES, portal_router
 
+    size_pool(database_url, limits.pool_size, timeout=max(limits.queue_seconds, 1.0))
     factory: sessionmaker[Session] = session_factory(database_url)
     board_cache = BoardCache(board_ttl)
+    callers = PrincipalCache(limits.caller_cache_seconds)
+
+    def after_write() -> None:
+        board_cache.clear()
+        callers.clear()
+
+    def size_thread_pool() -> None:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = limits.threads
+
     return Litestar(
-        route_handlers=[*CONTROLLERS, portal_router(factory, dispatch, after_write=board_cache.clear), assets_router(),
+        route_handlers=[*CONTROLLERS, portal_router(factory, dispatch, after_write=after_write), assets_router(),
                         create_static_files_router(path="/static", directories=[STATIC], include_in_schema=False)],
-        dependencies={"uow": Provide(unit_of_work_provider(factory, dispatch, after_write=board_cache.clear)),
-                      "me": Provide(caller_from_header(factory)),
+        dependencies={"uow": Provide(unit_of_work_provider(factory, dispatch, after_write=after_write)),
+                      "me": Provide(caller_from_header(factory, callers)),
                       "coll": Provide(provide_collection, sync_to_thread=True)},
         exception_handlers={Exception: problem_response},
-        state=State({"max_body": max_body, "board_cache": board_cache, "readiness": readiness}),
+        state=State({"max_body": max_body, "board_cache": board_cache, "readiness": readiness,
+                     "db_slots": DatabaseSlots(limits.db_slots, limits.queue_seconds)}),
+        middleware=[DefineMiddleware(AdmissionLimit, limit=limits.max_in_flight)],
+        on_startup=[size_thread_pool],
         request_max_body_size=max_body,
         template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
         openapi_config=openapi_config(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from litestar.params import Parameter
+from litestar.params import HeaderParameter, Parameter
 
 CollectionId = Annotated[int, Parameter(description="The collection's id.", ge=1, le=2**31 - 1)]
 RunId = Annotated[int, Parameter(description="The run's id.", ge=1, le=2**31 - 1)]
@@ -27,3 +27,8 @@ TestName = Annotated[str | None, Parameter(description="A stored test's name (de
 TeamParam = Annotated[str | None, Parameter(description="Organisers: the team the run is submitted for.",
                                             max_length=200)]
 Version = Annotated[int, Parameter(description="A qrels version number.", ge=1, le=2**31 - 1)]
+IdempotencyKeyHeader = Annotated[str | None, HeaderParameter(
+    name="Idempotency-Key", required=False, min_length=1, max_length=200,
+    description="Any unique string (a UUID): an upload retried with the same key and body gets the first "
+                "answer again instead of storing a second run or qrels version; the same key with another "
+                "body is refused (422).")]

@@ -78,6 +78,8 @@ def _serve_arguments(srv: argparse.ArgumentParser) -> None:
     srv.add_argument("--host", default="127.0.0.1")
     srv.add_argument("--port", type=int, default=8000)
     srv.add_argument("--no-worker", action="store_true", help="do not start a worker next to the API")
+    srv.add_argument("--processes", type=int, default=None, metavar="N",
+                     help="server processes (default CRANFIELD_API_PROCESSES, 1; docs/operations.md sizes them)")
     srv.add_argument("--sample", metavar="FOLDER",
                      help="load this sample collection (qrels.ntcir, runs/) as public collection 'sample' first")
 
@@ -99,7 +101,11 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         worker = subprocess.Popen([sys.executable, "-m", "service.cli", "worker", "--beat", "--loglevel", "WARNING"],
                                   start_new_session=True, preexec_fn=_die_with_parent)
     try:
-        uvicorn.run(ASGI_FACTORY, factory=True, host=args.host, port=args.port, log_level="info")
+        processes = args.processes or settings().web.api_processes
+        if processes < 1:
+            raise SystemExit("cranfield serve: --processes must be at least 1")
+        uvicorn.run(ASGI_FACTORY, factory=True, host=args.host, port=args.port, log_level="info",
+                    workers=processes if processes > 1 else None)
     finally:
         if worker is not None and worker.poll() is None:
             os.kill(worker.pid, signal.SIGTERM)

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.errors import BadRequest
+from service.errors import BadRequest, NotFound
 from service.evaluation import policy
 from service.evaluation.access import Principal
 from service.evaluation.lookup import existing, new_name
@@ -39,6 +39,20 @@ def get(s: Session, cid: int, me: Principal) -> Collection:
     """The collection, if the caller may read it (404 when there is none, 401/403 otherwise)."""
     coll = existing(s, Collection, cid, "collection")
     policy.require(policy.may_read_collection(me, coll), me, f"collection {cid}")
+    return coll
+
+
+def lock(s: Session, cid: int) -> Collection:
+    """The collection, its row locked for this transaction (``SELECT ... FOR UPDATE``).
+
+    The first statement of every transaction that writes a collection's runs, qrels or jobs:
+    taking this lock before any insert that references the row (a foreign key's share lock)
+    gives every such transaction one lock order, so they queue instead of deadlocking. On
+    SQLite the write transaction's ``BEGIN IMMEDIATE`` already serialises them."""
+    coll = s.scalar(select(Collection).where(Collection.id == cid).with_for_update()
+                    .execution_options(populate_existing=True))
+    if coll is None:
+        raise NotFound(f"no collection {cid}")
     return coll
 
 
@@ -80,6 +94,7 @@ def update(s: Session, coll: Collection, me: Principal, changes: Mapping[str, An
     """Apply the fields present in ``changes``; a new configuration re-evaluates the stored
     results at once (the follow-ups), not at the next scheduled refresh."""
     policy.require(policy.may_configure(me, coll), me, f"changing collection {coll.id}")
+    lock(s, coll.id)  # the lock order of every write to a collection (see ``lock``)
     before = coll.current_config_id
     _apply(s, coll, changes, me, new=False)
     followups: list[Followup] = []

@@ -7,35 +7,48 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.evaluation import collections, policy
+from service.evaluation import collections, idempotency, policy
 from service.evaluation.access import Principal
 from service.evaluation.planning import plan_job
 from service.evaluation.reading import qrels_diff
 from service.evaluation.setup import add_qrels
 from service.evaluation.work import Outcome
 from service.formats.readers import parse_qrels
-from service.store.db import transaction
+from service.store.db import retrying, transaction
 from service.store.models import Collection, QrelsVersion
 
 
 def upload(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
-           source: str = "qrels upload") -> Outcome[dict[str, Any]]:
+           source: str = "qrels upload", idempotency_key: str | None = None) -> Outcome[dict[str, Any]]:
     """Validate, store as a new qrels version and plan the re-evaluation. The caller is
     authorised and the file parsed before any write lock is taken; ``me_of(session)`` gives
-    the caller. Commits; the follow-ups are for the workers."""
+    the caller. The write transaction locks the collection row first (the lock order of
+    every write to a collection's runs and qrels; see ``submissions.submit``) and is retried
+    whole if the database undoes it. Commits; the follow-ups are for the workers."""
+    idempotency.check_key(idempotency_key)
     with factory() as s:
         me = me_of(s)
         coll = collections.get(s, cid, me)
         policy.require(policy.may_upload_qrels(me, coll), me, f"uploading qrels to collection {cid}")
     parsed = parse_qrels(body, source)  # InvalidInput with the line before anything is stored
-    with transaction(factory) as s:
-        coll = s.get(Collection, cid)
-        previous = coll.current_qrels_id
-        version = add_qrels(s, coll, body, source, me.name, parsed=parsed)
-        job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
-        doc = {"version": version.version, "judgments": version.n_judgments, "job": job.id,
-               "previous_version": s.get(QrelsVersion, previous).version if previous else None}
-    return Outcome(doc, tuple(followups))
+    digest = idempotency.request_hash(body)
+
+    def store() -> Outcome[dict[str, Any]]:
+        with transaction(factory) as s:
+            coll = collections.lock(s, cid)
+            scope = f"qrels:{cid}"
+            earlier = idempotency.replay(s, me, scope, idempotency_key, digest)
+            if earlier is not None:
+                return Outcome(earlier)
+            previous = coll.current_qrels_id
+            version = add_qrels(s, coll, body, source, me.name, parsed=parsed)
+            job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
+            doc = {"version": version.version, "judgments": version.n_judgments, "job": job.id,
+                   "previous_version": s.get(QrelsVersion, previous).version if previous else None}
+            idempotency.remember(s, me, scope, idempotency_key, digest, doc)
+        return Outcome(doc, tuple(followups))
+
+    return retrying(store, what=f"a qrels upload to collection {cid}")
 
 
 def versions(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:

@@ -16,14 +16,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import BadRequest, Conflict, InvalidInput, NotFound
-from service.evaluation import collections, policy
+from service.evaluation import collections, idempotency, policy
 from service.evaluation.access import Principal
 from service.evaluation.planning import plan_job
 from service.evaluation.setup import add_run, audit
 from service.evaluation.teams import team_named
 from service.evaluation.work import Followup, Outcome
 from service.formats.readers import parse_run
-from service.store.db import as_utc, transaction
+from service.store.db import as_utc, retrying, transaction
 from service.store.models import Collection, Run, Team, Topic
 
 
@@ -119,41 +119,72 @@ def check_quota(s: Session, coll: Collection, team_id: int) -> None:
 
 # ------------------------------------------------------------------------------ submit
 def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, team_param: str | None = None,
-           source: str = "run upload", description: str = "") -> Outcome[dict[str, Any]]:
+           source: str = "run upload", description: str = "",
+           idempotency_key: str | None = None) -> Outcome[dict[str, Any]]:
     """Validate and store a run and plan its evaluation (participants: window and quota
-    apply). ``me_of(session)`` gives the caller. Commits; the follow-ups are for the workers."""
-    with transaction(factory) as s:
+    apply). ``me_of(session)`` gives the caller. Commits; the follow-ups are for the workers.
+
+    Three steps, so that the expensive one holds no connection and no lock: a short read
+    (who submits what to which collection, in which order), the parse (no session open),
+    then one write transaction that locks the collection row *first* and only then checks
+    the window and the quota, inserts the run and plans its job. Every submission to a
+    collection takes the same lock in the same order, so concurrent submissions queue on it
+    instead of deadlocking, and the quota's count and insert are atomic. A transaction the
+    database still undoes (a deadlock victim, a serialization failure) is retried whole.
+    ``idempotency_key``: a retry of an upload that did store gets the first answer again.
+    """
+    idempotency.check_key(idempotency_key)
+    with factory() as s:
         me = me_of(s)
         coll = collections.get(s, cid, me)
-        policy.require(policy.may_submit(me, coll), me, f"submitting to collection {cid} (teams take part by "
-                       "enrolment)")
-        team: Team
-        if policy.may_organise(me, coll.id):
-            if not team_param:
-                raise BadRequest("organisers submit for a team: add ?team=NAME")
-            team = team_named(s, team_param)
-        else:
-            team_row = s.get(Team, me.team_id)
-            if team_row is None:
-                raise NotFound("the token's team no longer exists")
-            team = team_row
-            check_window(coll)
-            check_quota(s, coll, team.id)
+        _may_submit(s, me, coll, team_param)
         order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
-        parsed = parse_run(body, source, order)
-        known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == cid)))
-        if not known:
-            raise Conflict("the collection has no topics yet (upload qrels or register its topics)")
-        unknown = sorted(set(parsed.topics) - known)
-        if unknown:
-            raise InvalidInput(source, None, f"unknown topics: {', '.join(unknown[:20])}")
-        row = add_run(s, coll, body, source, team=team.name, actor=me.name, parsed=parsed)
-        if description:
-            row.description = description
-        followups: list[Followup] = []
-        job_id = None
-        if coll.current_qrels_id is not None:  # before any judgment the run waits for the pool's qrels
-            job, followups = plan_job(s, coll, "submission")
-            job_id = job.id
-        doc = {**document(row), "job": job_id}
-    return Outcome(doc, tuple(followups))
+    digest = idempotency.request_hash(body, team_param, description)
+    parsed = parse_run(body, source, order)  # InvalidInput with the line before anything is stored
+
+    def store() -> Outcome[dict[str, Any]]:
+        with transaction(factory) as s:
+            coll = collections.lock(s, cid)
+            scope = f"runs:{cid}"
+            earlier = idempotency.replay(s, me, scope, idempotency_key, digest)
+            if earlier is not None:
+                return Outcome(earlier)
+            team = _may_submit(s, me, coll, team_param, counting=True)
+            known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == cid)))
+            if not known:
+                raise Conflict("the collection has no topics yet (upload qrels or register its topics)")
+            unknown = sorted(set(parsed.topics) - known)
+            if unknown:
+                raise InvalidInput(source, None, f"unknown topics: {', '.join(unknown[:20])}")
+            row = add_run(s, coll, body, source, team=team.name, actor=me.name, parsed=parsed)
+            if description:
+                row.description = description
+            followups: list[Followup] = []
+            job_id = None
+            if coll.current_qrels_id is not None:  # before any judgment the run waits for the pool's qrels
+                job, followups = plan_job(s, coll, "submission")
+                job_id = job.id
+            doc = {**document(row), "job": job_id}
+            idempotency.remember(s, me, scope, idempotency_key, digest, doc)
+        return Outcome(doc, tuple(followups))
+
+    return retrying(store, what=f"a run submission to collection {cid}")
+
+
+def _may_submit(s: Session, me: Principal, coll: Collection, team_param: str | None,
+                counting: bool = False) -> Team:
+    """The team a submission is for, if the caller may submit it now; with ``counting`` (under
+    the collection's lock) the window and the daily quota are checked too."""
+    policy.require(policy.may_submit(me, coll), me, f"submitting to collection {coll.id} (teams take part by "
+                   "enrolment)")
+    if policy.may_organise(me, coll.id):
+        if not team_param:
+            raise BadRequest("organisers submit for a team: add ?team=NAME")
+        return team_named(s, team_param)
+    team = s.get(Team, me.team_id)
+    if team is None:
+        raise NotFound("the token's team no longer exists")
+    check_window(coll)
+    if counting:
+        check_quota(s, coll, team.id)
+    return team

@@ -14,7 +14,11 @@ midway.
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import nullcontext
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -22,10 +26,12 @@ from litestar import Request
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.evaluation import access
+from service.http.admission import DatabaseSlots
 from service.evaluation.access import Principal
 from service.evaluation.work import Followup, Outcome
 
 T = TypeVar("T")
+log = logging.getLogger("cranfield.http")
 Dispatch = Callable[[Sequence[Followup]], None]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -82,31 +88,75 @@ def unit_of_work_provider(factory: sessionmaker[Session], dispatch: Dispatch,
     async def provide_unit_of_work(request: Request[Any, Any, Any]) -> AsyncIterator[UnitOfWork]:
         writing = request.method not in SAFE_METHODS
         uow = UnitOfWork(factory, writing)
-        try:
-            yield uow
-        except BaseException:
-            if uow.opened:
-                await anyio.to_thread.run_sync(uow.close, True)
-            raise
-        if uow.opened:  # one trip to a worker thread; none for a request served from memory
-            await anyio.to_thread.run_sync(uow.commit_and_close)
+        slots: DatabaseSlots | None = request.app.state.get("db_slots")
+        async with slots.held() if slots is not None else nullcontext():
+            try:
+                yield uow
+            except BaseException:
+                if uow.opened:
+                    await anyio.to_thread.run_sync(uow.close, True)
+                raise
+            if uow.opened:  # one trip to a worker thread; none for a request served from memory
+                await anyio.to_thread.run_sync(uow.commit_and_close)
         if uow.followups:
-            await anyio.to_thread.run_sync(dispatch, list(uow.followups))
+            # Committed is committed: a broker that is down now must not turn the stored upload
+            # into an error (a retrying client would store it twice). The work is in the
+            # database; the sweeper sends what the broker never got.
+            try:
+                await anyio.to_thread.run_sync(dispatch, list(uow.followups))
+            except Exception:
+                log.warning("could not hand %d follow-up(s) to the broker after the commit; the sweeper will "
+                            "send them", len(uow.followups), exc_info=True)
         if writing and after_write is not None:
             after_write()
 
     return provide_unit_of_work
 
 
-def caller_from_header(factory: sessionmaker[Session]) -> Callable[..., Any]:
+class PrincipalCache:
+    """Callers resolved in the last ``seconds``, by the sha256 of their credentials.
+
+    Everyone refreshing the board sends the same token again and again: remembering its
+    principal for a second keeps the hot path off the database (and off the thread pool).
+    This process's own writes clear it at once (a revoked token, a new enrolment); another
+    process's show within ``seconds``, as the cached boards do. 0 turns it off."""
+
+    def __init__(self, seconds: float, max_entries: int = 4096) -> None:
+        self.seconds = seconds
+        self.max_entries = max_entries
+        self._entries: dict[bytes, tuple[float, Principal]] = {}
+
+    def get(self, key: bytes) -> Principal | None:
+        hit = self._entries.get(key)
+        return hit[1] if hit is not None and hit[0] > time.monotonic() else None
+
+    def put(self, key: bytes, me: Principal) -> None:
+        if self.seconds <= 0:
+            return
+        if len(self._entries) >= self.max_entries:
+            self._entries.clear()
+        self._entries[key] = (time.monotonic() + self.seconds, me)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+def caller_from_header(factory: sessionmaker[Session], cache: PrincipalCache | None = None) -> Callable[..., Any]:
     """The dependency giving the caller of an API request (``Authorization: Bearer ...``).
 
-    The token is checked in a short session of its own, closed before the handler runs, so a
-    request never holds one connection while it waits for another."""
+    The token is checked in a short session of its own, inside one worker-thread trip, so a
+    request never holds one connection while it waits for another; a caller seen in the last
+    moment comes from ``cache`` without a thread or a connection."""
 
     async def provide_caller(request: Request[Any, Any, Any]) -> Principal:
         header = request.headers.get("authorization")
-        return await anyio.to_thread.run_sync(principal_with_session, factory, header)
+        key = hashlib.sha256((header or "").encode()).digest()
+        me = cache.get(key) if cache is not None else None
+        if me is None:
+            me = await anyio.to_thread.run_sync(principal_with_session, factory, header)
+            if cache is not None:
+                cache.put(key, me)
+        return me
 
     return provide_caller
 

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
+
+T = TypeVar("T")
+log = logging.getLogger("cranfield.store")
+
+#: PostgreSQL's "try again" errors: serialization_failure and deadlock_detected. Either means
+#: the transaction was rolled back as a whole and the same work, run again, may succeed.
+RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
 
 
 def make_engine(url: str) -> Engine:
@@ -37,10 +50,18 @@ def make_engine(url: str) -> Engine:
             dbapi_conn.isolation_level = None
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    pool = _POOL_SIZES.get(url)
+    if pool is None:
+        return create_engine(url, pool_pre_ping=True)
+    # A server process sized in one place (docs/operations.md): ``size`` connections and no
+    # overflow, and a caller that cannot get one within ``timeout`` seconds fails fast
+    # (the API answers 503 with Retry-After) instead of queueing behind a stuck pool.
+    size, timeout = pool
+    return create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=0, pool_timeout=timeout)
 
 
 _ENGINES: dict[str, Engine] = {}
+_POOL_SIZES: dict[str, tuple[int, float]] = {}
 
 
 def engine_for(url: str) -> Engine:
@@ -48,6 +69,13 @@ def engine_for(url: str) -> Engine:
     if url not in _ENGINES:
         _ENGINES[url] = make_engine(url)
     return _ENGINES[url]
+
+
+def size_pool(url: str, size: int, timeout: float) -> None:
+    """Size this process's pool for ``url`` (before its engine is first made; the API's
+    composition root calls it). Ignored for SQLite, whose connections are files."""
+    if not url.startswith("sqlite") and url not in _ENGINES:
+        _POOL_SIZES[url] = (size, timeout)
 
 
 def reset_after_fork() -> None:
@@ -67,6 +95,47 @@ def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
     with factory() as session, session.begin():
         session.connection(execution_options={"sqlite_immediate": True})
         yield session
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """A deadlock or serialization failure (PostgreSQL), or SQLite's "database is locked": the
+    transaction was undone whole, so running it again is safe."""
+    if not isinstance(exc, DBAPIError):
+        return False
+    orig = exc.orig
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if state in RETRYABLE_SQLSTATES:
+        return True
+    return "database is locked" in str(orig)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """The database cannot be reached or this process's pool is exhausted: a 503, not a bug."""
+    if isinstance(exc, PoolTimeout):
+        return True
+    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated or _connection_failure(exc))
+
+
+def _connection_failure(exc: DBAPIError) -> bool:
+    state = getattr(exc.orig, "sqlstate", None) or ""
+    # 08xxx connection exceptions, 57P01-57P03 admin shutdown / crash shutdown / cannot connect now
+    return state.startswith("08") or state in {"57P01", "57P02", "57P03"} or (
+        state == "" and type(exc.orig).__name__ == "OperationalError" and "connect" in str(exc.orig).lower())
+
+
+def retrying(work: Callable[[], T], attempts: int = 6, what: str = "a transaction") -> T:
+    """Run ``work`` (which opens and commits its own transaction) again when the database undid
+    it as a deadlock victim or serialization failure, with a short jittered back-off; the
+    last failure propagates. Only whole transactions are retried, never a half of one."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return work()
+        except DBAPIError as exc:
+            if attempt == attempts or not is_retryable(exc):
+                raise
+            log.info("%s was undone by the database (%s); retry %d", what, type(exc.orig).__name__, attempt)
+            time.sleep(random.uniform(0, 0.02 * 2 ** attempt))
+    raise AssertionError("unreachable")
 
 
 def as_utc(value: datetime | None) -> datetime | None:

@@ -417,3 +417,18 @@ class Analysis(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_by: Mapped[str] = mapped_column(String(200), default="")
 
+
+
+class IdempotencyKey(Base):
+    """An upload's ``Idempotency-Key`` and the answer it got: the same key from the same token
+    with the same body gets that answer again instead of a second run or qrels version."""
+
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (UniqueConstraint("token_id", "scope", "key"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"))
+    scope: Mapped[str] = mapped_column(String(100))  # the operation and its target, e.g. "runs:3"
+    key: Mapped[str] = mapped_column(String(200))
+    request_hash: Mapped[str] = mapped_column(String(64))  # sha256 of the body and the parameters
+    response: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -10,7 +10,7 @@ from litestar.datastructures import State
 
 from service.api.dependencies import Caller, Coll, Uow
 from service.api.openapi import errors, upload_body
-from service.api.params import CollectionId, Version
+from service.api.params import CollectionId, IdempotencyKeyHeader, Version
 from service.api.schemas import out
 from service.api.schemas.runs import (
     QrelsDiff,
@@ -31,11 +31,13 @@ class QrelsController(Controller):
           responses=errors(400, 401, 403, 404, 409, 413, 422),
           operation_class=upload_body("Qrels in TREC (`topic iter docno level`) or NTCIR (`topic docno Lk`) form."))
     async def upload(self, request: Request[Any, Any, Any], cid: CollectionId, uow: Uow, me: Caller,
-                     state: State) -> QrelsUploaded:
+                     state: State, idempotency_key: IdempotencyKeyHeader = None) -> QrelsUploaded:
         """A new qrels version (organisers): validated whole before it is stored, then the
-        collection is re-evaluated; earlier versions and their results are kept."""
+        collection is re-evaluated; earlier versions and their results are kept. With an
+        `Idempotency-Key`, a retried upload is answered as the first one was."""
         body = await read_body(request, state["max_body"])
-        outcome = await anyio.to_thread.run_sync(lambda: qrels.upload(uow.factory, lambda _: me, cid, body))
+        outcome = await anyio.to_thread.run_sync(
+            lambda: qrels.upload(uow.factory, lambda _: me, cid, body, idempotency_key=idempotency_key))
         return out(QrelsUploaded, uow.collect(outcome))
 
     @get("/", operation_id="listQrelsVersions", summary="List qrels versions", sync_to_thread=True,

@@ -11,7 +11,7 @@ from litestar.params import JSONBody
 
 from service.api.dependencies import Caller, Coll, Uow
 from service.api.openapi import WRITE_ERRORS, errors, upload_body
-from service.api.params import CollectionId, Limit, Offset, RunId, TeamParam
+from service.api.params import CollectionId, IdempotencyKeyHeader, Limit, Offset, RunId, TeamParam
 from service.api.schemas import out, present
 from service.api.schemas.runs import (
     Deleted,
@@ -34,13 +34,15 @@ class RunsController(Controller):
           operation_class=upload_body("A run in TREC format (`topic Q0 docno rank score tag`), as the body "
                                       "or as the form field `file`.", multipart=True))
     async def submit(self, request: Request[Any, Any, Any], cid: CollectionId, uow: Uow, me: Caller,
-                     state: State, team: TeamParam = None) -> Submitted:
+                     state: State, team: TeamParam = None,
+                     idempotency_key: IdempotencyKeyHeader = None) -> Submitted:
         """Validate and store a run and queue its evaluation. Participants of an enrolled team
         submit within the window and the daily quota; organisers submit for a team (`?team=`).
-        Errors name the file's line; a refused file stores nothing and uses no quota."""
+        Errors name the file's line; a refused file stores nothing and uses no quota. With an
+        `Idempotency-Key`, a retried upload is answered as the first one was."""
         body = await read_body(request, state["max_body"])
         outcome = await anyio.to_thread.run_sync(
-            lambda: submissions.submit(uow.factory, lambda _: me, cid, body, team))
+            lambda: submissions.submit(uow.factory, lambda _: me, cid, body, team, idempotency_key=idempotency_key))
         return out(Submitted, uow.collect(outcome))
 
     @get("/api/collections/{cid:int}/runs", operation_id="listRuns", summary="List runs", sync_to_thread=True,

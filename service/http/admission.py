@@ -1,0 +1,111 @@
+"""Admission control: how much work one server process takes on at once, and a fast 503 with
+``Retry-After`` for the rest, never a hang.
+
+Two limits, sized together with the connection pool and the thread pool (docs/operations.md):
+
+- :class:`AdmissionLimit`, an ASGI middleware, bounds the requests in flight in the process
+  (``CRANFIELD_API_MAX_IN_FLIGHT``). A request beyond it is answered 503 at once, before it
+  costs anything: a burst of a thousand connections gets quick refusals, not a queue that
+  times everyone out.
+- :class:`DatabaseSlots` bounds the requests that may hold a database session between two
+  trips to a worker thread (``CRANFIELD_API_DB_SLOTS``). A request waits for a slot on the
+  event loop, holding nothing, for at most ``wait`` seconds (then 503). With the pool sized
+  ``slots + threads`` a slot holder always finds a connection and a thread never waits for one
+  (the short sessions that resolve a caller run inside one thread trip), so the pool can no
+  longer be exhausted by requests that each hold one connection while waiting for another.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from service.errors import Unavailable, problem_for
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """One server process's concurrency, sized together (docs/operations.md)."""
+
+    threads: int = 16  # worker threads for blocking work (the database, rendering)
+    db_slots: int = 16  # requests holding a database session at once
+    max_in_flight: int = 256  # requests in flight; the next is refused at once
+    queue_seconds: float = 2.0  # longest wait for a database slot before a 503
+    caller_cache_seconds: float = 1.0  # a resolved token's life in memory
+
+    @property
+    def pool_size(self) -> int:
+        """Connections this process needs so that none is ever waited for: one per slot
+        holder, one per thread (a caller's short session), one for the readiness probe."""
+        return self.db_slots + self.threads + 1
+
+
+#: Paths never refused: the orchestrator's probes must see an overloaded process as alive.
+EXEMPT = ("/health/",)
+
+
+class AdmissionLimit:
+    """At most ``limit`` HTTP requests in flight in this process; the next gets a 503."""
+
+    def __init__(self, app: ASGIApp, limit: int, retry_after: int = 1) -> None:
+        self.app = app
+        self.limit = limit
+        self.retry_after = retry_after
+        self.in_flight = 0  # the event loop is one thread: no lock needed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(EXEMPT):
+            await self.app(scope, receive, send)
+            return
+        if self.in_flight >= self.limit:
+            await overloaded(send, f"the server is at its limit of {self.limit} requests in flight",
+                             self.retry_after)
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+
+async def overloaded(send: Send, message: str, retry_after: int) -> None:
+    """A 503 problem document with ``Retry-After``, sent without touching anything else."""
+    body = json.dumps(problem_for(Unavailable(message, retry_after)).document()).encode()
+    await send({"type": "http.response.start", "status": 503,
+                "headers": [(b"content-type", b"application/problem+json"), (b"retry-after", str(retry_after).encode()),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class DatabaseSlots:
+    """At most ``slots`` requests holding (or about to hold) a database session at once."""
+
+    def __init__(self, slots: int, wait: float) -> None:
+        self.slots = slots
+        self.wait = wait
+        self._limiter: anyio.CapacityLimiter | None = None  # made inside the event loop
+
+    @asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self.slots)
+        limiter = self._limiter
+        with anyio.move_on_after(self.wait) as waited:
+            await limiter.acquire_on_behalf_of(token := object())
+        if waited.cancelled_caught:
+            raise Unavailable(f"all {self.slots} database slots stayed busy for {self.wait:g} s",
+                              retry_after=max(1, math.ceil(self.wait)))
+        try:
+            yield
+        finally:
+            limiter.release_on_behalf_of(token)
