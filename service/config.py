@@ -20,6 +20,12 @@ per subsystem. A value that does not parse (``CRANFIELD_MAX_UPLOAD=abc``) raises
 | CRANFIELD_MAX_UPLOAD | 268435456 | largest request body the API accepts, in bytes (qrels and run uploads) |
 | CRANFIELD_BOARD_CACHE_SECONDS | 1.0 | seconds a rendered leaderboard is served from memory (new results show within that time) |
 | CRANFIELD_SESSION_LIFETIME | 1209600 | seconds the portal's sign-in cookie lasts (14 days) |
+| CRANFIELD_API_PROCESSES | 1 | server processes of `cranfield serve` (PostgreSQL: up to one per core; docs/operations.md) |
+| CRANFIELD_API_THREADS | 16 | worker threads per API process (database work and rendering) |
+| CRANFIELD_API_DB_SLOTS | 16 | requests per process holding a database session at once; the pool is slots + threads + 1 |
+| CRANFIELD_API_MAX_IN_FLIGHT | 256 | requests in flight per process; beyond it an immediate 503 with Retry-After |
+| CRANFIELD_API_QUEUE_SECONDS | 2 | longest wait for a database slot before a 503 with Retry-After |
+| CRANFIELD_CALLER_CACHE_SECONDS | 1.0 | seconds a resolved API token is kept in memory (this process's writes clear it) |
 """
 
 from __future__ import annotations
@@ -67,6 +73,12 @@ class WebSettings:
     max_upload: int  # largest request body, bytes (CRANFIELD_MAX_UPLOAD)
     board_cache_seconds: float  # a rendered leaderboard's time in memory (CRANFIELD_BOARD_CACHE_SECONDS)
     session_cookie_lifetime: int  # the portal's sign-in cookie max-age, seconds (CRANFIELD_SESSION_LIFETIME)
+    api_threads: int  # worker threads per API process (CRANFIELD_API_THREADS)
+    api_db_slots: int  # requests holding a database session at once, per process (CRANFIELD_API_DB_SLOTS)
+    api_max_in_flight: int  # requests in flight per process before fast 503s (CRANFIELD_API_MAX_IN_FLIGHT)
+    api_queue_seconds: float  # longest wait for a database slot before a 503 (CRANFIELD_API_QUEUE_SECONDS)
+    caller_cache_seconds: float  # a resolved API token's life in memory (CRANFIELD_CALLER_CACHE_SECONDS)
+    api_processes: int  # server processes of `cranfield serve` (CRANFIELD_API_PROCESSES)
 
 
 @dataclass(frozen=True)
@@ -128,6 +140,12 @@ def load_settings() -> Settings:
             max_upload=_int("CRANFIELD_MAX_UPLOAD", 256 * 1024 * 1024, minimum=1),
             board_cache_seconds=_float("CRANFIELD_BOARD_CACHE_SECONDS", 1.0, minimum=0),
             session_cookie_lifetime=_int("CRANFIELD_SESSION_LIFETIME", 14 * 24 * 3600, minimum=1),
+            api_threads=_int("CRANFIELD_API_THREADS", 16, minimum=1),
+            api_db_slots=_int("CRANFIELD_API_DB_SLOTS", 16, minimum=1),
+            api_max_in_flight=_int("CRANFIELD_API_MAX_IN_FLIGHT", 256, minimum=1),
+            api_queue_seconds=_float("CRANFIELD_API_QUEUE_SECONDS", 2.0, minimum=0),
+            caller_cache_seconds=_float("CRANFIELD_CALLER_CACHE_SECONDS", 1.0, minimum=0),
+            api_processes=_int("CRANFIELD_API_PROCESSES", 1, minimum=1),
         ),
     )
 
