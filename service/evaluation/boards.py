@@ -6,6 +6,8 @@ Everything here reads stored results; nothing computes a metric.
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 from sqlalchemy import func, select
@@ -15,12 +17,21 @@ from service.errors import NotFound
 from service.evaluation import collections, policy
 from service.evaluation.access import Principal
 from service.evaluation.collections import iso
-from service.evaluation.reading import annotate, complete_version_id, computed_at, significance_for
+from service.evaluation.reading import LeaderboardRow, annotate, complete_version_id, computed_at, significance_for
 from service.evaluation.reading import leaderboard as read_leaderboard
 from service.evaluation.setup import audit
 from service.evaluation.teams import team_name
 from service.metrics import parse_measure
 from service.store.models import Collection, Job, LeaderboardSnapshot, QrelsVersion, Run
+
+
+def rerank(rows: list[LeaderboardRow]) -> list[LeaderboardRow]:
+    """The rows (in board order) ranked among themselves; ties still share a rank."""
+    out: list[LeaderboardRow] = []
+    for i, row in enumerate(rows):
+        rank = i + 1 if not out or row.mean != out[-1].mean else out[-1].rank
+        out.append(dataclasses.replace(row, rank=rank))
+    return out
 
 
 def version_number(s: Session, version_id: int | None) -> int | None:
@@ -41,6 +52,8 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
     mine = team_name(s, me)
     every = policy.sees_all_rows(me, coll)
     visible = [r for r in rows if every or r.team == mine]
+    if not every:  # before release a participant learns nothing of other teams' runs: not even ranks
+        visible = rerank(visible)
     sig = significance_for(s, coll, name, test, qrels_version, "public" if public else "all")
     annotated = annotate(visible, sig)
     running = s.scalar(select(func.count()).select_from(Job).where(
@@ -54,6 +67,7 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
             "computed_at": iso(computed_at(s, coll, qrels_version)),
             "reevaluation_in_progress": bool(running),
             "significance": {"test": sig.test, "alpha": sig.alpha, "correction": sig.correction} if sig else None,
+            "ranked_among": "all" if every else "team",
             "rows": [{**{k: r[k] for k in ("rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "baseline",
                                            "judged_at_10", "beats", "tied_with", "groups") if k in r},
                       "run_id": run_ids.get(r["run"])}

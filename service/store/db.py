@@ -25,8 +25,14 @@ RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
 
 def make_engine(url: str) -> Engine:
     """An engine; SQLite gets WAL, foreign keys and a busy timeout (several worker processes share it)."""
+    pool = _POOL_SIZES.get(url)
+    # A server process sized in one place (docs/operations.md): ``size`` connections and no
+    # overflow, and a caller that cannot get one within ``timeout`` seconds fails fast
+    # (the API answers 503 with Retry-After) instead of queueing behind a stuck pool.
+    sized = {} if pool is None else {"pool_size": pool[0], "max_overflow": 0, "pool_timeout": pool[1]}
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 60})
+        in_memory = url.rstrip("/") == "sqlite:" or ":memory:" in url or "mode=memory" in url
+        engine = create_engine(url, connect_args={"timeout": 60}, **({} if in_memory else sized))
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # type: ignore[no-untyped-def]
@@ -50,14 +56,7 @@ def make_engine(url: str) -> Engine:
             dbapi_conn.isolation_level = None
 
         return engine
-    pool = _POOL_SIZES.get(url)
-    if pool is None:
-        return create_engine(url, pool_pre_ping=True)
-    # A server process sized in one place (docs/operations.md): ``size`` connections and no
-    # overflow, and a caller that cannot get one within ``timeout`` seconds fails fast
-    # (the API answers 503 with Retry-After) instead of queueing behind a stuck pool.
-    size, timeout = pool
-    return create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=0, pool_timeout=timeout)
+    return create_engine(url, pool_pre_ping=True, **sized)
 
 
 _ENGINES: dict[str, Engine] = {}
@@ -73,8 +72,8 @@ def engine_for(url: str) -> Engine:
 
 def size_pool(url: str, size: int, timeout: float) -> None:
     """Size this process's pool for ``url`` (before its engine is first made; the API's
-    composition root calls it). Ignored for SQLite, whose connections are files."""
-    if not url.startswith("sqlite") and url not in _ENGINES:
+    composition root calls it)."""
+    if url not in _ENGINES:
         _POOL_SIZES[url] = (size, timeout)
 
 

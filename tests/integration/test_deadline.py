@@ -198,3 +198,42 @@ def test_a_committed_upload_is_a_success_while_the_broker_is_down(backend: Backe
     wait_for(lambda: all_jobs_done(backend, cid), 120, "the stored work to be found and done", backend)
     with backend.factory()() as s:
         assert s.scalar(select(func.count()).select_from(RunEvaluation).join(Run).where(Run.collection_id == cid)) == 1
+
+
+def test_overload_is_answered_quickly_and_never_hangs(backend: Backend) -> None:
+    """Many more clients than the process's database slots, threads and admission limit, every
+    request reading the database (caches off): each one is answered, 200 or a 503 with
+    Retry-After, and the server answers normally at once afterwards (issue 13, item 1: at 23
+    clients the pool was held by requests waiting for a thread, and the API hung)."""
+    qrels, runs = generate(CollectionSpec(topics=5, runs=3, depth=20, docs_per_topic=50, judged_per_topic=25, seed=2))
+    small = {"CRANFIELD_API_THREADS": "4", "CRANFIELD_API_DB_SLOTS": "3", "CRANFIELD_API_MAX_IN_FLIGHT": "24",
+             "CRANFIELD_API_QUEUE_SECONDS": "1", "CRANFIELD_BOARD_CACHE_SECONDS": "0",
+             "CRANFIELD_CALLER_CACHE_SECONDS": "0"}
+    with serving(backend, **small) as srv, srv.client() as c:
+        cid, tokens = make_collection(c, srv.admin, ["alpha"], qrels)
+        for text in runs.values():
+            assert c.post(f"/api/collections/{cid}/runs", content=text, params={"team": "alpha"},
+                          headers=bearer(srv.admin)).status_code == 201
+        wait_for(lambda: all_jobs_done(backend, cid), 120, "the evaluations", backend)
+        stop_at = threading.Event()
+        paths = [f"/api/collections/{cid}/leaderboard", f"/api/collections/{cid}/runs", f"/api/collections/{cid}"]
+
+        def client(k: int) -> Counter[str]:
+            seen: Counter[str] = Counter()
+            with httpx.Client(base_url=srv.base, timeout=20) as own:
+                while not stop_at.is_set():
+                    r = own.get(paths[k % 3], headers=bearer(tokens["alpha"] if k % 2 else srv.admin))
+                    seen[str(r.status_code)] += 1
+                    if r.status_code == 503:
+                        assert int(r.headers["retry-after"]) >= 1 and r.json()["status"] == 503
+            return seen
+
+        with ThreadPoolExecutor(60) as pool:
+            futures = [pool.submit(client, k) for k in range(60)]
+            threading.Event().wait(6)
+            stop_at.set()
+            totals = sum((f.result() for f in futures), Counter())  # a hung request raises ReadTimeout here
+        assert set(totals) <= {"200", "503"}, totals
+        assert totals["200"] > 0, totals
+        r = c.get(f"/api/collections/{cid}/leaderboard", headers=bearer(srv.admin), timeout=5)
+        assert r.status_code == 200 and len(r.json()["rows"]) == 3  # not wedged after the load

@@ -47,6 +47,10 @@ class Leaderboard(Response, kw_only=True):
     computed_at: str | None = None
     reevaluation_in_progress: bool = False
     significance: TestUsed | None = None
+    ranked_among: Annotated[str, Meta(
+        description="all: ranks among every run on the board; team: before the board is released a "
+                    "participant's own runs are ranked among themselves, so the board says nothing about "
+                    "other teams' runs.")] = "all"
 
 
 class SignificanceMatrix(Response, kw_only=True):

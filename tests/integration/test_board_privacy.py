@@ -1,0 +1,61 @@
+"""Before release, a participant's view of the board says nothing about other teams' runs,
+ranks included (issue 13, item 12): on the API, the portal's board and its runs page."""
+
+from __future__ import annotations
+
+from tests.integration.conftest import World, auth
+from tests.integration.test_portal import as_role, table_runs
+
+
+def test_unreleased_board_ranks_a_participant_among_its_own_runs(world: World) -> None:
+    c, cid = world.client, world.cid
+    organiser = c.get(f"/api/collections/{cid}/leaderboard", headers=auth(world.tokens["organiser"])).json()
+    assert organiser["ranked_among"] == "all" and len(organiser["rows"]) == 3
+    global_rank = {r["run"]: r["rank"] for r in organiser["rows"]}
+    for team in ("alpha", "beta"):
+        mine = c.get(f"/api/collections/{cid}/leaderboard", headers=auth(world.tokens[team])).json()
+        assert mine["ranked_among"] == "team"
+        assert {r["team"] for r in mine["rows"]} == {team}
+        # ranks 1..n among the team's own runs, in the board's order
+        assert [r["rank"] for r in mine["rows"]] == list(range(1, len(mine["rows"]) + 1))
+        assert [r["run"] for r in mine["rows"]] == [r["run"] for r in organiser["rows"] if r["team"] == team]
+    beta_run = next(r["run"] for r in organiser["rows"] if r["team"] == "beta")
+    assert global_rank[beta_run] > 1  # the generated runs put beta below an alpha run (the case that leaked)
+    beta = c.get(f"/api/collections/{cid}/leaderboard", headers=auth(world.tokens["beta"])).json()
+    assert beta["rows"][0]["rank"] == 1 and beta["rows"][0]["run"] == beta_run
+    # the portal shows the same: the board page lists beta's run alone, the progress feed its rank 1
+    page = c.get(f"/c/{cid}", headers=as_role(world, "beta")).text
+    assert table_runs(page) == [beta_run]
+    progress = c.get(f"/c/{cid}/progress.json", headers=as_role(world, "beta")).json()
+    assert [r["rank"] for r in progress["runs"]] == [1]
+    # released: everyone sees the global ranks
+    r = c.patch(f"/api/collections/{cid}", json={"leaderboard_released": True}, headers=auth(world.tokens["organiser"]))
+    assert r.status_code == 200, r.text
+    released = c.get(f"/api/collections/{cid}/leaderboard", headers=auth(world.tokens["beta"])).json()
+    assert released["ranked_among"] == "all" and {r["run"]: r["rank"] for r in released["rows"]} == global_rank
+
+
+def test_a_board_request_does_not_load_the_stored_files(world: World) -> None:
+    """Issue 13, item 13: every board request loaded the compressed qrels with the version row.
+    The statements a board request sends name neither files' column."""
+    from sqlalchemy import event
+
+    from service.store.db import engine_for
+
+    statements: list[str] = []
+    engine = engine_for(world.factory.kw["bind"].url.render_as_string(hide_password=False))
+
+    def seen(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        for role in ("organiser", "alpha"):
+            r = world.client.get(f"/api/collections/{world.cid}/leaderboard", params={"metric": "AP"},
+                                 headers=auth(world.tokens[role]))
+            assert r.status_code == 200
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    reads = [s for s in statements if "qrels_versions" in s or "FROM runs" in s]
+    assert reads, statements  # the board did read the version and run rows
+    assert not [s for s in reads if "qrels_versions.file" in s or "runs.file" in s], reads
