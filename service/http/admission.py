@@ -64,18 +64,20 @@ class AdmissionLimit:
         self.in_flight = 0  # the event loop is one thread: no lock needed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"].startswith(EXEMPT):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if self.in_flight >= self.limit:
+        exempt = scope["path"].startswith(EXEMPT)
+        if not exempt and self.in_flight >= self.limit:
             await overloaded(send, f"the server is at its limit of {self.limit} requests in flight",
                              self.retry_after)
             return
-        self.in_flight += 1
+        self.in_flight += not exempt
         try:
             await self.app(scope, receive, send)
         finally:
-            self.in_flight -= 1
+            self.in_flight -= not exempt
+            release_leftovers(scope)
 
 
 async def overloaded(send: Send, message: str, retry_after: int) -> None:
@@ -88,24 +90,57 @@ async def overloaded(send: Send, message: str, retry_after: int) -> None:
 
 
 class DatabaseSlots:
-    """At most ``slots`` requests holding (or about to hold) a database session at once."""
+    """At most ``slots`` requests holding (or about to hold) a database session at once.
+
+    A slot is given back when the request's unit of work ends, and in any case when the
+    request itself ends (:class:`AdmissionLimit` calls :func:`release_leftovers`): Litestar
+    does not close a generator dependency when a dependency resolved after it fails (a bad
+    token, a refused collection), so the request, not the generator, is the owner of last
+    resort."""
 
     def __init__(self, slots: int, wait: float) -> None:
         self.slots = slots
         self.wait = wait
         self._limiter: anyio.CapacityLimiter | None = None  # made inside the event loop
 
+    @property
+    def in_use(self) -> int:
+        return int(self._limiter.borrowed_tokens) if self._limiter is not None else 0
+
     @asynccontextmanager
-    async def held(self) -> AsyncIterator[None]:
+    async def held(self, scope: Scope) -> AsyncIterator[None]:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.slots)
-        limiter = self._limiter
+        hold = _Hold(self._limiter)
         with anyio.move_on_after(self.wait) as waited:
-            await limiter.acquire_on_behalf_of(token := object())
+            await self._limiter.acquire_on_behalf_of(hold)
         if waited.cancelled_caught:
             raise Unavailable(f"all {self.slots} database slots stayed busy for {self.wait:g} s",
                               retry_after=max(1, math.ceil(self.wait)))
+        scope.setdefault(HOLDS, []).append(hold)
         try:
             yield
         finally:
-            limiter.release_on_behalf_of(token)
+            hold.release()
+
+
+class _Hold:
+    """One request's slot; released exactly once, whoever gets there first."""
+
+    def __init__(self, limiter: anyio.CapacityLimiter) -> None:
+        self.limiter = limiter
+        self.released = False
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.limiter.release_on_behalf_of(self)
+
+
+HOLDS = "cranfield.db_slots"  # the ASGI scope's key of a request's slots
+
+
+def release_leftovers(scope: Scope) -> None:
+    """At the end of a request: give back any slot its unit of work did not."""
+    for hold in scope.pop(HOLDS, ()):
+        hold.release()

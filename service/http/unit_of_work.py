@@ -89,7 +89,7 @@ def unit_of_work_provider(factory: sessionmaker[Session], dispatch: Dispatch,
         writing = request.method not in SAFE_METHODS
         uow = UnitOfWork(factory, writing)
         slots: DatabaseSlots | None = request.app.state.get("db_slots")
-        async with slots.held() if slots is not None else nullcontext():
+        async with slots.held(request.scope) if slots is not None else nullcontext():
             try:
                 yield uow
             except BaseException:
