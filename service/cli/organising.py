@@ -34,6 +34,7 @@ def _load_arguments(load: argparse.ArgumentParser) -> None:
 def cmd_load(args: argparse.Namespace, out: TextIO) -> int:
     from sqlalchemy import select
 
+    from service.evaluation.collections import lock
     from service.evaluation.planning import plan_job
     from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection
     from service.formats.readers import parse_qrels, parse_run
@@ -56,7 +57,7 @@ def cmd_load(args: argparse.Namespace, out: TextIO) -> int:
     qrels = parse_qrels(qrels_data, args.qrels)
     uploads = [(str(f), data, parse_run(data, str(f), order)) for f in run_files(args.runs) for data in [read_bytes(f)]]
     with transaction(sessions(url)) as s:  # all or nothing: a bad file stores nothing
-        coll = ensure_collection(s, args.collection, spec, args.actor)
+        coll = lock(s, ensure_collection(s, args.collection, spec, args.actor).id)  # the lock order of writes
         current = coll.current_qrels
         if current is None or current.checksum != hashlib.sha256(qrels_data).hexdigest():
             previous = coll.current_qrels_id
@@ -82,13 +83,14 @@ def _qrels_arguments(q: argparse.ArgumentParser) -> None:
 
 @command("qrels", "qrels versions", _qrels_arguments)
 def cmd_qrels_add(args: argparse.Namespace, out: TextIO) -> int:
+    from service.evaluation.collections import lock
     from service.evaluation.planning import plan_job
     from service.evaluation.setup import add_qrels, get_collection
     from service.store.db import transaction
 
     data = read_bytes(args.file)
     with transaction(sessions(database_url())) as s:
-        coll = get_collection(s, args.collection)
+        coll = lock(s, get_collection(s, args.collection).id)  # the lock order of collection writes
         previous = coll.current_qrels_id
         version = add_qrels(s, coll, data, args.file, args.actor)
         job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
