@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio.to_thread
 from litestar import Litestar, Request, Response
-from litestar.datastructures import State
+from litestar.datastructures import MutableScopeHeaders, State
 from litestar.di import Provide
 from litestar.middleware import DefineMiddleware
 from sqlalchemy.orm import Session, sessionmaker
@@ -40,6 +40,12 @@ DEFAULT_MAX_BODY = 256 * 1024 * 1024
 CONTROLLERS = [HealthController, TeamsController, CollectionsController, QrelsController, RunsController,
                BoardsController, ResultsController, PoolsController, AssessorsController, AnalysesController,
                JobsController]
+
+
+async def no_sniffing(message: Any, _scope: Any) -> None:
+    """Every response, errors and static files included: browsers take its content type as given."""
+    if message["type"] == "http.response.start":
+        MutableScopeHeaders.from_message(message).setdefault("X-Content-Type-Options", "nosniff")
 
 
 def problem_response(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
@@ -82,6 +88,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                       "me": Provide(caller_from_header(factory, callers)),
                       "coll": Provide(provide_collection, sync_to_thread=True)},
         exception_handlers={Exception: problem_response},
+        before_send=[no_sniffing],
         state=State({"max_body": max_body, "board_cache": board_cache, "readiness": readiness,
                      "db_slots": DatabaseSlots(limits.db_slots, limits.queue_seconds)}),
         middleware=[DefineMiddleware(AdmissionLimit, limit=limits.max_in_flight)],

@@ -4,6 +4,11 @@ Roles: ``admin``, ``organiser`` (of some collections), ``participant`` (a member
 ``assessor`` (of some topics of a collection), and anonymous callers. What each may see or do
 is decided in :mod:`service.evaluation.policy`, nowhere else.
 Tokens are random secrets; only their sha256 is stored.
+
+The portal signs a visitor in with a token but keeps a session instead (:func:`open_session`):
+its cookie holds the session's own random secret (also stored as its sha256 only), which
+stands for the token until it expires, the visitor signs out (:func:`close_session`) or the
+token is revoked.
 """
 
 from __future__ import annotations
@@ -11,12 +16,14 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from service.errors import Conflict, NotFound, Unauthenticated
-from service.store.models import ApiToken, Collection, CollectionOrganiser, Team
+from service.store.db import as_utc
+from service.store.models import ApiToken, Collection, CollectionOrganiser, PortalSession, Team
 
 ROLES = ("admin", "organiser", "participant", "assessor")
 
@@ -84,8 +91,6 @@ def create_token(
 
 def assign_topics(s: Session, token_id: int, collection_id: int, topics: list[str]) -> None:
     """Replace an assessor's topics in a collection (topics must be the collection's)."""
-    from sqlalchemy import delete
-
     from service.store.models import AssessorAssignment, Topic
 
     known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == collection_id)))
@@ -107,6 +112,10 @@ def principal_for(s: Session, authorization: str | None) -> Principal:
     token = s.scalar(select(ApiToken).where(ApiToken.token_hash == _hash(secret.strip())))
     if token is None or token.revoked_at is not None:
         raise Unauthenticated("unknown or revoked token")
+    return _principal_of_token(s, token)
+
+
+def _principal_of_token(s: Session, token: ApiToken) -> Principal:
     organises = frozenset(s.scalars(select(CollectionOrganiser.collection_id).where(
         CollectionOrganiser.token_id == token.id)))
     assigned: frozenset[tuple[int, str]] = frozenset()
@@ -122,3 +131,41 @@ def principal_for(s: Session, authorization: str | None) -> Principal:
         enrolled = frozenset(s.scalars(select(Enrolment.collection_id).where(Enrolment.team_id == token.team_id)))
     return Principal(role=token.role, token_id=token.id, team_id=token.team_id, organises=organises,
                      name=token.name or token.prefix, assigned=assigned, enrolled=enrolled)
+
+
+# ------------------------------------------------------------------ portal sessions
+SESSION_PREFIX = "cs_"
+
+
+def open_session(s: Session, token_id: int, lifetime: int, now: datetime | None = None) -> str:
+    """A new portal session for the token ``token_id``, lasting ``lifetime`` seconds; returns its
+    secret (for the cookie; only its sha256 is stored). The token's ended sessions are deleted."""
+    now = now or datetime.now(UTC)
+    s.execute(delete(PortalSession).where(PortalSession.token_id == token_id, or_(
+        PortalSession.expires_at <= now, PortalSession.revoked_at.is_not(None))))
+    secret = SESSION_PREFIX + secrets.token_urlsafe(32)
+    s.add(PortalSession(secret_hash=_hash(secret), token_id=token_id, created_at=now,
+                        expires_at=now + timedelta(seconds=lifetime)))
+    s.flush()
+    return secret
+
+
+def principal_for_session(s: Session, secret: str, now: datetime | None = None) -> Principal:
+    """The principal of a live portal session: Unauthenticated when the secret is unknown, the
+    session expired or was closed, or its token is revoked."""
+    now = now or datetime.now(UTC)
+    row = s.scalar(select(PortalSession).where(PortalSession.secret_hash == _hash(secret))) if secret else None
+    if row is None or row.revoked_at is not None or as_utc(row.expires_at) <= now:  # type: ignore[operator]
+        raise Unauthenticated("the sign-in has ended: sign in again")
+    token = s.get(ApiToken, row.token_id)
+    if token is None or token.revoked_at is not None:
+        raise Unauthenticated("the sign-in's token is revoked")
+    return _principal_of_token(s, token)
+
+
+def close_session(s: Session, secret: str, now: datetime | None = None) -> None:
+    """Sign out: the session ends now (closing an unknown or ended session changes nothing)."""
+    if secret:
+        s.execute(update(PortalSession).where(PortalSession.secret_hash == _hash(secret),
+                                              PortalSession.revoked_at.is_(None))
+                  .values(revoked_at=now or datetime.now(UTC)))

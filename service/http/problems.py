@@ -3,7 +3,10 @@
 Domain errors go through the one table in :mod:`service.errors`. A few errors from the
 framework and the database driver are translated to domain errors here (a body that does not
 match the schema, an unknown path, a concurrent insert that lost a race). Everything else is a
-bug: a 500 whose message hides the details, logged with a request id the caller can quote.
+bug: a 500 whose message hides the details, logged with its traceback and a request id the
+caller can quote. That includes the framework's own 5xx refusals (their text can name internals:
+a template, a configuration) and a :class:`~service.errors.CranfieldError` outside the error
+table (a :class:`~service.config.SettingsError`).
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ from service.errors import (
     NotFound,
     Problem,
     TooLarge,
+    Unavailable,
+    kind_of,
     problem_for,
 )
+from service.store.db import is_retryable, is_unavailable
 
 log = logging.getLogger("cranfield.http")
 
@@ -46,19 +52,29 @@ def as_domain_error(exc: BaseException) -> BaseException:
     if isinstance(exc, IntegrityError):
         # Two requests raced for one unique key (a team or tag created twice at once).
         return Conflict("a concurrent change got there first; try again")
+    if is_retryable(exc):
+        # A deadlock victim or serialization failure the use case did not retry itself: the
+        # transaction was undone whole, so the client may simply send it again.
+        log.warning("a transaction was undone by the database: %s", type(getattr(exc, "orig", exc)).__name__)
+        return Unavailable("the database undid this change to resolve a conflict with another one; send it again",
+                           retry_after=1)
+    if is_unavailable(exc):
+        log.warning("the database is unreachable or this process's pool is exhausted: %s", exc)
+        return Unavailable("the database is unreachable or busy; try again shortly", retry_after=2)
     return exc
 
 
 def problem_of(exc: BaseException) -> Problem:
     """The problem to show for ``exc``; a 500 is logged here with its request id."""
     exc = as_domain_error(exc)
-    if isinstance(exc, HTTPException):  # the framework's own refusals (405, 400 on a bad multipart body...)
+    # the framework's own refusals (405, 400 on a bad multipart body...); its 5xx are bugs like any other
+    if isinstance(exc, HTTPException) and exc.status_code < 500:
         code = {405: "method_not_allowed", 400: "bad_request"}.get(exc.status_code, "http_error")
         return Problem(ErrorKind(exc.status_code, code, "Request not accepted"), str(exc.detail))
-    if isinstance(exc, CranfieldError):
+    if isinstance(exc, CranfieldError) and kind_of(exc) is not None:
         return problem_for(exc)
     request_id = uuid.uuid4().hex[:16]
-    log.error("request %s failed", request_id, exc_info=exc)
+    log.error("request %s failed: %s", request_id, type(exc).__name__, exc_info=exc)
     return problem_for(exc, request_id)
 
 

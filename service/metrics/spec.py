@@ -214,7 +214,10 @@ def make_measure(name: str, given: Mapping[str, Any], cutoff: int | None) -> Mea
     return Measure(name=name, params=tuple(sorted(params.items())), cutoff=cutoff)
 
 
-_SHAPE = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z0-9_+\-]*)(?P<prime>')?\s*(?:\((?P<args>.*)\))?\s*(?:@\s*(?P<cutoff>[^@]+?))?\s*$", re.S)
+#: The longest metric name read (the width of the columns that store one). Checked before
+#: anything else, so reading a name costs time and memory bounded by this length.
+MAX_NAME_LENGTH = 200
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+\-]*")
 _WORD_VALUES = {"true": True, "false": False, "True": True, "False": False}
 
 
@@ -226,31 +229,63 @@ def parse_measure(text: str) -> Measure:
     >>> str(parse_measure("nDCG(gains={1:1,2:5,3:10})@10"))
     'nDCG(gains={1:1,2:5,3:10})@10'
     """
-    m = _SHAPE.match(text)
-    if not m:
+    if len(text) > MAX_NAME_LENGTH:
+        raise InvalidMeasure(f"a metric name has at most {MAX_NAME_LENGTH} characters; this one has {len(text)} "
+                             f"(it starts {text[:40]!r})")
+    shape = _shape(text)
+    if shape is None:
         raise InvalidMeasure(f"cannot read metric name {text!r}: expected Name(param=value,...)@cutoff")
-    alias = ALIASES.get(m.group("name").lower())
+    word, prime, args, raw_cutoff = shape
+    alias = ALIASES.get(word.lower())
     if alias is None:
-        raise InvalidMeasure(unknown_metric_message(m.group("name")))
+        raise InvalidMeasure(unknown_metric_message(word))
     name, implied = alias
     given: dict[str, Any] = dict(implied)
-    if m.group("prime"):
+    if prime:
         given["judged_only"] = True
-    if m.group("args") is not None and m.group("args").strip():
-        given.update(_parse_args(m.group("args"), text))
+    if args is not None and args.strip():
+        given.update(_parse_args(args, text))
     cutoff: int | None = None
-    if m.group("cutoff") is not None:
-        raw = m.group("cutoff").strip()
+    if raw_cutoff is not None:
+        raw = raw_cutoff.strip()
         if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
             raise InvalidMeasure(f"{text!r}: the cutoff after @ must be a positive integer, not {raw!r}")
         cutoff = int(raw)
     return make_measure(name, given, cutoff)
 
 
+def _shape(text: str) -> tuple[str, bool, str | None, str | None] | None:
+    """``Name[']['(' args ')']['@' cutoff]`` split into (name, prime, args, cutoff), or None.
+
+    One pass, no backtracking: the args are what lies between the first "(" and the last ")"
+    and the cutoff is what follows the last "@" after that ")"; blanks around the parts are
+    allowed. The args are read by :func:`_parse_args`, the cutoff by the caller.
+    """
+    body = text.strip()
+    m = _NAME.match(body)
+    if m is None:
+        return None
+    word, rest = m.group(), body[m.end():]
+    prime = rest.startswith("'")
+    rest = (rest[1:] if prime else rest).lstrip()
+    args: str | None = None
+    if rest.startswith("("):
+        close = rest.rfind(")")
+        if close < 0:
+            return None
+        args, rest = rest[1:close], rest[close + 1:].lstrip()
+    cutoff: str | None = None
+    if rest:
+        if not rest.startswith("@") or "@" in rest[1:] or not rest[1:].strip():
+            return None
+        cutoff = rest[1:]
+    return word, prime, args, cutoff
+
+
 def _parse_args(args: str, text: str) -> dict[str, Any]:
     try:
         tree = ast.parse(f"_({args})", mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # (ValueError: a NUL character)
         raise InvalidMeasure(f"{text!r}: cannot read the parameters {args!r}") from None
     call = tree.body
     if not isinstance(call, ast.Call) or call.args:
@@ -282,7 +317,7 @@ def _literal(node: ast.AST, text: str) -> Any:
         return {}
     try:
         return ast.literal_eval(node)
-    except ValueError:
+    except (ValueError, TypeError, MemoryError, RecursionError):
         raise InvalidMeasure(f"{text!r}: cannot read the value {ast.unparse(node)!r}") from None
 
 

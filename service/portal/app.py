@@ -1,8 +1,9 @@
 """The portal's router: its controllers, its dependencies and its one error page.
 
 Dependencies:
-- ``viewer``: the visitor, from the sign-in cookie, resolved in a short session of its own
-  (anonymous when signed out or when the token is unknown or revoked);
+- ``viewer``: the visitor, from the sign-in cookie's portal session, resolved in a short
+  database session of its own (anonymous when signed out, when the portal session is unknown,
+  expired or closed, or when its token is revoked);
 - ``uow``: the request's unit of work (one lazily opened session, committed after the
   handler, follow-up work sent to the workers after the commit);
 - ``page``: what handlers render with (the request, ``viewer`` and ``uow`` together);
@@ -12,6 +13,12 @@ Every exception raised under the router becomes an HTML page through the one err
 (:func:`service.http.problems.problem_of`): its status, title and message; a 401 offers to sign
 in (and brings the visitor back), a 500 shows the request id it was logged with and never the
 exception's text.
+
+Every response of the router, error pages included, carries the hardening headers
+(:data:`SECURITY_HEADERS`): a Content-Security-Policy that allows the portal's own script and
+stylesheet only (inline styles stay allowed: the server-drawn SVG charts carry style
+attributes; no inline script is allowed, and the pages have none), no framing, no MIME
+sniffing, no referrer to other sites.
 """
 
 from __future__ import annotations
@@ -26,9 +33,10 @@ from litestar.response import Template
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import Unauthenticated
+from service.evaluation import access
 from service.evaluation.access import Principal
 from service.http.problems import problem_of
-from service.http.unit_of_work import Dispatch, principal_with_session, unit_of_work_provider
+from service.http.unit_of_work import Dispatch, unit_of_work_provider
 from service.portal.controllers.analysis import AnalysisController
 from service.portal.controllers.boards import BoardController
 from service.portal.controllers.judging import AssessmentController, PoolController
@@ -40,6 +48,18 @@ from service.portal.controllers.submissions import SubmissionController
 from service.portal.controllers.teams import TeamController
 from service.portal.forms import provide_form, secret_of
 from service.portal.pages import provide_page, render
+
+# The portal's pages load /static/portal.js and /static/portal.css only; the charts are inline SVG
+# whose elements carry style attributes (hence 'unsafe-inline' for styles, never for scripts).
+CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                           "img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; "
+                           "frame-ancestors 'none'")
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
 
 CONTROLLERS = [SignInController, BoardController, RunController, AnalysisController, SubmissionController,
                QrelsController, PoolController, AssessmentController, SnapshotController, TeamController]
@@ -55,7 +75,14 @@ def portal_router(factory: sessionmaker[Session], dispatch: Dispatch,
                                 "uow": Provide(unit_of_work_provider(factory, dispatch, after_write)),
                                 "page": Provide(provide_page, sync_to_thread=False),
                                 "form": Provide(provide_form)},
-                  exception_handlers={Exception: error_page})
+                  exception_handlers={Exception: error_page}, after_request=harden)
+
+
+def harden(response: Response[Any]) -> Response[Any]:
+    """The hardening headers on a response of the portal (``after_request`` and the error page)."""
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    return response
 
 
 def viewer_provider(factory: sessionmaker[Session]) -> Callable[..., Any]:
@@ -64,13 +91,19 @@ def viewer_provider(factory: sessionmaker[Session]) -> Callable[..., Any]:
         me = Principal()
         if secret:
             try:
-                me = await anyio.to_thread.run_sync(principal_with_session, factory, f"Bearer {secret}")
+                me = await anyio.to_thread.run_sync(signed_in, factory, secret)
             except Unauthenticated:
-                pass  # a revoked or unknown token reads as signed out
+                pass  # an unknown, expired or closed session, or a revoked token, reads as signed out
         request.state.viewer = me  # for the error page, which runs outside the handler
         return me
 
     return provide_viewer
+
+
+def signed_in(factory: sessionmaker[Session], secret: str) -> Principal:
+    """The principal of the portal session ``secret`` (Unauthenticated when it is not live)."""
+    with factory() as s:
+        return access.principal_for_session(s, secret)
 
 
 def error_page(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
@@ -83,4 +116,4 @@ def error_page(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]
                             signin=problem.status == 401)
     if "retry_after" in problem.details:
         page.headers["Retry-After"] = str(problem.details["retry_after"])
-    return page  # type: ignore[return-value]
+    return harden(page)  # type: ignore[return-value]

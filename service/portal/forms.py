@@ -1,8 +1,11 @@
 """The portal's forms: the sign-in cookie, the CSRF token of state-changing forms, and what a
 handler reads from a posted form.
 
-A visitor signs in with an API token, kept in an HttpOnly, SameSite=Strict cookie. Every form
-that changes state carries ``csrf``, an HMAC of a fixed label under that token: the ``form``
+A visitor signs in with an API token; the portal opens a server-side session for it
+(:func:`service.evaluation.access.open_session`) and keeps only the session's secret in an
+HttpOnly, SameSite=Strict cookie, never the token. Signing out ends the session on the server,
+so a copy of the cookie stops working too. Every form that changes state carries ``csrf``, an
+HMAC of a fixed label under the session's secret: the ``form``
 dependency (:func:`provide_form`) refuses a post whose ``csrf`` does not match before the
 handler runs, so another site cannot post on the visitor's behalf even where SameSite is not
 honoured. The sign-in form itself has no session to derive a token from; it checks the
@@ -23,16 +26,17 @@ from litestar.datastructures import Cookie, UploadFile
 
 from service.errors import BadRequest, Forbidden, InvalidInput
 
-COOKIE = "cranfield_token"
+COOKIE = "cranfield_session"
+LEGACY_COOKIE = "cranfield_token"  # earlier versions kept the API token itself here: expired at sign-in and sign-out
 
 
 def csrf_for(secret: str) -> str:
-    """The form token of a signed-in visitor: an HMAC of a fixed label under their API token."""
+    """The form token of a signed-in visitor: an HMAC of a fixed label under their session's secret."""
     return hmac.new(secret.encode(), b"cranfield portal form", hashlib.sha256).hexdigest()[:32]
 
 
 def secret_of(request: Request[Any, Any, Any]) -> str:
-    """The API token in the visitor's sign-in cookie ("" when signed out)."""
+    """The session secret in the visitor's sign-in cookie ("" when signed out)."""
     return request.cookies.get(COOKIE, "")
 
 
@@ -123,5 +127,10 @@ def sign_in_cookie(request: Request[Any, Any, Any], secret: str, lifetime: int) 
                   max_age=lifetime)
 
 
-def sign_out_cookie() -> Cookie:
-    return Cookie(key=COOKIE, value="", max_age=0, path="/")
+def expired_cookie(name: str) -> Cookie:
+    return Cookie(key=name, value="", max_age=0, path="/", httponly=True, samesite="strict")
+
+
+def sign_out_cookies() -> list[Cookie]:
+    """The sign-in cookie expired (and the cookie of earlier versions, which held an API token)."""
+    return [expired_cookie(COOKIE), expired_cookie(LEGACY_COOKIE)]

@@ -37,3 +37,17 @@ def test_beyond_the_in_flight_limit_the_answer_is_an_immediate_503(world: World,
         assert r.headers["content-type"].startswith("application/problem+json")
         assert r.json()["code"] == "unavailable"
         assert c.get("/health/live").status_code == 200  # the probes are never refused
+
+
+def test_an_unreachable_database_is_a_503_not_a_500() -> None:
+    """PostgreSQL down (here: nothing listens on the port): every request that needs it gets a
+    503 with Retry-After, quickly, and the process stays alive to answer once it is back."""
+    app = create_app("postgresql+psycopg://postgres@127.0.0.1:1/nothing?connect_timeout=2",
+                     lambda followups: None)
+    with TestClient(app=app) as c:
+        for headers in ({}, auth("some-token")):
+            r = c.get("/api/collections", headers=headers)
+            assert r.status_code == 503, r.text
+            assert int(r.headers["retry-after"]) >= 1 and r.json()["code"] == "unavailable"
+        assert c.get("/health/live").status_code == 200
+        assert c.get("/health/ready").status_code == 503

@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import select
 
 from service.config import settings
+from service.evaluation import access
 from service.portal.forms import COOKIE, csrf_for
 from service.store.models import Pool
 from tests.integration.conftest import World, auth
@@ -22,9 +23,35 @@ from tests.integration.conftest import World, auth
 ROLES = ("anonymous", "alpha", "beta", "organiser", "other_organiser", "admin", "assessor")
 
 
-def as_role(world: World, role: str) -> dict[str, str]:
+def session_of(world: World, role: str) -> str:
+    """The secret of a portal session signed in with ``role``'s token (one per role and world,
+    opened as the sign-in form opens it; "" for anonymous). A session closed by signing out is
+    forgotten with :func:`forget_session`."""
     token = world.tokens.get(role)
-    return {"Cookie": f"{COOKIE}={token}"} if token else {}
+    if not token:
+        return ""
+    sessions = world.__dict__.setdefault("portal_sessions", {})
+    if role not in sessions:
+        with world.factory() as s:
+            me = access.principal_for(s, f"Bearer {token}")
+            sessions[role] = access.open_session(s, me.token_id, settings().web.session_cookie_lifetime)
+            s.commit()
+    return sessions[role]
+
+
+def forget_session(world: World, role: str) -> None:
+    world.__dict__.get("portal_sessions", {}).pop(role, None)
+
+
+def as_role(world: World, role: str) -> dict[str, str]:
+    secret = session_of(world, role)
+    return {"Cookie": f"{COOKIE}={secret}"} if secret else {}
+
+
+def csrf_of(world: World, role: str) -> str:
+    """The form token of ``role``'s portal session ("" for anonymous)."""
+    secret = session_of(world, role)
+    return csrf_for(secret) if secret else ""
 
 
 def expect(**by_role: int) -> dict[str, int]:
@@ -197,7 +224,7 @@ def test_sign_in_submit_and_see_the_run_ranked(world: World) -> None:
     assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
     assert f"max-age={settings().web.session_cookie_lifetime}" in cookie.lower()
     headers = as_role(world, "beta")
-    csrf = csrf_for(world.tokens["beta"])
+    csrf = csrf_of(world, "beta")
     text = world.runs["RUN-03"].replace("RUN-03", "beta-new")
     # without the form token: refused, nothing stored
     r = c.post(f"/c/{cid}/submit", files={"file": ("beta-new.txt", text)}, headers=headers)
@@ -251,7 +278,7 @@ def test_script_in_a_run_tag_is_escaped_in_pages_and_charts(world: World) -> Non
 def test_organiser_uploads_qrels_sees_the_diff_progress_and_rank_changes(world: World) -> None:
     c, cid = world.client, world.cid
     org = as_role(world, "organiser")
-    csrf = csrf_for(world.tokens["organiser"])
+    csrf = csrf_of(world, "organiser")
     r = c.post(f"/c/{cid}/qrels", files={"file": ("broken.qrels", "t 0 d\n")}, data={"csrf": csrf}, headers=org)
     assert r.status_code == 422 and "broken.qrels, line 1" in r.text
     corrected = world.qrels.replace(" L0\n", " L2\n", 4)
@@ -266,14 +293,14 @@ def test_organiser_uploads_qrels_sees_the_diff_progress_and_rank_changes(world: 
     assert 'id="sig-changes"' in changes or 'id="no-sig-changes"' in changes
     # participants cannot upload even with a form token of their own
     r = c.post(f"/c/{cid}/qrels", files={"file": ("x.qrels", corrected)},
-               data={"csrf": csrf_for(world.tokens["alpha"])}, headers=as_role(world, "alpha"))
+               data={"csrf": csrf_of(world, "alpha")}, headers=as_role(world, "alpha"))
     assert r.status_code == 403
 
 
 def test_snapshots_analysis_and_significance_pages(world: World) -> None:
     c, cid = world.client, world.cid
     org = as_role(world, "organiser")
-    r = c.post(f"/c/{cid}/snapshots", data={"csrf": csrf_for(world.tokens["organiser"]), "label": "official",
+    r = c.post(f"/c/{cid}/snapshots", data={"csrf": csrf_of(world, "organiser"), "label": "official",
                                             "metric": "AP"}, headers=org, follow_redirects=False)
     assert r.status_code == 303
     snap = c.get(r.headers["location"], headers=org).text
@@ -307,7 +334,7 @@ def test_every_form_for_every_role(world: World) -> None:
     for role in ROLES:
         headers = as_role(world, role)
         token = world.tokens.get(role)
-        csrf = csrf_for(token) if token else ""
+        csrf = csrf_of(world, role)
         # runs: participants for their team, organisers for a team they name
         data = {"csrf": csrf, **({"team": "beta"} if role in ("organiser", "admin") else {})}
         r = c.post(f"/c/{cid}/submit", files={"file": ("run.txt", run_text.format(role=role))}, data=data,
@@ -337,6 +364,8 @@ def test_every_form_for_every_role(world: World) -> None:
         assert r.status_code == (303 if token else 403)
         if token:
             assert f"{COOKIE}=" in r.headers["set-cookie"] and "max-age=0" in r.headers["set-cookie"].lower()
+            assert c.get("/", headers=headers).text.count("Sign out") == 0  # the session is closed
+            forget_session(world, role)
     org = as_role(world, "organiser")
     runs = table_runs(c.get(f"/c/{cid}/runs", headers=org).text, "runs")
     assert sorted(tag for tag in runs if tag.startswith("form-")) == [
@@ -349,7 +378,7 @@ def test_every_form_for_every_role(world: World) -> None:
 
 def test_a_team_that_is_not_enrolled_neither_sees_nor_opens_a_private_collection(world: World) -> None:
     c, cid = world.client, world.cid
-    org, csrf = as_role(world, "organiser"), csrf_for(world.tokens["organiser"])
+    org, csrf = as_role(world, "organiser"), csrf_of(world, "organiser")
     page = c.get(f"/c/{cid}/teams", headers=org).text
     assert re.findall(r'<tr data-team="([^"]+)">', page) == ["alpha", "beta"] and "teams" in nav_links(page, cid)
     r = c.post(f"/c/{cid}/teams", data={"csrf": csrf, "team": "beta", "action": "remove"}, headers=org,
@@ -357,7 +386,7 @@ def test_a_team_that_is_not_enrolled_neither_sees_nor_opens_a_private_collection
     assert r.status_code == 303 and r.headers["location"] == f"/c/{cid}/teams"
     assert re.findall(r'<tr data-team="([^"]+)">', c.get(f"/c/{cid}/teams", headers=org).text) == ["alpha"]
     # beta's participants lose the collection: not listed, every page refused; its run stays
-    beta, beta_csrf = as_role(world, "beta"), csrf_for(world.tokens["beta"])
+    beta, beta_csrf = as_role(world, "beta"), csrf_of(world, "beta")
     assert listed_collections(world, "beta") == []
     for path in (f"/c/{cid}", f"/c/{cid}/board.csv", f"/c/{cid}/submit", f"/c/{cid}/runs", f"/c/{cid}/compare",
                  f"/c/{cid}/significance", f"/c/{cid}/progress.json"):
@@ -387,7 +416,7 @@ def test_a_team_that_is_not_enrolled_neither_sees_nor_opens_a_private_collection
                   headers=org).status_code == 400
     # nobody but the organisers reads or changes the teams
     assert c.get(f"/c/{cid}/teams", headers=alpha).status_code == 403
-    r = c.post(f"/c/{cid}/teams", data={"csrf": csrf_for(world.tokens["alpha"]), "team": "beta", "action": "remove"},
+    r = c.post(f"/c/{cid}/teams", data={"csrf": csrf_of(world, "alpha"), "team": "beta", "action": "remove"},
                headers=alpha)
     assert r.status_code == 403 and listed_collections(world, "beta") == ["task"]
 
@@ -395,7 +424,7 @@ def test_a_team_that_is_not_enrolled_neither_sees_nor_opens_a_private_collection
 def test_a_participant_enrols_its_team_with_the_button_where_enrolment_is_open(world: World) -> None:
     c, other = world.client, world.other_cid
     owner = auth(world.tokens["other_organiser"])
-    alpha, csrf = as_role(world, "alpha"), csrf_for(world.tokens["alpha"])
+    alpha, csrf = as_role(world, "alpha"), csrf_of(world, "alpha")
     button = f'action="/c/{other}/enrolment"'
     r = c.post(f"/c/{other}/enrolment", data={"csrf": csrf}, headers=alpha)
     assert r.status_code == 403 and "invite" in r.text  # invite-only: organisers enrol teams
@@ -420,7 +449,7 @@ def test_a_participant_enrols_its_team_with_the_button_where_enrolment_is_open(w
     assert_navigation_matches_the_pages(world, other)
     # released: beta, not enrolled, reads the board, with the button on the collection's pages
     assert c.patch(f"/api/collections/{other}", json={"leaderboard_released": True}, headers=owner).status_code == 200
-    beta, beta_csrf = as_role(world, "beta"), csrf_for(world.tokens["beta"])
+    beta, beta_csrf = as_role(world, "beta"), csrf_of(world, "beta")
     page = c.get(f"/c/{other}", headers=beta).text
     assert 'id="enrol"' in page and button in page and "submit" not in nav_links(page, other)
     assert 'id="enrol"' not in c.get(f"/c/{other}", headers=alpha).text
@@ -465,7 +494,7 @@ def test_error_pages_come_from_the_one_error_table(world: World, monkeypatch: py
 def test_pools_page_builds_a_pool_and_shows_the_workers_reusability_analysis(world: World) -> None:
     c, cid = world.client, world.cid
     org = as_role(world, "organiser")
-    csrf = csrf_for(world.tokens["organiser"])
+    csrf = csrf_of(world, "organiser")
     r = c.post(f"/c/{cid}/pools", data={"csrf": csrf, "action": "pool", "depth": "10", "selection": "all"},
                headers=org, follow_redirects=False)
     assert r.status_code == 303
@@ -494,9 +523,9 @@ def test_pools_page_builds_a_pool_and_shows_the_workers_reusability_analysis(wor
 def test_reduced_judgment_experiment_is_computed_by_the_workers_and_shown(world: World) -> None:
     c, cid = world.client, world.cid
     org = as_role(world, "organiser")
-    r = c.post(f"/c/{cid}/analysis", data={"csrf": csrf_for(world.tokens["alpha"])}, headers=as_role(world, "alpha"))
+    r = c.post(f"/c/{cid}/analysis", data={"csrf": csrf_of(world, "alpha")}, headers=as_role(world, "alpha"))
     assert r.status_code == 403
-    r = c.post(f"/c/{cid}/analysis", data={"csrf": csrf_for(world.tokens["organiser"])}, headers=org,
+    r = c.post(f"/c/{cid}/analysis", data={"csrf": csrf_of(world, "organiser")}, headers=org,
                follow_redirects=False)
     assert r.status_code == 303
     page = c.get(f"/c/{cid}/analysis", headers=org).text
@@ -524,7 +553,7 @@ def test_reduced_judgment_experiment_is_computed_by_the_workers_and_shown(world:
 
 def test_assessor_pages_download_and_upload(world: World) -> None:
     c, cid = world.client, world.cid
-    r = c.post(f"/c/{cid}/pools", data={"csrf": csrf_for(world.tokens["organiser"]), "action": "pool", "depth": "40"},
+    r = c.post(f"/c/{cid}/pools", data={"csrf": csrf_of(world, "organiser"), "action": "pool", "depth": "40"},
                headers=as_role(world, "organiser"), follow_redirects=False)
     assert r.status_code == 303  # built by the workers (in-process here)
     with world.factory() as s:
@@ -540,7 +569,7 @@ def test_assessor_pages_download_and_upload(world: World) -> None:
     text = c.get(f"/assess/{pool['id']}/0001", headers=h).text
     assert len(text.splitlines()) == pool["counts"]["0001"]["new"]
     assert c.get(f"/assess/{pool['id']}/0002", headers=h).status_code == 403
-    csrf = csrf_for(world.tokens["assessor"])
+    csrf = csrf_of(world, "assessor")
     judged = "".join(f"{line} L1\n" for line in text.splitlines())
     r = c.post(f"/assess/{pool['id']}", files={"file": ("mine.txt", judged.splitlines(True)[0])},
                data={"csrf": csrf}, headers=h)

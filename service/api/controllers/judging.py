@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import anyio.to_thread
 from litestar import Controller, Request, Response, get, post, put
 from litestar.datastructures import State
-from litestar.params import JSONBody
+from litestar.params import JSONBody, Parameter
 
 from service.api.dependencies import Caller, Coll, Uow
 from service.api.openapi import WRITE_ERRORS, errors, upload_body
-from service.api.params import AnalysisId, PoolId, TokenId, Topic
+from service.api.params import AnalysisId, PoolId, TokenId
 from service.api.schemas import out
 from service.api.schemas.judging import (
     AssessmentList,
@@ -26,6 +26,9 @@ from service.api.schemas.judging import (
 )
 from service.api.uploads import read_body
 from service.evaluation import judging
+
+# A topic id as a path parameter of type path (it may contain "/"); it arrives with a leading "/".
+TopicPath = Annotated[str, Parameter(description="A topic id (it may contain \"/\").", min_length=1)]
 
 
 class PoolsController(Controller):
@@ -65,13 +68,15 @@ class PoolsController(Controller):
         s = uow.session
         return out(PoolOut, judging.pool_doc(s, judging.get_pool(s, pid, me), me))
 
-    @get("/api/pools/{pid:int}/topics/{topic:str}", operation_id="downloadAssessment",
+    # {topic:path}: a topic id may contain "/" (as is, or percent-encoded as in the assessors' list)
+    @get("/api/pools/{pid:int}/topics/{topic:path}", operation_id="downloadAssessment",
          summary="Download a topic to judge", sync_to_thread=True, media_type="text/plain",
          responses=errors(401, 403, 404, 422))
-    def assessment_file(self, pid: PoolId, topic: Topic, uow: Uow, me: Caller) -> Response[str]:
+    def assessment_file(self, pid: PoolId, topic: TopicPath, uow: Uow, me: Caller) -> Response[str]:
         """`topic docno` lines in a seeded random order (never rank order), for the topic's
         assessor or the organisers; return it with a level appended to each line."""
-        return Response(judging.assessment_file(uow.session, pid, me, topic), media_type="text/plain")
+        return Response(judging.assessment_file(uow.session, pid, me, topic.removeprefix("/")),
+                        media_type="text/plain")
 
     @post("/api/pools/{pid:int}/judgments", operation_id="uploadJudgments", summary="Upload judgments",
           responses=errors(400, 401, 403, 404, 409, 413, 422),

@@ -55,9 +55,10 @@ class AssessmentController(Controller):
         return page.render("assess.html", items=judging.assessments(page.session, page.me), error=None,
                            accepted=accepted)
 
-    @get("/assess/{pid:int}/{topic:str}", sync_to_thread=True)
+    @get("/assess/{pid:int}/{topic:path}", sync_to_thread=True)  # a topic id may contain "/"
     def assessment_file(self, pid: FromPath[int], topic: FromPath[str], page: NamedDependency[Page]) -> Response[str]:
         """``policy.may_assess``: the topic's pool documents in a seeded random order."""
+        topic = topic.removeprefix("/")  # a path parameter starts with its "/"
         return download(judging.assessment_file(page.session, pid, page.me, topic), "text/plain",
                         f"pool{pid}-{topic}.txt")
 

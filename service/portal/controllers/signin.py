@@ -1,4 +1,8 @@
-"""The collections index, signing in with an API token and signing out."""
+"""The collections index, signing in with an API token and signing out.
+
+Signing in opens a server-side portal session for the token (its cookie holds the session's
+secret, never the token); signing out closes it, so the old cookie no longer signs in.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from litestar.response import Redirect, Template
 
 from service.config import settings
 from service.errors import Unauthenticated
-from service.evaluation import collections, policy
+from service.evaluation import access, collections, policy
 from service.evaluation.access import Principal
 from service.http.unit_of_work import UnitOfWork, principal_with_session
 from service.portal import forms
@@ -40,7 +44,8 @@ class SignInController(Controller):
 
     @post("/login", sync_to_thread=True)
     def login(self, request: Request[Any, Any, Any], uow: NamedDependency[UnitOfWork], data: SignInBody) -> Any:
-        """Check the token; a known one is kept in the sign-in cookie and the visitor goes on to ``next``."""
+        """Check the token; for a known one, open a portal session (its secret goes in the sign-in
+        cookie, closing the session this browser had) and the visitor goes on to ``next``."""
         forms.check_same_origin(request)
         secret, target = data.get("token", "").strip(), forms.local(data.get("next", "/"))
         try:
@@ -50,9 +55,16 @@ class SignInController(Controller):
         if me.role is None:
             return render(request, Principal(), None, "login.html", status=401, next=target,
                           error="That token is unknown or revoked.")
-        return see_other(target, [forms.sign_in_cookie(request, secret, settings().web.session_cookie_lifetime)])
+        lifetime = settings().web.session_cookie_lifetime
+        access.close_session(uow.session, forms.secret_of(request))
+        session = access.open_session(uow.session, me.token_id, lifetime)  # type: ignore[arg-type]
+        return see_other(target, [forms.sign_in_cookie(request, session, lifetime),
+                                  forms.expired_cookie(forms.LEGACY_COOKIE)])
 
-    @post("/logout")
-    async def logout(self, form: NamedDependency[PostedForm]) -> Redirect:
-        """Forget the cookie (asking for ``form`` checks its CSRF token, as on every form)."""
-        return see_other("/", [forms.sign_out_cookie()])
+    @post("/logout", sync_to_thread=True)
+    def logout(self, request: Request[Any, Any, Any], uow: NamedDependency[UnitOfWork],
+               form: NamedDependency[PostedForm]) -> Redirect:
+        """Close the portal session on the server and expire the cookie (asking for ``form``
+        checks its CSRF token, as on every form): a copy of the cookie no longer signs in."""
+        access.close_session(uow.session, forms.secret_of(request))
+        return see_other("/", forms.sign_out_cookies())
