@@ -120,7 +120,8 @@ class QrelsVersion(Base):
     checksum: Mapped[str] = mapped_column(String(64))  # sha256 of the uploaded bytes
     n_judgments: Mapped[int] = mapped_column(Integer)
     level_counts: Mapped[dict[str, Any]] = mapped_column(default=dict)  # topic -> {level: count}
-    file: Mapped[bytes] = mapped_column(LargeBinary)  # the upload, zlib-compressed, verbatim
+    # the upload, zlib-compressed, verbatim; loaded only when read (a board needs the row, not the file)
+    file: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
 
 
 class Judgment(Base):
@@ -158,7 +159,7 @@ class Run(Base):
     status_reason: Mapped[str] = mapped_column(Text, default="")
     source_name: Mapped[str] = mapped_column(String(500), default="")
     checksum: Mapped[str] = mapped_column(String(64))
-    file: Mapped[bytes] = mapped_column(LargeBinary)  # zlib-compressed, verbatim
+    file: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)  # zlib-compressed, verbatim; loaded when read
     n_topics: Mapped[int] = mapped_column(Integer, default=0)
     n_lines: Mapped[int] = mapped_column(Integer, default=0)
     depth: Mapped[int] = mapped_column(Integer, default=0)
@@ -288,11 +289,13 @@ class JobItem(Base):
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     status: Mapped[str] = mapped_column(String(20), default="queued")  # queued | evaluating | done | failed
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # claims so far; the current claim's token
+    queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)  # last sent to the workers
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     error: Mapped[str] = mapped_column(Text, default="")
+    # "evaluating": until when the claim lives unless its attempt renews it (migration 0009)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class ApiToken(Base):
@@ -307,6 +310,22 @@ class ApiToken(Base):
     team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))  # participants
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     created_by: Mapped[str] = mapped_column(String(200), default="")
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class PortalSession(Base):
+    """A sign-in to the portal: the cookie holds a random secret, stored here as its sha256 only.
+
+    It stands for one API token and lasts until ``expires_at``; signing out sets ``revoked_at``,
+    and revoking (or deleting) its token ends it too. The cookie never holds the API token.
+    """
+
+    __tablename__ = "portal_sessions"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
@@ -416,6 +435,9 @@ class Analysis(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_by: Mapped[str] = mapped_column(String(200), default="")
+    # migration 0009: last sent to the workers ("queued"), and the claim's lease ("running")
+    queued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=utcnow)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 
