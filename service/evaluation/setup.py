@@ -36,7 +36,7 @@ from service.store.models import (
 )
 
 EVALUATOR_VERSION = service.__version__
-MAX_TAG = 200  # characters of a run tag (Run.tag's column)
+from service.formats.readers import MAX_TAG_BYTES as MAX_TAG  # noqa: E402  (bytes; checked by the reader)
 
 DEFAULT_SIGNIFICANCE = {"test": "bootstrap", "resamples": 1000, "alpha": 0.05, "correction": "none", "seed": 0}
 

@@ -42,12 +42,34 @@ def hash_ids(values: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarra
     u8[:, :width] = np.ascontiguousarray(values).view(np.uint8).reshape(n, width)
     if lengths is None:
         lengths = (u8 != 0).sum(axis=1)
-    w64 = u8.view("<u8")
+    return hash_words(u8.view("<u8"), lengths)
+
+
+def hash_words(words: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """:func:`hash_ids` of ids given as (n, k) little-endian words, zero past each id's length.
+
+    Word ``k`` is mixed into the ids longer than ``8 k`` bytes only, so the work
+    is the ids' total length / 8 plus a pass per id, whatever the longest one.
+    """
+    n = words.shape[0]
     h = lengths.astype(np.uint64) * _GOLDEN
+    if n == 0:
+        return h
+    rows: np.ndarray | None = None  # the ids still being hashed (None: all)
+    rest = lengths
     with np.errstate(over="ignore"):
-        for k in range(words):
-            mixed = _mix((h ^ w64[:, k]) + np.uint64(k + 1) * _GOLDEN)
-            h = np.where(lengths > 8 * k, mixed, h)
+        for k in range(words.shape[1]):
+            if int(rest.min()) <= 8 * k:  # drop the ids hashed to their end
+                keep = rest > 8 * k
+                rows = np.flatnonzero(keep) if rows is None else rows[keep]
+                rest = rest[keep]
+                if rows.shape[0] == 0:
+                    break
+            step = np.uint64(k + 1) * _GOLDEN
+            if rows is None:
+                h = _mix((h ^ words[:, k]) + step)
+            else:
+                h[rows] = _mix((h[rows] ^ words[rows, k]) + step)
     return h
 
 

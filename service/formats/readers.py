@@ -6,6 +6,9 @@ Qrels
   NTCIR  ``topic docno L<n>``           (L0 = judged non-relevant)
 Runs
   TREC   ``topic Q0 docno rank score tag`` (extra columns ignored, as trec_eval does)
+
+Topic ids, docnos, run tags and numbers have length limits (``MAX_*_BYTES``,
+docs/formats.md), checked right after tokenising, before any field is copied.
 """
 
 from __future__ import annotations
@@ -17,8 +20,23 @@ from typing import Literal
 import numpy as np
 
 from service.errors import InvalidInput
-from service.formats.keys import KeyTable, hash_ids, topic_keys
-from service.formats.tokenize import TokenTable, parse_floats, parse_ints, tokenize
+from service.formats.keys import KeyTable, hash_words, topic_keys
+from service.formats.tokenize import (
+    MAX_DOCNO_BYTES,
+    MAX_NUMBER_BYTES,
+    MAX_TAG_BYTES,
+    MAX_TOPIC_BYTES,
+    TokenTable,
+    check_lengths,
+    consecutive_heads,
+    gather_fixed_width,
+    gather_words,
+    parse_floats,
+    parse_ints,
+    spans_equal_to,
+    tokenize,
+    words_to_bytes,
+)
 from service.formats.types import Qrels, Run, RunOrder
 
 QrelsFormat = Literal["auto", "trec", "ntcir"]
@@ -31,17 +49,17 @@ def _read_bytes(path: str | os.PathLike[str]) -> bytes:
         raise InvalidInput(str(path), None, f"cannot read the file: {exc.strerror}") from None
 
 
-def _group_consecutive(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Codes of a bytes_ column via its runs of equal consecutive values.
+def _group_consecutive(table: TokenTable, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of field ``k`` via its runs of equal consecutive values.
 
-    Files are grouped by topic, so ``np.unique`` runs over the group heads
-    only (a handful) instead of every line. Returns (sorted unique, codes).
+    Files are grouped by topic, so only the group heads (a handful) are copied
+    out of the file and sorted by ``np.unique``, instead of every line.
+    Returns (sorted unique, codes).
     """
-    n = values.shape[0]
-    head = np.ones(n, dtype=bool)
-    head[1:] = values[1:] != values[:-1]
-    heads = np.flatnonzero(head)
-    uniq, inv = np.unique(values[heads], return_inverse=True)
+    starts, ends = table.starts[:, k], table.ends[:, k]
+    n = starts.shape[0]
+    heads = np.flatnonzero(consecutive_heads(table.buffer, starts, ends))
+    uniq, inv = np.unique(gather_fixed_width(table.buffer, starts[heads], ends[heads]), return_inverse=True)
     codes = np.repeat(inv.reshape(-1), np.diff(np.append(heads, n)))
     return uniq, codes
 
@@ -87,17 +105,28 @@ def _qrels_table(data: bytes, source: str, fmt: QrelsFormat) -> tuple[TokenTable
     if fmt == "trec":
         table = tokenize(data, source, 4, exact=True)
         doc_k = 2
+        _check_ids(table, doc_k)
         levels = parse_ints(table, 3, "relevance label")
     elif fmt == "ntcir":
         table = tokenize(data, source, 3, exact=True)
         doc_k = 1
+        _check_ids(table, doc_k)
         levels = _ntcir_levels(table)
     else:
         raise ValueError(f"unknown qrels format {fmt!r}")
     return table, doc_k, levels
 
 
+def _check_ids(table: TokenTable, doc_k: int, tag_k: int | None = None) -> None:
+    """The topic ids', docnos' (and run tags') length limits, before any copy of them."""
+    limits = [(0, "topic id", MAX_TOPIC_BYTES), (doc_k, "docno", MAX_DOCNO_BYTES)]
+    if tag_k is not None:
+        limits.append((tag_k, "run tag", MAX_TAG_BYTES))
+    check_lengths(table, limits)
+
+
 def _ntcir_levels(table: TokenTable) -> np.ndarray:
+    check_lengths(table, [(2, "relevance label", MAX_NUMBER_BYTES)])
     raw = table.field_bytes(2)
     ok = np.char.startswith(raw, b"L") & ~np.char.startswith(raw, b"LL")
     if not np.all(ok):
@@ -130,9 +159,8 @@ def _build_qrels(table: TokenTable, doc_k: int, levels: np.ndarray) -> Qrels:
         r = int(too_high[0])
         raise InvalidInput(table.source, int(table.line_numbers[r]),
                            f"relevance level {int(levels[r])} is above the largest supported level {MAX_LEVEL}")
-    topics_raw = table.field_bytes(0)
     docnos = table.field_bytes(doc_k)
-    uniq, codes = _group_consecutive(topics_raw)
+    uniq, codes = _group_consecutive(table, 0)
     order = np.lexsort((docnos, codes))
     codes_s, docs_s, levels_s = codes[order], docnos[order], levels[order]
     same = (codes_s[1:] == codes_s[:-1]) & (docs_s[1:] == docs_s[:-1])
@@ -175,8 +203,8 @@ def parse_run(
     """Parse a TREC run and put each topic's documents in rank order."""
     order = RunOrder(order)
     table = tokenize(data, source, 6)
-    tags = table.field_bytes(5)
-    other_tag = np.flatnonzero(tags != tags[0])
+    _check_ids(table, 2, 5)
+    other_tag = np.flatnonzero(~spans_equal_to(table.buffer, table.starts[:, 5], table.ends[:, 5], 0))
     if other_tag.shape[0]:
         r = int(other_tag[0])
         raise InvalidInput(
@@ -186,12 +214,13 @@ def parse_run(
             "on the first line: one file holds one run",
         )
     scores = parse_floats(table, 4, "score")
-    topics_raw = table.field_bytes(0)
-    uniq, codes = _group_consecutive(topics_raw)
+    uniq, codes = _group_consecutive(table, 0)
 
     # Duplicate (topic, docno) pairs: equal 64-bit keys, confirmed on the bytes.
-    docnos = table.field_bytes(2)
-    doc_hashes = hash_ids(docnos, table.ends[:, 2] - table.starts[:, 2])
+    doc_words, width = gather_words(table.buffer, table.starts[:, 2], table.ends[:, 2])
+    docnos = words_to_bytes(doc_words, width)
+    doc_hashes = hash_words(doc_words, table.field_lengths(2))
+    del doc_words
     keys = KeyTable(topic_keys(doc_hashes, codes))
     dup = _first_duplicate(keys.equal_pairs, codes, docnos)
     if dup is not None:

@@ -8,8 +8,15 @@ fixed-width byte-string arrays (``numpy.bytes_``) and numbers are parsed column
 by column.
 
 Whitespace is what ``bytes.split()`` splits on (space, \\t, \\n, \\v, \\f, \\r);
-any other control byte is an error, as are bytes that are not UTF-8. Lines whose
-first token starts with ``#`` are comments (trec_eval 10 skips them too).
+any other control byte is an error, as are bytes that are not UTF-8. A line
+ends at LF, at CRLF (one line end) or at a CR not followed by LF (classic Mac
+files), as Python's universal newlines read them. Lines whose first token
+starts with ``#`` are comments (trec_eval 10 skips them too).
+
+Every pass is linear in the file's size whatever its shape (long whitespace
+gaps, long tokens): fields are copied into fixed-width arrays only after the
+readers have checked their lengths against the limits below, so a copy costs
+at most rows x limit bytes.
 """
 
 from __future__ import annotations
@@ -19,6 +26,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from service.errors import InvalidInput
+
+#: Length limits, in bytes (UTF-8), of the fields the readers keep. Longer ones
+#: are refused with the line number before any fixed-width copy (docs/formats.md).
+MAX_TOPIC_BYTES = 100  # topic ids (the store's column holds 200)
+MAX_DOCNO_BYTES = 200  # document ids (the store's column holds 500)
+MAX_TAG_BYTES = 200  # run tags (the store's column holds 200)
+MAX_NUMBER_BYTES = 64  # scores, ranks, relevance labels
 
 # Byte classes: 0 = part of a token, 1 = whitespace, 2 = forbidden control byte.
 _CLASS = np.zeros(256, dtype=np.uint8)
@@ -41,12 +55,17 @@ class TokenTable:
     starts: np.ndarray  # int64 (n, fields)
     ends: np.ndarray  # int64 (n, fields)
     field_counts: np.ndarray  # int64 (n,): tokens on each data line
+    longest_token: int | None = None  # bytes of the file's longest token (None: not known)
 
     def __len__(self) -> int:
         return int(self.line_numbers.shape[0])
 
     def field_bytes(self, k: int, rows: np.ndarray | None = None) -> np.ndarray:
-        """Field ``k`` of every data line (or of ``rows``) as a ``bytes_`` array."""
+        """Field ``k`` of every data line (or of ``rows``) as a ``bytes_`` array.
+
+        Check the field's length first (:func:`check_lengths`): the array is
+        rows x the widest value.
+        """
         starts = self.starts[:, k]
         ends = self.ends[:, k]
         if rows is not None:
@@ -58,24 +77,198 @@ class TokenTable:
         lo, hi = int(self.starts[row, k]), int(self.ends[row, k])
         return self.buffer[lo:hi].tobytes().decode("utf-8")
 
+    def field_lengths(self, k: int) -> np.ndarray:
+        return self.ends[:, k] - self.starts[:, k]
 
-def gather_fixed_width(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Copy byte spans into a fixed-width ``bytes_`` array (one column per pass)."""
+
+#: The widest field :func:`gather_words` copies; callers check the limits above
+#: first, so this only stops a missed check from costing rows x megabytes.
+_GATHER_GUARD = 4 * max(MAX_TOPIC_BYTES, MAX_DOCNO_BYTES, MAX_TAG_BYTES, MAX_NUMBER_BYTES)
+
+
+def gather_words(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, int]:
+    """Byte spans as rows of little-endian 64-bit words, zero past each span's end.
+
+    Returns the (n, ceil(width / 8)) ``<u8`` array and the width (the longest
+    span, at least 1). One pass per 8 bytes, over the spans not yet copied to
+    their end: the work is the total length of the spans / 8 plus a pass per
+    span, whatever the longest one; the array is rows x width, which callers
+    bound by checking the field's length limit first.
+    """
     n = starts.shape[0]
     lengths = ends - starts
-    width = int(lengths.max()) if n else 1
-    width = max(width, 1)
-    out = np.zeros((n, width), dtype=np.uint8)
-    last = buffer.shape[0] - 1
-    for j in range(width):
-        col = buffer[np.minimum(starts + j, last)]
-        col[lengths <= j] = 0
-        out[:, j] = col
-    return out.view(f"S{width}").reshape(n)
+    width = max(int(lengths.max()) if n else 1, 1)
+    if width > _GATHER_GUARD:
+        raise ValueError(f"a {width}-byte field reached gather_words: its length was not checked")
+    out = np.zeros((n, -(-width // 8)), dtype="<u8")
+    if n == 0:
+        return out, width
+    words = _Words(buffer)
+    rows: np.ndarray | None = None  # the rows still being copied (None: all)
+    pos, rest = np.ascontiguousarray(starts), lengths
+    for k in range(out.shape[1]):
+        if k:
+            pos, rest = pos + 8, rest - 8
+            if int(rest.min()) <= 0:  # drop the spans copied to their end
+                keep = rest > 0
+                rows = np.flatnonzero(keep) if rows is None else rows[keep]
+                pos, rest = pos[keep], rest[keep]
+        value = words.read(pos, rest)
+        if rows is None:
+            out[:, k] = value
+        else:
+            out[rows, k] = value
+    return out, width
+
+
+def words_to_bytes(words: np.ndarray, width: int) -> np.ndarray:
+    """:func:`gather_words`' result as a ``bytes_`` array of that width."""
+    n = words.shape[0]
+    raw = words.view(np.uint8)
+    if raw.shape[1] != width:
+        raw = np.ascontiguousarray(raw[:, :width])
+    return raw.view(f"S{width}").reshape(n)
+
+
+def gather_fixed_width(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Copy byte spans into a fixed-width ``bytes_`` array (see :func:`gather_words`)."""
+    return words_to_bytes(*gather_words(buffer, starts, ends))
+
+
+def check_lengths(table: TokenTable, limits: list[tuple[int, str, int]]) -> None:
+    """Refuse the first line holding a field longer than its limit.
+
+    ``limits`` holds (field, name, limit in bytes); on the earliest offending
+    line the first listed field is reported. One pass over each field's spans,
+    none when no token of the file is longer than the smallest limit.
+    """
+    if table.longest_token is not None and table.longest_token <= min(limit for _, _, limit in limits):
+        return
+    worst: tuple[int, int, str, int, int] | None = None  # (row, order, name, length, limit)
+    for order, (k, what, limit) in enumerate(limits):
+        lengths = table.field_lengths(k)
+        over = np.flatnonzero(lengths > limit)
+        if over.shape[0]:
+            r = int(over[0])
+            if worst is None or (r, order) < worst[:2]:
+                worst = (r, order, what, int(lengths[r]), limit)
+    if worst is not None:
+        r, _, what, length, limit = worst
+        raise InvalidInput(
+            table.source, int(table.line_numbers[r]), f"{what} is {length} bytes long; the limit is {limit}"
+        )
+
+
+class _Words:
+    """The 8 bytes at any offset of a buffer as one little-endian uint64 (zeros past its end).
+
+    Spans are compared a word at a time, in place: no copy of the file, no
+    fixed-width array.
+    """
+
+    _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+    def __init__(self, buffer: np.ndarray) -> None:
+        if buffer.shape[0] < 8:
+            padded = np.zeros(8, dtype=np.uint8)
+            padded[: buffer.shape[0]] = buffer
+            buffer = padded
+        self.last = buffer.shape[0] - 8  # the last offset a whole word can be read at
+        # Overlapping, unaligned 8-byte windows over the buffer (a read-only view).
+        windows = np.lib.stride_tricks.as_strided(buffer, shape=(self.last + 1, 8), strides=(1, 1), writeable=False)
+        self.words = windows.view("<u8").reshape(self.last + 1)
+
+    def read(self, pos: np.ndarray, length: np.ndarray | int) -> np.ndarray:
+        """The word at each offset, keeping its first ``min(length, 8)`` bytes (``length`` >= 1)."""
+        if pos.shape[0] and int(pos.max()) > self.last:
+            past = np.maximum(pos - self.last, 0).astype(np.uint64)
+            out = self.words[np.minimum(pos, self.last)] >> (past * np.uint64(8))
+        else:
+            out = self.words[pos]
+        keep = np.minimum(length, 8)
+        if np.any(keep < 8):
+            out &= self._ONES >> (np.uint64(8) * (8 - keep).astype(np.uint64))
+        return out
+
+
+def spans_equal_to(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray, ref: int) -> np.ndarray:
+    """Which spans hold the same bytes as span ``ref``: no fixed-width copy.
+
+    One pass per 8 bytes of span ``ref`` over the spans of its length.
+    """
+    lengths = ends - starts
+    length = int(lengths[ref])
+    same = lengths == length
+    if length == 0:
+        return same
+    rows = np.flatnonzero(same)
+    first = np.ascontiguousarray(starts) if rows.shape[0] == starts.shape[0] else starts[rows]
+    words = _Words(buffer)
+    equal = np.ones(first.shape[0], dtype=bool)
+    lo = np.array([starts[ref]], dtype=np.int64)
+    for k in range(0, length, 8):
+        equal &= words.read(first + k, length - k) == words.read(lo + k, length - k)[0]
+    same[rows] = equal
+    return same
+
+
+def consecutive_heads(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``head[i]``: span ``i`` differs from span ``i - 1`` (``head[0]`` is True).
+
+    Compares the pairs of equal length in place, 8 bytes per pass, dropping
+    the pairs compared to their end: the work is at most the total length of
+    the spans divided by 8, plus a pass per pair, whatever the longest span.
+    """
+    n = starts.shape[0]
+    head = np.ones(n, dtype=bool)
+    if n < 2:
+        return head
+    words = _Words(buffer)
+    lengths = ends - starts
+    longest = int(lengths.max())
+    uniform = int(lengths.min()) == longest
+    if longest <= 8 or uniform:
+        # The usual column (short ids, or ids of one length): a pass per 8 bytes over every row.
+        first = np.ascontiguousarray(starts)
+        differ = head[1:]
+        differ[:] = lengths[1:] != lengths[:-1]
+        for k in range(0, longest, 8):
+            col = words.read(first + k, longest - k if uniform else lengths - k)
+            differ |= col[1:] != col[:-1]
+        return head
+    same_length = lengths[1:] == lengths[:-1]
+    head[1:] = ~same_length
+    active = np.flatnonzero(same_length) + 1  # rows still equal to the previous one so far
+    length = lengths[active]
+    here, prev = starts[active], starts[active - 1]
+    k = 0
+    while active.shape[0]:
+        if int(length.min()) <= k:  # drop the pairs compared to their end (equal: not heads)
+            keep = length > k
+            active, length, here, prev = active[keep], length[keep], here[keep], prev[keep]
+            if not active.shape[0]:
+                break
+        differ = words.read(here + k, length - k) != words.read(prev + k, length - k)
+        found = int(np.count_nonzero(differ))
+        if found:
+            head[active[differ]] = True
+            if 2 * found > active.shape[0]:  # else comparing them on costs less than dropping them
+                keep = ~differ
+                active, length, here, prev = active[keep], length[keep], here[keep], prev[keep]
+        k += 8
+    return head
+
+
+def _line_ends_before(data: bytes, offset: int) -> int:
+    """Line ends (LF, CRLF, lone CR) wholly before ``offset``."""
+    lf = data.count(b"\n", 0, offset)
+    # A CR is a line end of its own unless an LF follows it (then the LF is the line end).
+    lone_cr = data.count(b"\r", 0, offset) - data.count(b"\r\n", 0, offset + 1)
+    return lf + lone_cr
 
 
 def _line_of_offset(data: bytes, offset: int) -> int:
-    return data.count(b"\n", 0, offset) + 1
+    return _line_ends_before(data, offset) + 1
 
 
 def tokenize(data: bytes, source: str, fields: int, *, exact: bool = False) -> TokenTable:
@@ -103,7 +296,7 @@ def tokenize(data: bytes, source: str, fields: int, *, exact: bool = False) -> T
     if spans is None:
         spans = _general_spans(data, buf, source)
     # Per line: its first token and its 0-based line number (blank lines have no token).
-    tok_start, tok_end, first_tok, line_index = spans
+    tok_start, tok_end, first_tok, line_index, longest = spans
     counts = np.diff(np.append(first_tok, tok_start.shape[0]))
     is_data = buf[tok_start[first_tok]] != ord("#")
     first_tok = first_tok[is_data]
@@ -126,24 +319,32 @@ def tokenize(data: bytes, source: str, fields: int, *, exact: bool = False) -> T
         starts=tok_start[tok_index],
         ends=tok_end[tok_index],
         field_counts=counts,
+        longest_token=longest,
     )
 
 
-def _regular_spans(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+_Spans = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]
+
+
+def _regular_spans(buf: np.ndarray) -> _Spans | None:
     """Spans of the common file shape, in fewer passes than the general case.
 
-    The shape: single-byte separators (space, tab, newline), no blank lines, a
-    final newline. Returns None for any other shape (CRLF, runs of spaces, a
+    The shape: single-byte separators (space, tab, LF), no blank lines, a final
+    LF. Returns None for any other shape (CR line ends, runs of spaces, a
     missing final newline, control bytes), which the general path handles.
     """
     seps = np.flatnonzero(buf <= 32)
     n = buf.shape[0]
     if seps.shape[0] == 0 or buf[0] <= 32 or seps[-1] != n - 1 or buf[-1] != 10:
         return None
-    if not bool(np.all(np.diff(seps) > 1)):
+    step = np.diff(seps)
+    if step.shape[0] and int(step.min()) < 2:
         return None
+    longest = max(int(seps[0]), int(step.max()) - 1 if step.shape[0] else 0)
+    del step
     sep_bytes = buf[seps]
     newline = sep_bytes == 10
+    # No CR gets through: a file whose lines end with CR alone (or CRLF) is read by the general path.
     if not bool(np.all(newline | (sep_bytes == 32) | (sep_bytes == 9))) or bool(np.any(buf == 127)):
         return None
     tok_start = np.empty(seps.shape[0], dtype=np.int64)
@@ -153,11 +354,11 @@ def _regular_spans(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     first_tok = np.empty(last_of_line.shape[0], dtype=np.int64)
     first_tok[0] = 0
     first_tok[1:] = last_of_line[:-1] + 1
-    return tok_start, seps, first_tok, np.arange(first_tok.shape[0], dtype=np.int64)
+    return tok_start, seps, first_tok, np.arange(first_tok.shape[0], dtype=np.int64), longest
 
 
-def _general_spans(data: bytes, buf: np.ndarray, source: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Token spans of any file: runs of whitespace, blank lines, CRLF."""
+def _general_spans(data: bytes, buf: np.ndarray, source: str) -> _Spans:
+    """Token spans of any file: runs of whitespace, blank lines, CRLF or CR line ends."""
     if not _only_allowed_controls(buf):
         off = int(np.flatnonzero(_CLASS[buf] == 2)[0])
         raise InvalidInput(source, _line_of_offset(data, off), f"control character 0x{data[off]:02x} in the line")
@@ -176,18 +377,46 @@ def _general_spans(data: bytes, buf: np.ndarray, source: str) -> tuple[np.ndarra
     if tok_start.shape[0] == 0:
         raise InvalidInput(source, None, "the file has no data lines")
 
-    # Newlines live in the whitespace gaps between tokens: count them per gap
-    # (one pass per byte of the widest gap, over tokens rather than bytes).
-    gap_lo = np.concatenate(([0], tok_end[:-1]))
-    gap_len = tok_start - gap_lo
-    newlines_before = np.zeros(tok_start.shape[0], dtype=np.int64)
-    for j in range(int(gap_len.max())):
-        newlines_before += (gap_len > j) & (buf[np.minimum(gap_lo + j, buf.shape[0] - 1)] == 10)
-    line_of_tok = np.cumsum(newlines_before)  # 0-based line of each token
+    line_of_tok = _line_of_tokens(buf, tok_start)  # 0-based line of each token
     starts_line = np.ones(tok_start.shape[0], dtype=bool)
-    starts_line[1:] = newlines_before[1:] > 0
+    starts_line[1:] = line_of_tok[1:] != line_of_tok[:-1]
     first_tok = np.flatnonzero(starts_line)
-    return tok_start, tok_end, first_tok, line_of_tok[first_tok]
+    longest = int((tok_end - tok_start).max())
+    return tok_start, tok_end, first_tok, line_of_tok[first_tok], longest
+
+
+#: Bytes per step of the line count: bounds its scratch memory (about 11 bytes per byte).
+_LINE_CHUNK = 1 << 20
+
+
+def _line_of_tokens(buf: np.ndarray, tok_start: np.ndarray) -> np.ndarray:
+    """0-based line of each token: the line ends (LF, CRLF, lone CR) before its first byte.
+
+    A running count of the line-end indicator (a cumulative sum, chunk by chunk),
+    read at each token's start: one pass over the bytes, whatever the gaps'
+    lengths. A token's first byte is never a line end, so the count up to and
+    including it is the count before it.
+    """
+    n = buf.shape[0]
+    out = np.empty(tok_start.shape[0], dtype=np.int64)
+    carry = 0
+    for lo in range(0, n, _LINE_CHUNK):
+        hi = min(lo + _LINE_CHUNK, n)
+        seg = buf[lo:hi]
+        line_end = seg == 10
+        cr = seg == 13
+        if cr.any():
+            # A CR ends a line unless an LF follows it (CRLF is one line end: the LF's).
+            lf_next = np.empty(hi - lo, dtype=bool)
+            lf_next[:-1] = line_end[1:]
+            lf_next[-1] = hi < n and buf[hi] == 10
+            line_end |= cr & ~lf_next
+        count = np.cumsum(line_end, dtype=np.int32)
+        a, b = np.searchsorted(tok_start, (lo, hi))
+        out[a:b] = count[tok_start[a:b] - lo]
+        out[a:b] += carry
+        carry += int(count[-1])
+    return out
 
 
 def _only_allowed_controls(buf: np.ndarray) -> bool:
@@ -199,6 +428,8 @@ def _only_allowed_controls(buf: np.ndarray) -> bool:
 
 
 _POW10 = 10.0 ** np.arange(23)
+#: The longest token the column-wise float parser can take: a sign, 15 digits, a dot.
+_FAST_FLOAT_BYTES = 17
 
 
 def parse_floats(table: TokenTable, k: int, what: str) -> np.ndarray:
@@ -208,21 +439,23 @@ def parse_floats(table: TokenTable, k: int, what: str) -> np.ndarray:
     column by column as an integer mantissa and a power of ten; one IEEE
     division of two exactly representable numbers is correctly rounded, so the
     result equals ``strtod``'s (Clinger's fast path). Anything else (exponents,
-    ``inf``, long mantissas) goes through numpy's own conversion.
+    ``inf``, long mantissas) goes through numpy's own conversion. A token longer
+    than ``MAX_NUMBER_BYTES`` is refused with its line.
     """
+    check_lengths(table, [(k, what, MAX_NUMBER_BYTES)])
     starts = table.starts[:, k]
     ends = table.ends[:, k]
     buf = table.buffer
     n = starts.shape[0]
     lengths = ends - starts
-    width = int(lengths.max()) if n else 0
+    width = min(int(lengths.max()) if n else 0, _FAST_FLOAT_BYTES)
     last = buf.shape[0] - 1
     mant = np.zeros(n, dtype=np.int64)
     frac = np.zeros(n, dtype=np.int64)
     digits = np.zeros(n, dtype=np.int64)
     seen_dot = np.zeros(n, dtype=bool)
     negative = np.zeros(n, dtype=bool)
-    slow = np.zeros(n, dtype=bool)
+    slow = lengths > _FAST_FLOAT_BYTES  # too long for the fast path: not even looked at here
     for j in range(width):
         present = lengths > j
         c = buf[np.minimum(starts + j, last)].astype(np.int64)
@@ -263,6 +496,7 @@ def parse_floats(table: TokenTable, k: int, what: str) -> np.ndarray:
 
 def parse_ints(table: TokenTable, k: int, what: str) -> np.ndarray:
     """Field ``k`` as int64; a line-numbered error for anything not an integer."""
+    check_lengths(table, [(k, what, MAX_NUMBER_BYTES)])
     raw = table.field_bytes(k)
     try:
         return raw.astype(np.int64)
@@ -279,4 +513,3 @@ def parse_ints(table: TokenTable, k: int, what: str) -> np.ndarray:
         if problem:
             raise InvalidInput(table.source, int(table.line_numbers[r]), f"{what} {text.decode('utf-8')!r} {problem}")
     raise InvalidInput(table.source, None, f"{what} column does not parse as integers")
-
