@@ -12,12 +12,18 @@ caller to a slower exact path).
 
 from __future__ import annotations
 
+import secrets
+
 import numpy as np
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+#: A secret per process, so the hash is keyed: ids cannot be crafted offline to share their
+#: hashes or the table's slots (which would make linear probing quadratic in an upload).
+#: Hashes are never stored or compared across processes.
+_SEED = np.uint64(secrets.randbits(64))
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
@@ -52,7 +58,8 @@ def hash_words(words: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     is the ids' total length / 8 plus a pass per id, whatever the longest one.
     """
     n = words.shape[0]
-    h = lengths.astype(np.uint64) * _GOLDEN
+    with np.errstate(over="ignore"):
+        h = (lengths.astype(np.uint64) * _GOLDEN) ^ _SEED
     if n == 0:
         return h
     rows: np.ndarray | None = None  # the ids still being hashed (None: all)

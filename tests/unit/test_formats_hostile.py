@@ -363,3 +363,23 @@ def test_span_helpers_match_python(tokens: list[bytes], sep: bytes, data: st.Dat
     assert heads == [True] + [tokens[i] != tokens[i - 1] for i in range(1, len(tokens))]
     ref = data.draw(st.integers(0, len(tokens) - 1))
     assert spans_equal_to(buf, starts, ends, ref).tolist() == [t == tokens[ref] for t in tokens]
+
+
+def test_document_hashes_are_keyed_per_process() -> None:
+    """The docno hash is keyed by a per-process secret: an attacker cannot precompute docnos
+    whose hashes (or hash-table slots) collide, which would make the table's linear probing
+    quadratic in an upload. Two processes hash the same ids differently; one process
+    consistently."""
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from service.formats.keys import hash_ids; "
+            "print(int(hash_ids(np.array([b'clueweb09-en0000-00-00001'], dtype='S25'))[0]))")
+    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+            for _ in range(3)}
+    assert len(seen) == 3
+    from service.formats.keys import hash_ids
+
+    ids = np.array([b"a", b"bb", b"a"], dtype="S2")
+    h = hash_ids(ids)
+    assert h[0] == h[2] and h[0] != h[1]
