@@ -12,11 +12,16 @@ per subsystem. A value that does not parse (``CRANFIELD_MAX_UPLOAD=abc``) raises
 | CRANFIELD_RESULT_BACKEND | (none) | Celery result backend; tasks record their outcome in the database, so none is needed |
 | CRANFIELD_QUEUE | cranfield | the Celery queue the workers consume |
 | CRANFIELD_WORKER_CONCURRENCY | 2 | worker processes of `cranfield worker` |
-| CRANFIELD_STUCK_TIMEOUT | 600 | seconds after which work still "evaluating" is re-queued by the sweeper |
-| CRANFIELD_SWEEP_INTERVAL | 60 | seconds between sweeps (celery beat) |
+| CRANFIELD_LEASE | 30 | seconds a worker's claim lives unless its heartbeat renews it (every third); only an expired one is taken over |
+| CRANFIELD_SWEEP_INTERVAL | 5 | seconds between sweeps (celery beat): expired claims re-queued, lost messages re-sent |
+| CRANFIELD_LOST_AFTER | 15 | seconds before queued work is sent again when the broker holds fewer messages than there is queued work |
+| CRANFIELD_STUCK_TIMEOUT | 600 | seconds before queued work is sent again in any case (a backstop); the lease of pre-0009 claims |
+| CRANFIELD_EVAL_TIME_BUDGET | 900 | seconds of computing per run evaluation; beyond it the run fails with that reason (not retried) |
+| CRANFIELD_EVAL_MAX_LINES | 20000000 | largest run (lines) evaluated; a larger one fails with that reason |
+| CRANFIELD_TESTS_DEBOUNCE | 5 | seconds a job's tests wait for the collection's other jobs (one round per burst; at most 12 times this) |
 | CRANFIELD_REFRESH_INTERVAL | 3600 | seconds between scheduled refreshes of stale results |
-| CRANFIELD_MAX_ATTEMPTS | 3 | attempts before a run's evaluation is marked failed |
-| CRANFIELD_TASK_DELAY | 0 | testing only: seconds an evaluation waits after claiming its run (failure-recovery tests) |
+| CRANFIELD_MAX_ATTEMPTS | 3 | claims of a run's evaluation (a tests round, an analysis) before it is marked failed |
+| CRANFIELD_TASK_DELAY | 0 | testing only: seconds an evaluation computes longer after claiming its run (failure-recovery tests) |
 | CRANFIELD_MAX_UPLOAD | 268435456 | largest request body the API accepts, in bytes (qrels and run uploads) |
 | CRANFIELD_BOARD_CACHE_SECONDS | 1.0 | seconds a rendered leaderboard is served from memory (new results show within that time) |
 | CRANFIELD_SESSION_LIFETIME | 1209600 | seconds the portal's sign-in cookie lasts (14 days) |
@@ -59,11 +64,16 @@ class WorkerSettings:
     result_backend: str | None
     queue: str
     concurrency: int
-    stuck_timeout: float
+    stuck_timeout: float  # backstop for lost messages while the broker looks busy; pre-0009 claims
     sweep_interval: float
     refresh_interval: float
     max_attempts: int
     task_delay: float
+    lease: float = 30.0  # seconds a claim lives unless its heartbeat renews it (every lease / 3)
+    lost_after: float = 15.0  # seconds before queued work whose message is missing is sent again
+    eval_time_budget: float = 900.0  # seconds of computing per run evaluation
+    eval_max_lines: int = 20_000_000  # largest run evaluated, in lines
+    tests_debounce: float = 5.0  # seconds the tests round waits for other jobs of the collection
 
 
 @dataclass(frozen=True)
@@ -131,10 +141,15 @@ def load_settings() -> Settings:
             queue=_env("CRANFIELD_QUEUE", "cranfield"),
             concurrency=_int("CRANFIELD_WORKER_CONCURRENCY", 2, minimum=1),
             stuck_timeout=_float("CRANFIELD_STUCK_TIMEOUT", 600, minimum=0, strict=True),
-            sweep_interval=_float("CRANFIELD_SWEEP_INTERVAL", 60, minimum=0, strict=True),
+            sweep_interval=_float("CRANFIELD_SWEEP_INTERVAL", 5, minimum=0, strict=True),
             refresh_interval=_float("CRANFIELD_REFRESH_INTERVAL", 3600, minimum=0, strict=True),
             max_attempts=_int("CRANFIELD_MAX_ATTEMPTS", 3, minimum=1),
             task_delay=_float("CRANFIELD_TASK_DELAY", 0, minimum=0),
+            lease=_float("CRANFIELD_LEASE", 30, minimum=0, strict=True),
+            lost_after=_float("CRANFIELD_LOST_AFTER", 15, minimum=0, strict=True),
+            eval_time_budget=_float("CRANFIELD_EVAL_TIME_BUDGET", 900, minimum=0, strict=True),
+            eval_max_lines=_int("CRANFIELD_EVAL_MAX_LINES", 20_000_000, minimum=1),
+            tests_debounce=_float("CRANFIELD_TESTS_DEBOUNCE", 5, minimum=0),
         ),
         web=WebSettings(
             max_upload=_int("CRANFIELD_MAX_UPLOAD", 256 * 1024 * 1024, minimum=1),

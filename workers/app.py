@@ -24,12 +24,19 @@ def make_app() -> Celery:
     app.conf.update(
         broker_url=cfg.broker_url,
         broker_transport_options=transport_options,
+        # A worker (and beat) outlives a broker restart: it reconnects, however long that takes,
+        # and a task running meanwhile goes on (its result is in the database, not the broker).
         broker_connection_retry_on_startup=True,
+        broker_connection_retry=True,
+        broker_connection_max_retries=None,
+        worker_cancel_long_running_tasks_on_connection_loss=False,
         result_backend=cfg.result_backend,
         task_ignore_result=True,
         task_default_queue=cfg.queue,
         # A task is acknowledged only when it has finished, and a worker that dies mid-task
-        # hands it back; the sweeper covers brokers that lose such messages anyway.
+        # hands it back; the sweeper covers brokers that lose such messages anyway. A
+        # redelivered message for an attempt that is alive does nothing (its lease holds);
+        # for a dead one it takes the work over (service.evaluation.planning).
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
@@ -37,7 +44,10 @@ def make_app() -> Celery:
         task_serializer="json",
         accept_content=["json"],
         beat_schedule={
-            "sweep-stuck-work": {"task": TaskName.SWEEP.value, "schedule": timedelta(seconds=cfg.sweep_interval)},
+            # A sweep that waited longer than the interval (every worker busy) is dropped: the
+            # next one does the same work.
+            "sweep-stuck-work": {"task": TaskName.SWEEP.value, "schedule": timedelta(seconds=cfg.sweep_interval),
+                                 "options": {"expires": cfg.sweep_interval}},
             "refresh-stale-results": {"task": TaskName.REFRESH.value,
                                       "schedule": timedelta(seconds=cfg.refresh_interval)},
         },

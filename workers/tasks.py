@@ -6,53 +6,92 @@ The tasks that take an id are registered from the one table of task names to use
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from celery import Celery
 from sqlalchemy.exc import OperationalError
 
 from service.config import settings
-from service.evaluation import analyses, sweeping
+from service.evaluation import sweeping
 from service.evaluation.task_table import USE_CASES, Limits, UseCase
 from service.evaluation.work import Followup, TaskName
 from service.store.db import session_factory
 from workers.app import app
+
+log = logging.getLogger("cranfield.workers")
 
 
 def _factory():  # type: ignore[no-untyped-def]
     return session_factory(settings().store.database_url)
 
 
+def limits() -> Limits:
+    """The use cases' limits, from the worker settings."""
+    cfg = settings().worker
+    return Limits(max_attempts=cfg.max_attempts, pause=cfg.task_delay, lease=cfg.lease,
+                  time_budget=cfg.eval_time_budget, max_lines=cfg.eval_max_lines,
+                  tests_max_wait=12 * cfg.tests_debounce)
+
+
 def send(followups: Iterable[Followup], celery_app: Celery | None = None) -> None:
-    """Enqueue follow-up work; callers invoke this only after their transaction committed."""
+    """Enqueue follow-up work; callers invoke this only after their transaction committed.
+
+    A job's tests are sent with the debounce delay (``CRANFIELD_TESTS_DEBOUNCE``): a burst of
+    jobs finishing together costs one round of tests (see service.evaluation.significance_tests).
+    """
     target = celery_app or app
+    cfg = settings().worker
     for f in followups:
-        target.send_task(TaskName(f.task).value, args=[f.id], queue=settings().worker.queue)
+        delay = {"countdown": cfg.tests_debounce} if f.task == TaskName.RUN_TESTS and cfg.tests_debounce else {}
+        target.send_task(TaskName(f.task).value, args=[f.id], queue=cfg.queue, **delay)
 
 
-# Retries are narrow: only a database that is briefly unreachable. Anything else is recorded
+# Retries are narrow: only a database that is unreachable (a restart, a failover). They back
+# off 2, 4, 8, 16 s, then every 30 s, 24 times: about ten minutes in all, longer than a
+# database restart, and never more than 30 s late once it is back. Anything else is recorded
 # as the item's failure by the use case, or picked up again by the sweeper.
-_RETRY = {"autoretry_for": (OperationalError,), "retry_backoff": True, "max_retries": 5}
+_RETRY = {"autoretry_for": (OperationalError,), "retry_backoff": 2, "retry_backoff_max": 30,
+          "retry_jitter": False, "max_retries": 24}
 
 
 def _task(name: TaskName, use_case: UseCase):  # type: ignore[no-untyped-def]
     def task(id_: int) -> None:
-        cfg = settings().worker
-        send(use_case(_factory(), id_, Limits(cfg.max_attempts, cfg.task_delay)))
+        send(use_case(_factory(), id_, limits()))
 
     task.__name__ = task.__qualname__ = name.value.rsplit(".", 1)[-1]
-    return app.task(name=name.value, **_RETRY)(task)
+    options: dict[str, object] = dict(_RETRY)
+    if name == TaskName.EVALUATE_ITEM:
+        # A backstop only: the evaluation stops itself at its time budget (its heartbeat
+        # interrupts it); a process stuck in native code past that is killed, and its
+        # attempt, dead, is taken over until CRANFIELD_MAX_ATTEMPTS fails the run.
+        cfg = settings().worker
+        options["time_limit"] = cfg.eval_time_budget + max(60.0, 2 * cfg.lease)
+    return app.task(name=name.value, **options)(task)
 
 
 #: The Celery task of each task name that takes an id, made from the one table.
 TASKS = {name: _task(name, use_case) for name, use_case in USE_CASES.items()}
 
 
-@app.task(name=TaskName.SWEEP.value, **_RETRY)
+def backlog() -> int | None:
+    """Messages waiting in the broker's queue (None if the broker cannot say)."""
+    try:
+        with app.connection_for_read() as conn:
+            declared = conn.default_channel.queue_declare(queue=settings().worker.queue, durable=True,
+                                                          auto_delete=False)
+            return int(declared.message_count)
+    except Exception as exc:  # noqa: BLE001  (then every queued item counts as possibly lost)
+        log.warning("could not count the broker's messages (%s: %s)", type(exc).__name__, exc)
+        return None
+
+
+# The sweep is not retried: beat sends the next one within CRANFIELD_SWEEP_INTERVAL.
+@app.task(name=TaskName.SWEEP.value)
 def sweep() -> None:
     cfg = settings().worker
-    send(sweeping.sweep(_factory(), cfg.stuck_timeout, cfg.max_attempts))
-    send(analyses.sweep(_factory(), cfg.stuck_timeout))
+    send(sweeping.sweep(_factory(), cfg.max_attempts, lost_after=cfg.lost_after, stuck_timeout=cfg.stuck_timeout,
+                        backlog=backlog(), tests_max_wait=12 * cfg.tests_debounce))
 
 
 @app.task(name=TaskName.REFRESH.value, **_RETRY)

@@ -8,14 +8,16 @@ a worker computes it (``compute``) from the stored runs and judgments with the c
 transaction. The API only reads it.
 
 An ``Analysis`` row is also the record of other work done in the background (pool builds,
-:mod:`service.evaluation.judging`): :func:`claim` and :func:`claimed` are its protocol.
-Claiming is conditional (queued -> running, counting the attempt), and only the holder of
-the latest claim stores a result, so a retried or duplicated task does nothing twice; the
-sweeper re-queues a row stuck in "running".
+:mod:`service.evaluation.judging`): :func:`claim`, :func:`renewal` and :func:`claimed` are its
+protocol. Claiming is conditional (queued -> running, counting the attempt, with a lease its
+heartbeat renews), and only the holder of the latest claim stores a result, so a retried or
+duplicated task does nothing twice; a row whose lease expired (a dead attempt) is taken over
+by a redelivered message or re-queued by the sweeper, never one that merely runs long.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -27,7 +29,7 @@ from service.evaluation import policy
 from service.evaluation.access import Principal
 from service.evaluation.results import json_safe
 from service.evaluation.setup import audit, eval_settings, load_qrels, load_run
-from service.evaluation.work import Followup, Outcome, TaskName
+from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, TaskName, patiently
 from service.metrics import parse_measure, pooling
 from service.metrics.stats.meta import reduced_judgments
 from service.store.db import as_utc, transaction
@@ -98,29 +100,49 @@ def request_reduction(s: Session, coll: Collection, me: Principal,
 
 
 # ------------------------------------------------------------------- the workers' protocol
-def claim(factory: sessionmaker[Session], analysis_id: int, max_attempts: int, kinds: tuple[str, ...]) -> int | None:
-    """Claim a queued row of one of ``kinds`` (queued -> running): this claim's attempt
-    number, or None when the row is not this caller's to do (gone, of another kind, already
-    claimed or done; given up after ``max_attempts``, which fails it)."""
+def claim(factory: sessionmaker[Session], analysis_id: int, max_attempts: int, kinds: tuple[str, ...],
+          lease: float | None = None) -> int | None:
+    """Claim a queued row of one of ``kinds`` (queued -> running), or take over a running one
+    whose lease expired (its attempt died): this claim's attempt number, or None when the row
+    is not this caller's to do (gone, of another kind, held by a live attempt or done; given
+    up after ``max_attempts``, which fails it). With ``lease`` (seconds) the claim expires
+    unless renewed (:func:`renewal`); without, it is swept after the stuck timeout."""
     with transaction(factory) as s:
         row = s.get(Analysis, analysis_id)
-        if row is None or row.status != "queued" or row.kind not in kinds:
+        if row is None or row.kind not in kinds:
+            return None
+        now = utcnow()
+        expires = as_utc(row.lease_expires_at)
+        if not (row.status == "queued" or (row.status == "running" and expires is not None and expires < now)):
             return None
         if row.attempts >= max_attempts:
-            row.status, row.error, row.finished_at = "failed", f"gave up after {row.attempts} attempts", utcnow()
+            row.status, row.error, row.finished_at = "failed", f"gave up after {row.attempts} attempts", now
+            row.lease_expires_at = None
             return None
         attempt = row.attempts + 1  # this claim's number: only its holder stores the result
-        claimed_now = s.execute(update(Analysis).where(Analysis.id == analysis_id, Analysis.status == "queued",
+        claimed_now = s.execute(update(Analysis).where(Analysis.id == analysis_id, Analysis.status == row.status,
                                                        Analysis.attempts == row.attempts)
-                                .values(status="running", started_at=utcnow(), attempts=attempt)
+                                .values(status="running", started_at=now, attempts=attempt,
+                                        lease_expires_at=None if lease is None else now + timedelta(seconds=lease))
                                 .execution_options(synchronize_session=False)).rowcount
         return attempt if claimed_now == 1 else None
+
+
+def renewal(factory: sessionmaker[Session], analysis_id: int, attempt: int, lease: float) -> Callable[[], bool]:
+    """The heartbeat's renewal of claim ``attempt`` (False once another attempt holds the row)."""
+    def renew() -> bool:
+        with transaction(factory) as s:
+            return s.execute(update(Analysis).where(Analysis.id == analysis_id, Analysis.status == "running",
+                                                    Analysis.attempts == attempt)
+                             .values(lease_expires_at=utcnow() + timedelta(seconds=lease))
+                             .execution_options(synchronize_session=False)).rowcount == 1
+    return renew
 
 
 def claimed(s: Session, analysis_id: int, attempt: int) -> Analysis | None:
     """The row, if the claim numbered ``attempt`` still holds it (in the storing transaction):
     re-queued by the sweeper and claimed again meanwhile, the later attempt stores instead."""
-    fresh = s.get(Analysis, analysis_id)
+    fresh = s.get(Analysis, analysis_id, with_for_update=True, populate_existing=True)
     if fresh is None or fresh.status != "running" or fresh.attempts != attempt:
         return None
     return fresh
@@ -130,36 +152,57 @@ def finish(row: Analysis, result: dict[str, Any], error: str = "") -> None:
     """Store the outcome on a claimed row: done with ``result``, or failed with ``error``."""
     row.result, row.status, row.error, row.finished_at = json_safe(result), "failed" if error else "done", error, \
         utcnow()
+    row.lease_expires_at = None
 
 
-def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int = 3) -> list[Followup]:
-    """The worker's part: claim, compute with no transaction open, store in one transaction."""
-    attempt = claim(factory, analysis_id, max_attempts, (KIND, REDUCTION))
+def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int = 3,
+            lease: float = Limits.lease) -> list[Followup]:
+    """The worker's part: claim, compute with no transaction open while a heartbeat renews
+    the claim, store in one transaction (if the claim still holds)."""
+    attempt = claim(factory, analysis_id, max_attempts, (KIND, REDUCTION), lease)
     if attempt is None:
         return []
-    with factory() as s:
-        row = s.get(Analysis, analysis_id)
-        params, kind = dict(row.params), row.kind
-        qrels = load_qrels(s.get(QrelsVersion, row.qrels_version_id))
-        config = s.get(CollectionConfig, row.config_id)
-        settings, order = eval_settings(config), config.evaluation.get("order", "score")
-        runs = list(s.execute(select(Run.id, Run.tag, Run.file, Run.source_name, Team.name)
-                              .join(Team, Team.id == Run.team_id).where(Run.collection_id == row.collection_id)
-                              .order_by(Run.id)))
     try:
-        loaded = [(tag, load_run(blob, source or tag, order), team, rid) for rid, tag, blob, source, team in runs]
-        if kind == REDUCTION:
-            result = reduction(qrels, [r for _, r, _, _ in loaded], params, settings)
-        else:
-            result = reusability(qrels, loaded, params, settings)
+        with Heartbeat(renewal(factory, analysis_id, attempt, lease), lease) as heartbeat:
+            return _compute(factory, analysis_id, attempt, heartbeat)
+    except LeaseLost:
+        return []
+
+
+def _compute(factory: sessionmaker[Session], analysis_id: int, attempt: int, heartbeat: Heartbeat) -> list[Followup]:
+    def read() -> tuple[dict[str, Any], str, Any, Any, str, list[Any]]:
+        with factory() as s:
+            row = s.get(Analysis, analysis_id)
+            qrels = load_qrels(s.get(QrelsVersion, row.qrels_version_id))
+            config = s.get(CollectionConfig, row.config_id)
+            runs = list(s.execute(select(Run.id, Run.tag, Run.file, Run.source_name, Team.name)
+                                  .join(Team, Team.id == Run.team_id).where(Run.collection_id == row.collection_id)
+                                  .order_by(Run.id)))
+            return dict(row.params), row.kind, qrels, eval_settings(config), config.evaluation.get("order", "score"), \
+                runs
+
+    params, kind, qrels, settings, order, runs = patiently(read, heartbeat)
+    try:
+        with heartbeat.guarded():
+            loaded = [(tag, load_run(blob, source or tag, order), team, rid) for rid, tag, blob, source, team in runs]
+            if kind == REDUCTION:
+                result = reduction(qrels, [r for _, r, _, _ in loaded], params, settings)
+            else:
+                result = reusability(qrels, loaded, params, settings)
         error = ""
+    except LeaseLost:
+        raise
     except Exception as exc:  # noqa: BLE001  (recorded on the analysis; the worker goes on)
         result, error = {}, f"{type(exc).__name__}: {exc}"
-    with transaction(factory) as s:
-        fresh = claimed(s, analysis_id, attempt)
-        if fresh is not None:
-            finish(fresh, result, error)
-    return []
+
+    def store() -> list[Followup]:
+        with transaction(factory) as s:
+            fresh = claimed(s, analysis_id, attempt)
+            if fresh is not None:
+                finish(fresh, result, error)
+        return []
+
+    return patiently(store, heartbeat)
 
 
 def reusability(qrels: Any, runs: list[tuple[str, Any, str, int]], params: dict[str, Any],
@@ -224,20 +267,28 @@ def latest(s: Session, coll: Collection, me: Principal, kind: str = KIND) -> Ana
                      .order_by(Analysis.id.desc())).first()
 
 
-def sweep(factory: sessionmaker[Session], timeout: float) -> list[Followup]:
-    """Re-send analyses (and pool builds) stuck in "running" for ``timeout`` seconds (a worker
-    lost; they get three times the evaluation timeout, being longer) and queued ones never
-    picked up. Each change is conditional on the state read, so a concurrent claim wins."""
+def sweep(factory: sessionmaker[Session], timeout: float, *, lost_after: float | None = None) -> list[Followup]:
+    """Re-queue analyses (and pool builds) whose claim expired (their attempt died; a claim
+    without a lease: after three times ``timeout`` seconds) and send queued ones again once
+    they were last sent ``lost_after`` seconds ago (when the sweeper found messages missing;
+    otherwise ``timeout``). Each change is conditional on the state read, so a concurrent
+    claim wins."""
     now = utcnow()
+    grace = timedelta(seconds=timeout if lost_after is None else lost_after)
     out = []
     with transaction(factory) as s:
         for row in s.scalars(select(Analysis).where(Analysis.status.in_(("running", "queued")))):
-            if row.status == "running" and as_utc(row.started_at) < now - timedelta(seconds=3 * timeout):
-                changed = s.execute(update(Analysis).where(Analysis.id == row.id, Analysis.status == "running",
-                                                           Analysis.attempts == row.attempts)
-                                    .values(status="queued").execution_options(synchronize_session=False)).rowcount
-                if changed:
+            if row.status == "running":
+                expires = as_utc(row.lease_expires_at)
+                dead = expires < now if expires is not None else (
+                    as_utc(row.started_at) < now - timedelta(seconds=3 * timeout))
+                if dead and s.execute(update(Analysis).where(Analysis.id == row.id, Analysis.status == "running",
+                                                             Analysis.attempts == row.attempts)
+                                      .values(status="queued", queued_at=now, lease_expires_at=None)
+                                      .execution_options(synchronize_session=False)).rowcount:
                     out.append(Followup(task_of(row.kind), row.id))
-            elif row.status == "queued" and as_utc(row.created_at) < now - timedelta(seconds=timeout):
+            elif as_utc(row.queued_at or row.created_at) <= now - grace and s.execute(
+                    update(Analysis).where(Analysis.id == row.id, Analysis.status == "queued")
+                    .values(queued_at=now).execution_options(synchronize_session=False)).rowcount:
                 out.append(Followup(task_of(row.kind), row.id))  # lost on the way: sending twice is harmless
     return out

@@ -1,15 +1,20 @@
 """Evaluating a job's items: one run on the job's qrels version and configuration.
 
-An item is claimed with a conditional UPDATE (queued -> evaluating), computed with no
-transaction open, and its results (RunEvaluation, every Score, the gain curves) stored in
-one transaction keyed by (run, qrels version, settings hash, evaluator version); the item's
-transaction counts it on its job and, when none is pending, starts the job's tests. The
-protocol is described in :mod:`service.evaluation.planning`.
+An item is claimed with a conditional UPDATE (queued -> evaluating, or the take-over of an
+attempt whose lease expired), computed with no transaction open while a heartbeat renews
+the claim's lease, and its results (RunEvaluation, every Score, the gain curves) stored in
+one transaction keyed by (run, qrels version, settings hash, evaluator version), conditional
+on the claim still being this attempt's; the item's transaction counts it on its job and,
+when none is pending, starts the job's tests. A run beyond the time or size budget fails
+with that reason. The protocol is described in :mod:`service.evaluation.planning`.
 """
 
 from __future__ import annotations
 
+import logging
 import time
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -19,12 +24,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.evaluation.planning import PENDING
 from service.evaluation.setup import EVALUATOR_VERSION, eval_settings, load_qrels, load_run
-from service.evaluation.work import Followup, TaskName
+from service.evaluation.work import BudgetExceeded, Followup, Heartbeat, LeaseLost, Limits, TaskName, patiently
 from service.formats.types import Qrels
 from service.metrics import evaluate
 from service.metrics.stats.intervals import mean_interval
 from service.store.arrays import pack
-from service.store.db import transaction
+from service.store.db import as_utc, transaction
 from service.store.models import (
     CollectionConfig,
     Job,
@@ -36,6 +41,8 @@ from service.store.models import (
     Score,
     utcnow,
 )
+
+log = logging.getLogger("cranfield.evaluating")
 
 #: Stored for every run whatever the configuration: the share of the top 10 that is judged,
 #: shown beside the leaderboard so that organisers see when condensed-list metrics fit better.
@@ -54,87 +61,203 @@ def _qrels_for(s: Session, version: QrelsVersion) -> Qrels:
     return _QRELS_CACHE[key]
 
 
-def evaluate_item(
-    factory: sessionmaker[Session], item_id: int, max_attempts: int = 3, pause: float = 0.0
-) -> list[Followup]:
+def gave_up(attempts: int) -> str:
+    return (f"no result after {attempts} attempts (each attempt's worker was lost: killed, out of memory or "
+            "stopped by the time limit)")
+
+
+def over_time_budget(budget: float) -> str:
+    return (f"the evaluation took longer than its time budget of {budget:g} s (CRANFIELD_EVAL_TIME_BUDGET); "
+            "it is not retried")
+
+
+def lease_expired(item: JobItem, now: Any, legacy_timeout: float | None = None) -> bool:
+    """Whether the claim on an "evaluating" item is dead: its lease ran out. A claim made
+    before leases existed (none recorded) counts as dead after ``legacy_timeout`` seconds
+    (the sweeper's stuck timeout), and never for a redelivered message (``None``)."""
+    expires = as_utc(item.lease_expires_at)
+    if expires is not None:
+        return expires < now
+    started = as_utc(item.started_at)
+    return legacy_timeout is not None and started is not None and started < now - timedelta(seconds=legacy_timeout)
+
+
+@dataclass(frozen=True)
+class _Claim:
+    item_id: int
+    attempt: int  # the item's attempts counter after this claim: the claim's token
+    key: dict[str, Any]  # of the RunEvaluation
+    config_id: int
+    order: str
+    settings: Any
+    metrics: list[str]
+    hidden: list[str]
+    already: bool  # results stored before (a retry, or another job): nothing to compute
+
+
+def evaluate_item(factory: sessionmaker[Session], item_id: int, limits: Limits = Limits()) -> list[Followup]:
     """Evaluate one job item's run on the job's qrels version and configuration.
 
-    ``pause`` (tests only) waits between claiming the item and computing, so that a
-    test can kill a worker while items are "evaluating".
+    ``limits.pause`` (tests only) makes the computation that much longer, so that a test can
+    kill a worker while items are "evaluating".
     """
-    with transaction(factory) as s:  # claim the item: only a queued item can be claimed
+    claim = _claim(factory, item_id, limits)
+    if not isinstance(claim, _Claim):
+        return claim
+    if claim.already:  # computed before (a retry, or another job): nothing to redo
+        return patiently(lambda: _finish_claimed(factory, claim, ok=True))
+    heartbeat = Heartbeat(_renewal(factory, item_id, claim.attempt, limits.lease), limits.lease, limits.time_budget)
+    try:
+        with heartbeat:
+            return _compute_and_store(factory, claim, heartbeat, limits)
+    except LeaseLost:
+        log.info("item %d was taken over from attempt %d; its results are not stored", item_id, claim.attempt)
+        return []
+    except BaseException:
+        _release(factory, claim)  # a redelivery or the sweeper takes it over at once
+        raise
+
+
+def _claim(factory: sessionmaker[Session], item_id: int, limits: Limits) -> _Claim | list[Followup]:
+    """Claim a queued item, or take over one whose attempt is dead (its lease expired: a
+    redelivered message, a retried task); the claim counts an attempt and sets the lease."""
+    with transaction(factory) as s:
         item = s.get(JobItem, item_id)
-        if item is None or item.status != "queued":
-            return []  # a duplicate delivery, or the item was already handled
-        if item.attempts >= max_attempts:
-            return finish_item(s, item, ok=False, error=f"gave up after {item.attempts} attempts")
+        if item is None:
+            return []
+        now = utcnow()
+        if not (item.status == "queued" or (item.status == "evaluating" and lease_expired(item, now))):
+            return []  # a duplicate delivery, an attempt that is alive, or the item was already handled
+        if item.attempts >= limits.max_attempts:
+            return finish_item(s, item, ok=False, attempt=item.attempts, error=gave_up(item.attempts))
+        run = s.get(Run, item.run_id)
+        assert run is not None
+        if (run.n_lines or 0) > limits.max_lines:
+            return finish_item(s, item, ok=False, attempt=item.attempts, error=(
+                f"the run has {run.n_lines} lines, more than the evaluation budget of {limits.max_lines} "
+                "(CRANFIELD_EVAL_MAX_LINES)"))
         claimed = s.execute(
-            update(JobItem).where(JobItem.id == item_id, JobItem.status == "queued")
-            .values(status="evaluating", started_at=utcnow(), attempts=JobItem.attempts + 1)
+            update(JobItem).where(JobItem.id == item_id, JobItem.status == item.status,
+                                  JobItem.attempts == item.attempts)
+            .values(status="evaluating", started_at=now, attempts=item.attempts + 1,
+                    lease_expires_at=now + timedelta(seconds=limits.lease))
             .execution_options(synchronize_session=False)
         ).rowcount
         if claimed != 1:
             return []
         job = s.get(Job, item.job_id)
-        run = s.get(Run, item.run_id)
-        assert job is not None and run is not None
+        assert job is not None
         run.status = "evaluating"
         config = s.get(CollectionConfig, job.config_id)
         assert config is not None
         key = dict(run_id=run.id, qrels_version_id=job.qrels_version_id, settings_hash=config.settings_hash,
                    evaluator_version=EVALUATOR_VERSION)
-        already = s.scalar(select(RunEvaluation.id).filter_by(**key))
-        config_id, order, settings, metrics = config.id, config.evaluation.get("order", "score"), \
-            eval_settings(config), list(config.metrics) + [m for m in ALWAYS_EVALUATED if m not in config.metrics]
-        hidden = list(config.evaluation.get("hidden_topics") or [])
-    if already is not None:  # computed before (a retry, or another job): nothing to redo
-        with transaction(factory) as s:
-            return finish_item(s, s.get(JobItem, item_id), ok=True)
-    if pause:
-        time.sleep(pause)
+        already = s.scalar(select(RunEvaluation.id).filter_by(**key)) is not None
+        return _Claim(item_id, item.attempts + 1, key, config.id, config.evaluation.get("order", "score"),
+                      eval_settings(config),
+                      list(config.metrics) + [m for m in ALWAYS_EVALUATED if m not in config.metrics],
+                      list(config.evaluation.get("hidden_topics") or []), already)
 
-    started = time.perf_counter()
-    with factory() as s:  # read the inputs, then compute with no transaction open
-        version = s.get(QrelsVersion, key["qrels_version_id"])
-        qrels = _qrels_for(s, version)
-        run = s.get(Run, key["run_id"])
-        blob, source, tag = run.file, run.source_name, run.tag
+
+def _renewal(factory: sessionmaker[Session], item_id: int, attempt: int, lease: float):  # type: ignore[no-untyped-def]
+    def renew() -> bool:
+        with transaction(factory) as s:
+            return s.execute(
+                update(JobItem).where(JobItem.id == item_id, JobItem.status == "evaluating",
+                                      JobItem.attempts == attempt)
+                .values(lease_expires_at=utcnow() + timedelta(seconds=lease))
+                .execution_options(synchronize_session=False)).rowcount == 1
+    return renew
+
+
+def _release(factory: sessionmaker[Session], claim: _Claim) -> None:
+    """Best effort, after an unexpected error: end this attempt's lease now."""
     try:
-        core_run = load_run(blob, source or tag, order)
-        result = evaluate(qrels, [core_run], metrics, settings)
-        rows = _score_rows(result, set(hidden))
-        curve = _curve(qrels, core_run, settings)
+        with transaction(factory) as s:
+            s.execute(update(JobItem).where(JobItem.id == claim.item_id, JobItem.status == "evaluating",
+                                            JobItem.attempts == claim.attempt)
+                      .values(lease_expires_at=utcnow()).execution_options(synchronize_session=False))
     except SQLAlchemyError:
-        raise
-    except Exception as exc:  # a run that cannot be evaluated fails alone; the others go on
-        with transaction(factory) as s:
-            return finish_item(s, s.get(JobItem, item_id), ok=False, error=f"{type(exc).__name__}: {exc}")
-    seconds = time.perf_counter() - started
+        pass  # the lease runs out by itself
 
+
+def _pause(seconds: float) -> None:
+    """Tests only: "compute" this long (short sleeps, so that the heartbeat can interrupt)."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        time.sleep(min(left, 0.05))
+
+
+def _compute_and_store(factory: sessionmaker[Session], claim: _Claim, heartbeat: Heartbeat,
+                       limits: Limits) -> list[Followup]:
+    def read() -> tuple[Qrels, bytes, str, str]:
+        with factory() as s:  # read the inputs, then compute with no transaction open
+            qrels = _qrels_for(s, s.get(QrelsVersion, claim.key["qrels_version_id"]))
+            run = s.get(Run, claim.key["run_id"])
+            return qrels, run.file, run.source_name, run.tag
+
+    qrels, blob, source, tag = patiently(read, heartbeat)
+    started = time.perf_counter()
+    try:
+        with heartbeat.guarded():
+            if limits.pause:
+                _pause(limits.pause)
+            core_run = load_run(blob, source or tag, claim.order)
+            result = evaluate(qrels, [core_run], claim.metrics, claim.settings)
+            rows = _score_rows(result, set(claim.hidden))
+            curve = _curve(qrels, core_run, claim.settings)
+    except (LeaseLost, SQLAlchemyError):
+        raise
+    except BudgetExceeded:
+        error = over_time_budget(limits.time_budget)
+        return patiently(lambda: _finish_claimed(factory, claim, ok=False, error=error), heartbeat)
+    except Exception as exc:  # a run that cannot be evaluated fails alone; the others go on
+        error = f"{type(exc).__name__}: {exc}"
+        return patiently(lambda: _finish_claimed(factory, claim, ok=False, error=error), heartbeat)
+    seconds = time.perf_counter() - started
+    topics = list(result.topics)
+    return patiently(lambda: _store(factory, claim, topics, rows, curve, seconds), heartbeat)
+
+
+def _holds(s: Session, claim: _Claim) -> JobItem | None:
+    """The item, locked, if this claim still holds it (in the storing transaction)."""
+    item = s.get(JobItem, claim.item_id, with_for_update=True, populate_existing=True)
+    if item is None or item.status != "evaluating" or item.attempts != claim.attempt:
+        return None
+    return item
+
+
+def _finish_claimed(factory: sessionmaker[Session], claim: _Claim, *, ok: bool, error: str = "") -> list[Followup]:
+    with transaction(factory) as s:
+        item = _holds(s, claim)
+        return [] if item is None else finish_item(s, item, ok=ok, error=error, attempt=claim.attempt)
+
+
+def _store(factory: sessionmaker[Session], claim: _Claim, topics: list[str], rows: list[dict[str, Any]],
+           curve: dict[str, Any] | None, seconds: float) -> list[Followup]:
     try:
         with transaction(factory) as s:
-            fresh = s.get(JobItem, item_id)
-            if fresh is None or fresh.status != "evaluating":
-                return []  # the sweeper handed it to another worker, which will finish it
-            evaluation = RunEvaluation(config_id=config_id, topics=list(result.topics), seconds=seconds, **key)
+            item = _holds(s, claim)
+            if item is None:
+                return []  # taken over by another attempt, which stores instead
+            evaluation = RunEvaluation(config_id=claim.config_id, topics=topics, seconds=seconds, **claim.key)
             s.add(evaluation)
             s.flush()
-            for row in rows:
-                row.run_evaluation_id = evaluation.id
-            s.add_all(rows)
+            s.add_all(Score(run_evaluation_id=evaluation.id, **row) for row in rows)
             if curve is not None:
-                curve.run_evaluation_id = evaluation.id
-                s.add(curve)
-            return finish_item(s, fresh, ok=True)
+                s.add(RunCurve(run_evaluation_id=evaluation.id, **curve))
+            return finish_item(s, item, ok=True, attempt=claim.attempt)
     except IntegrityError as exc:
         with transaction(factory) as s:
-            stored = s.scalar(select(RunEvaluation.id).filter_by(**key)) is not None
+            stored = s.scalar(select(RunEvaluation.id).filter_by(**claim.key)) is not None
+            item = _holds(s, claim)
             # Stored by another worker first: done. Anything else is this run's failure.
-            return finish_item(s, s.get(JobItem, item_id), ok=stored,
-                               error="" if stored else f"could not store the results: {exc.orig}")
+            return [] if item is None else finish_item(
+                s, item, ok=stored, attempt=claim.attempt,
+                error="" if stored else f"could not store the results: {exc.orig}")
 
 
-def _curve(qrels: Qrels, run: Any, settings: Any) -> RunCurve | None:
+def _curve(qrels: Qrels, run: Any, settings: Any) -> dict[str, Any] | None:
     """J&K's average CG/DCG/nCG/nDCG curves of the run (log base 2), for the API's plots."""
     from service.metrics.curves import gain_curves
 
@@ -142,16 +265,16 @@ def _curve(qrels: Qrels, run: Any, settings: Any) -> RunCurve | None:
     if depth < 1:
         return None
     (c,) = gain_curves(qrels, [run], depth, settings=settings)
-    return RunCurve(depth=depth, cg=pack(c.cg), dcg=pack(c.dcg), ncg=pack(c.ncg), ndcg=pack(c.ndcg),
-                    ideal_cg=pack(c.ideal_cg), ideal_dcg=pack(c.ideal_dcg))
+    return dict(depth=depth, cg=pack(c.cg), dcg=pack(c.dcg), ncg=pack(c.ncg), ndcg=pack(c.ndcg),
+                ideal_cg=pack(c.ideal_cg), ideal_dcg=pack(c.ideal_dcg))
 
 
 def _finite(v: float) -> float | None:
     return v if np.isfinite(v) else None
 
 
-def _score_rows(result: Any, hidden: set[str] = frozenset()) -> list[Score]:  # type: ignore[assignment]
-    """A Score per measure: the mean with its 95% t interval (:func:`mean_interval`, the run's
+def _score_rows(result: Any, hidden: set[str] = frozenset()) -> list[dict[str, Any]]:  # type: ignore[assignment]
+    """The columns of a Score per measure: the mean with its 95% t interval (:func:`mean_interval`, the run's
     own, so it does not move when runs are added) and, with hidden topics, the same on the
     visible topics (the public side of a public/private split)."""
     visible = np.array([t not in hidden for t in result.topics], dtype=bool)
@@ -159,23 +282,26 @@ def _score_rows(result: Any, hidden: set[str] = frozenset()) -> list[Score]:  # 
     for m in result.measures:
         values = result.per_topic(m)[0]
         every = mean_interval(values)
-        row = Score(metric=str(m), mean=_finite(every.mean), ci_low=_finite(every.low), ci_high=_finite(every.high),
-                    n_topics=every.n, values=pack(values))
+        row = dict(metric=str(m), mean=_finite(every.mean), ci_low=_finite(every.low), ci_high=_finite(every.high),
+                   n_topics=every.n, values=pack(values))
         if hidden:
             public = mean_interval(values[visible])
-            row.public_n, row.public_mean = public.n, _finite(public.mean)
-            row.public_ci_low, row.public_ci_high = _finite(public.low), _finite(public.high)
+            row.update(public_n=public.n, public_mean=_finite(public.mean), public_ci_low=_finite(public.low),
+                       public_ci_high=_finite(public.high))
         rows.append(row)
     return rows
 
 
-def finish_item(s: Session, item: JobItem | None, *, ok: bool, error: str = "") -> list[Followup]:
-    """Mark an item done/failed (once) and count it on its job; start the tests when none is pending."""
+def finish_item(s: Session, item: JobItem | None, *, ok: bool, error: str = "",
+                attempt: int | None = None) -> list[Followup]:
+    """Mark an item done/failed (once; with ``attempt``, only while that claim holds it) and
+    count it on its job; start the tests when none is pending."""
     if item is None:
         return []
+    same_claim = () if attempt is None else (JobItem.attempts == attempt,)
     changed = s.execute(
-        update(JobItem).where(JobItem.id == item.id, JobItem.status.in_(PENDING))
-        .values(status="done" if ok else "failed", finished_at=utcnow(), error=error)
+        update(JobItem).where(JobItem.id == item.id, JobItem.status.in_(PENDING), *same_claim)
+        .values(status="done" if ok else "failed", finished_at=utcnow(), error=error, lease_expires_at=None)
         .execution_options(synchronize_session=False)
     ).rowcount
     if not changed:
@@ -190,7 +316,9 @@ def finish_item(s: Session, item: JobItem | None, *, ok: bool, error: str = "") 
 
 
 def maybe_start_tests(s: Session, job_id: int) -> list[Followup]:
-    """Queue the job's tests (once) if none of its items is pending any more."""
+    """Queue the job's tests (once) if none of its items is pending any more. The message is
+    sent with the tests' debounce delay (``workers.tasks.send``), and the round waits for the
+    collection's other jobs (:func:`service.evaluation.significance_tests.run_tests`)."""
     pending = s.scalar(select(func.count()).select_from(JobItem).where(
         JobItem.job_id == job_id, JobItem.status.in_(PENDING)))
     if pending:

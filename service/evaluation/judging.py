@@ -24,7 +24,7 @@ from service.evaluation.access import Principal
 from service.evaluation.lookup import existing
 from service.evaluation.planning import plan_job
 from service.evaluation.setup import add_qrels, audit, judged_top_level, load_qrels, load_run
-from service.evaluation.work import Followup, Outcome
+from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, patiently
 from service.formats.readers import qrels_records
 from service.formats.types import Qrels
 from service.formats.types import Run as CoreRun
@@ -201,16 +201,26 @@ def request_pool(s: Session, coll: Collection, me: Principal, depth: int, select
     return Outcome(_build_doc(outcome.result), outcome.followups)
 
 
-def build_pool(factory: sessionmaker[Session], build_id: int, max_attempts: int = 3) -> list[Followup]:
+def build_pool(factory: sessionmaker[Session], build_id: int, max_attempts: int = 3,
+               lease: float = Limits.lease) -> list[Followup]:
     """The worker's part of :func:`request_pool`: claim the build, read the runs chosen and
-    pool them with no transaction open, then store the pool and finish the build in one
-    transaction. The build fails, with the reason, if the qrels changed since it was asked
-    for (:data:`QRELS_CHANGED`: the pool would ask for judgments made meanwhile), if its runs
-    are gone, or if a run cannot be read. Only the latest claim stores, so a retried or
-    duplicated task, or a second worker, adds no second pool."""
-    attempt = analyses.claim(factory, build_id, max_attempts, (analyses.POOL,))
+    pool them with no transaction open (a heartbeat renewing the claim's lease), then store
+    the pool and finish the build in one transaction. The build fails, with the reason, if
+    the qrels changed since it was asked for (:data:`QRELS_CHANGED`: the pool would ask for
+    judgments made meanwhile), if its runs are gone, or if a run cannot be read. Only the
+    latest claim stores, so a retried or duplicated task, or a second worker, adds no second
+    pool; a claim whose lease expired (a dead worker) is taken over."""
+    attempt = analyses.claim(factory, build_id, max_attempts, (analyses.POOL,), lease)
     if attempt is None:
         return []
+    try:
+        with Heartbeat(analyses.renewal(factory, build_id, attempt, lease), lease) as heartbeat:
+            return _build_claimed(factory, build_id, attempt, heartbeat)
+    except LeaseLost:
+        return []  # taken over by a later attempt, which stores the pool
+
+
+def _build_claimed(factory: sessionmaker[Session], build_id: int, attempt: int, heartbeat: Heartbeat) -> list[Followup]:
     with factory() as s:
         row = s.get(Analysis, build_id)
         if row is None:
@@ -218,31 +228,39 @@ def build_pool(factory: sessionmaker[Session], build_id: int, max_attempts: int 
         params, collection_id, actor = dict(row.params), row.collection_id, row.created_by
     inputs: _PoolInputs | None = None
     try:
-        with factory() as s:
-            coll = s.get(Collection, collection_id)
-            wanted = list(params["run_ids"])
-            found = {r.id: r for r in s.scalars(select(Run).where(Run.id.in_(wanted)))}
-            runs = [found[r] for r in wanted if r in found]
-            if runs:
-                inputs = _pool_inputs(s, coll, runs)
-        built = pooling.build_pool(inputs.runs, int(params["depth"]), inputs.judged, inputs.topics) if inputs else None
+        def read() -> _PoolInputs | None:
+            with factory() as s:
+                coll = s.get(Collection, collection_id)
+                wanted = list(params["run_ids"])
+                found = {r.id: r for r in s.scalars(select(Run).where(Run.id.in_(wanted)))}
+                runs = [found[r] for r in wanted if r in found]
+                return _pool_inputs(s, coll, runs) if runs else None
+
+        inputs = patiently(read, heartbeat)
+        with heartbeat.guarded():
+            built = pooling.build_pool(inputs.runs, int(params["depth"]), inputs.judged,
+                                       inputs.topics) if inputs else None
         error = "" if built is not None else "no run of the pool's selection is left"
-    except SQLAlchemyError:
-        raise  # the database briefly away: the task is retried, the sweeper re-sends the build
+    except (SQLAlchemyError, LeaseLost):
+        raise  # the database away too long: the task is retried, the sweeper re-sends the build
     except Exception as exc:  # noqa: BLE001  (recorded on the build; the worker goes on)
         built, error = None, f"{type(exc).__name__}: {exc}"
-    with transaction(factory) as s:
-        changed = _qrels_changed(s, collection_id, params["base_qrels_version_id"])
-        fresh = analyses.claimed(s, build_id, attempt)
-        if fresh is None:
-            return []  # re-queued by the sweeper meanwhile and claimed again: that attempt stores it
-        if changed or built is None:
-            analyses.finish(fresh, {}, QRELS_CHANGED if changed else error)
-            return []
-        pool = _store_pool(s, collection_id, params["base_qrels_version_id"], int(params["depth"]),
-                           params["selection"], params["max_priority"], inputs, built, actor)
-        analyses.finish(fresh, {"pool_id": pool.id, "pool": pool.number, "size": pool.size})
-    return []
+
+    def store() -> list[Followup]:
+        with transaction(factory) as s:
+            changed = _qrels_changed(s, collection_id, params["base_qrels_version_id"])
+            fresh = analyses.claimed(s, build_id, attempt)
+            if fresh is None:
+                return []  # re-queued by the sweeper meanwhile and claimed again: that attempt stores it
+            if changed or built is None:
+                analyses.finish(fresh, {}, QRELS_CHANGED if changed else error)
+                return []
+            pool = _store_pool(s, collection_id, params["base_qrels_version_id"], int(params["depth"]),
+                               params["selection"], params["max_priority"], inputs, built, actor)
+            analyses.finish(fresh, {"pool_id": pool.id, "pool": pool.number, "size": pool.size})
+        return []
+
+    return patiently(store, heartbeat)
 
 
 BUILD_STATUS = {"queued": "pending", "running": "running", "done": "done", "failed": "failed"}
@@ -322,6 +340,8 @@ def assessment_file(s: Session, pool_id: int, me: Principal, topic: str) -> str:
 def assessments(s: Session, me: Principal) -> list[dict[str, Any]]:
     """What an assessor (or organiser) has to judge: per pool and assigned topic, the pool's
     documents and how many the current qrels already judge. No runs, scores or teams."""
+    from urllib.parse import quote  # a topic id may hold "/", "?", "#" or "%" (its link is a path)
+
     policy.require(policy.is_assessor(me), me, "the assessors' list (organisers read their pools)")
     out = []
     collections = sorted({c for c, _ in me.assigned})
@@ -336,7 +356,7 @@ def assessments(s: Session, me: Principal) -> list[dict[str, Any]]:
                 done = sum(1 for d in docs if (topic, d) in judged)
                 out.append({"pool": pool.id, "collection_id": cid, "collection": coll.name, "topic": topic,
                             "documents": len(docs), "judged": done, "max_level": pool.max_level,
-                            "download": f"/api/pools/{pool.id}/topics/{topic}"})
+                            "download": f"/api/pools/{pool.id}/topics/{quote(topic, safe='/')}"})
     return out
 
 

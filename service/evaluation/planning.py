@@ -10,16 +10,32 @@ Guarantees (the whole protocol):
 - Results of a run are written in one transaction (RunEvaluation + every Score), keyed
   by (run, qrels version, settings hash, evaluator version): a killed worker leaves
   nothing, a duplicate execution writes nothing twice.
-- Every state change of an item is a conditional UPDATE (``WHERE status = ...``): two
-  deliveries of one message, a sweeper and a slow worker can race, and exactly one of
-  them moves the item on; counters are incremented only by that one.
+- Every state change of an item is a conditional UPDATE (``WHERE status = ... AND attempts
+  = ...``): two deliveries of one message, a sweeper and a slow worker can race, and exactly
+  one of them moves the item on; counters are incremented only by that one.
+- A claim is a lease: claiming (queued -> evaluating) counts an attempt (``attempts``, the
+  claim's token) and sets ``lease_expires_at``; while it computes, the attempt renews the
+  lease from a heartbeat thread (a short transaction of its own every third of the lease,
+  conditional on the token). Only an expired lease (a dead attempt) is taken over, by a
+  redelivered message or by the sweeper's re-queue; an attempt that runs long but renews is
+  never disturbed, and a taken-over attempt stores nothing (its result transaction is
+  conditional on the token, under the item's row lock) and is interrupted.
+- Budgets: a run longer than ``CRANFIELD_EVAL_MAX_LINES`` lines, or whose computation passes
+  ``CRANFIELD_EVAL_TIME_BUDGET`` seconds (the heartbeat interrupts it), fails with that
+  reason and is not retried; an item is claimed at most ``CRANFIELD_MAX_ATTEMPTS`` times.
 - The database says what remains to be done: a job's items move queued -> evaluating ->
-  done | failed, and the sweeper re-queues items that stay "evaluating" (or a stalled
-  job's "queued" items) past the timeout, so a lost broker message or a killed worker
-  delays an evaluation but never loses it.
+  done | failed. The sweeper (every ``CRANFIELD_SWEEP_INTERVAL`` s) re-queues items whose
+  lease expired and sends again queued work last sent ``CRANFIELD_LOST_AFTER`` s ago when the
+  broker holds fewer messages than there is queued work (``CRANFIELD_STUCK_TIMEOUT`` s in any
+  case), so a lost broker message or a killed worker delays an evaluation by well under a
+  minute but never loses it. A database that is briefly away is waited for: in-process
+  while holding a claim, by the task's retries (backing off over ten minutes) before.
 - The pairwise tests of a job run once no item is queued or evaluating any more (checked
-  in the items' own transactions: a Celery chord without a result backend); a test that
-  cannot run (too few topics, say) is reported on the job, which always finishes.
+  in the items' own transactions: a Celery chord without a result backend), in rounds that
+  serve every waiting job of the same collection and key (debounced: a burst of submissions
+  costs one round; see :mod:`~service.evaluation.significance_tests`); a round is leased as
+  an item is. A test that cannot run (too few topics, say) is reported on the job, which
+  always finishes.
 - The use cases take ids, open their own transactions and return the follow-up work to
   send *after* their transaction has committed (:class:`~service.evaluation.work.Followup`);
   they never talk to the broker themselves.

@@ -1,57 +1,180 @@
 """A job's tests: pairwise significance on the stored scores, the meta-evaluation of the
 collection's metrics, and the rank changes between two qrels versions.
 
-:func:`run_tests` runs once a job has no pending item (see :mod:`service.evaluation.planning`),
-computes with no transaction open and stores every test matrix and the job's report in one
-transaction; it always finishes the job: a metric whose test cannot run is reported in
-``job.report``.
+The tests of a collection's current key (qrels version, configuration, evaluator version)
+run in *rounds*: :func:`run_tests` runs once a job has no pending item (see
+:mod:`service.evaluation.planning`), and one round serves every job of the key that is
+waiting for its tests ("testing"), so that a burst of submissions (one job each) costs one
+round, not one per submission:
+
+- Its message is sent with a debounce delay (``CRANFIELD_TESTS_DEBOUNCE``), and a round does
+  not start while another job of the key still has pending items or entered "testing" later
+  (that job's own message comes later; a live round chains to the jobs it did not cover),
+  unless the oldest waiting job has waited ``Limits.tests_max_wait``.
+- The round claims every waiting job of the key under the collection's row lock (conditional
+  UPDATE of ``tests_attempts``, the claim's token, and ``tests_queued_at`` set to the lease's
+  expiry, in the future while the round lives), renews that lease from a heartbeat, computes
+  with no transaction open, and stores every test matrix and each job's report in one
+  transaction, conditional on still holding every claim. It always finishes its jobs: a
+  metric whose test cannot run is reported in ``job.report``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.evaluation.planning import TEST_PARAMS, params_hash, runs_hash
+from service.evaluation.planning import PENDING, TEST_PARAMS, params_hash, runs_hash
 from service.evaluation.results import evaluated_under, json_safe, tested_under
 from service.evaluation.setup import EVALUATOR_VERSION
-from service.evaluation.work import Followup
+from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, TaskName, patiently
 from service.metrics.pooling import competition_ranks
 from service.metrics.stats.meta import MetaEvaluation, meta_evaluation
 from service.metrics.stats.pairwise import pairwise
 from service.store.arrays import pack, unpack
-from service.store.db import transaction
-from service.store.models import CollectionConfig, Job, QrelsVersion, Run, RunEvaluation, Score, Significance, utcnow
+from service.store.db import as_utc, transaction
+from service.store.models import (
+    Collection,
+    CollectionConfig,
+    Job,
+    JobItem,
+    QrelsVersion,
+    Run,
+    RunEvaluation,
+    Score,
+    Significance,
+    utcnow,
+)
 
 #: Per metric: (run ids, topics, (topics, runs) matrix of per-topic scores).
 ScoreTables = dict[str, tuple[list[int], list[str], np.ndarray]]
+LONG_AGO = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def run_tests(factory: sessionmaker[Session], job_id: int) -> list[Followup]:
-    """The pairwise significance tests of the job's metrics, then the rank-change report.
+def tests_gave_up(attempts: int) -> str:
+    return f"the significance tests did not complete after {attempts} attempts"
 
-    Always finishes the job: a metric whose test cannot run is reported in ``job.report``.
-    """
-    with factory() as s:
-        job = s.get(Job, job_id)
-        if job is None or job.status != "testing":
+
+def same_key(job: Job) -> tuple[Any, ...]:
+    """WHERE conditions on ``Job``: the jobs whose tests one round runs (those of ``job``'s key)."""
+    return (Job.collection_id == job.collection_id, Job.qrels_version_id == job.qrels_version_id,
+            Job.config_id == job.config_id, Job.evaluator_version == job.evaluator_version)
+
+
+def mark(job: Job) -> datetime:
+    """A waiting job's ``tests_queued_at``: when its tests were last sent, or (in the future)
+    until when the round that claimed them lives."""
+    return as_utc(job.tests_queued_at) or LONG_AGO
+
+
+def pending_elsewhere(s: Session, job: Job) -> bool:
+    """Whether another job of the key still has queued or evaluating items."""
+    return bool(s.scalar(select(func.count()).select_from(JobItem).join(Job).where(
+        *same_key(job), Job.id != job.id, Job.status == "running", JobItem.status.in_(PENDING))))
+
+
+@dataclass(frozen=True)
+class _Round:
+    jobs: dict[int, int]  # job id -> its tests_attempts under this round's claim
+    collection_id: int
+    qrels_id: int
+    config_id: int
+
+
+def run_tests(factory: sessionmaker[Session], job_id: int, limits: Limits = Limits()) -> list[Followup]:
+    """One round of the tests of ``job_id``'s key: the pairwise significance tests of the
+    configured metrics, the meta-evaluation and, per job, the rank-change report."""
+    claim = _claim_round(factory, job_id, limits)
+    if not isinstance(claim, _Round):
+        return claim
+    heartbeat = Heartbeat(_renewal(factory, claim, limits.lease), limits.lease)
+    try:
+        with heartbeat:
+            inputs = patiently(lambda: _read(factory, claim), heartbeat)
+            with heartbeat.guarded():
+                results, errors, meta = _compute(*inputs)
+            return patiently(lambda: _store(factory, claim, inputs[0], results, errors, meta), heartbeat)
+    except LeaseLost:
+        return []  # the round was taken over; the later one stores
+
+
+def _claim_round(factory: sessionmaker[Session], job_id: int, limits: Limits) -> _Round | list[Followup]:
+    """Claim the tests of every waiting job of the key, unless the round should wait (see
+    the module's docstring); jobs whose earlier rounds all died are failed instead."""
+    with transaction(factory) as s:
+        collection_id = s.scalar(select(Job.collection_id).where(Job.id == job_id))
+        if collection_id is None:
             return []
-        config = s.get(CollectionConfig, job.config_id)
+        s.execute(select(Collection.id).where(Collection.id == collection_id).with_for_update())
+        job = s.get(Job, job_id, populate_existing=True)
+        if job is None or job.status != "testing":
+            return []  # a duplicate, or finished by another job's round
+        now = utcnow()
+        waiting = list(s.scalars(select(Job).where(*same_key(job), Job.status == "testing")
+                                 .execution_options(populate_existing=True)))
+        if any(mark(j) > now for j in waiting):
+            return []  # a round is alive: it covers this job or chains to it when it ends
+        if min(mark(j) for j in waiting) > now - timedelta(seconds=limits.tests_max_wait):
+            if any(mark(j) > mark(job) for j in waiting) or pending_elsewhere(s, job):
+                return []  # a later job's message (or its last item) starts the round
+        expires = now + timedelta(seconds=limits.lease)
+        covered: dict[int, int] = {}
+        for j in waiting:
+            if j.tests_attempts >= limits.max_attempts:
+                s.execute(update(Job).where(Job.id == j.id, Job.status == "testing",
+                                            Job.tests_attempts == j.tests_attempts)
+                          .values(status="failed", finished_at=now, error=tests_gave_up(j.tests_attempts))
+                          .execution_options(synchronize_session=False))
+                continue
+            if s.execute(update(Job).where(Job.id == j.id, Job.status == "testing",
+                                           Job.tests_attempts == j.tests_attempts)
+                         .values(tests_attempts=j.tests_attempts + 1, tests_queued_at=expires)
+                         .execution_options(synchronize_session=False)).rowcount:
+                covered[j.id] = j.tests_attempts + 1
+        if not covered:
+            return []
+        return _Round(covered, job.collection_id, job.qrels_version_id, job.config_id)
+
+
+def _holding(job_id: int, attempt: int) -> tuple[Any, ...]:
+    return (Job.id == job_id, Job.status == "testing", Job.tests_attempts == attempt)
+
+
+def _renewal(factory: sessionmaker[Session], claim: _Round, lease: float):  # type: ignore[no-untyped-def]
+    def renew() -> bool:
+        with transaction(factory) as s:
+            expires = utcnow() + timedelta(seconds=lease)
+            held = [s.execute(update(Job).where(*_holding(j, a)).values(tests_queued_at=expires)
+                              .execution_options(synchronize_session=False)).rowcount for j, a in claim.jobs.items()]
+            return all(held)
+    return renew
+
+
+def _read(factory: sessionmaker[Session], claim: _Round) -> tuple[dict[str, Any], ScoreTables, ScoreTables]:
+    with factory() as s:
+        config = s.get(CollectionConfig, claim.config_id)
         assert config is not None
         sig = dict(config.significance)
         metrics = sig.get("metrics") or [config.official_metric]
-        tables = stored_scores(s, job.collection_id, job.qrels_version_id, config.settings_hash, metrics)
-        all_tables = stored_scores(s, job.collection_id, job.qrels_version_id, config.settings_hash,
-                                   list(config.metrics))
-        qrels_id, collection_id, settings = job.qrels_version_id, job.collection_id, config.settings_hash
-    hidden = set(config.evaluation.get("hidden_topics") or [])
+        tables = stored_scores(s, claim.collection_id, claim.qrels_id, config.settings_hash, metrics)
+        all_tables = stored_scores(s, claim.collection_id, claim.qrels_id, config.settings_hash, list(config.metrics))
+        settings = {"sig": sig, "metrics": metrics, "settings_hash": config.settings_hash,
+                    "hidden": set(config.evaluation.get("hidden_topics") or []), "all_metrics": list(all_tables)}
+    return settings, tables, all_tables
+
+
+def _compute(settings: dict[str, Any], tables: ScoreTables,
+             all_tables: ScoreTables) -> tuple[list[Any], dict[str, str], MetaEvaluation]:
+    sig, hidden = settings["sig"], settings["hidden"]
     results, errors = [], {}
-    for metric in metrics:
+    for metric in settings["metrics"]:
         run_ids, topics, matrix = tables.get(metric, ([], [], np.zeros((0, 0))))
         if len(run_ids) < 2:
             errors[metric] = f"{len(run_ids)} evaluated run(s): nothing to compare"
@@ -69,37 +192,55 @@ def run_tests(factory: sessionmaker[Session], job_id: int) -> list[Followup]:
             results.append((metric, run_ids, res, subset))
     meta = meta_evaluation({m: (ids, matrix) for m, (ids, _, matrix) in all_tables.items()},
                            alpha=float(sig["alpha"]), resamples=int(sig["resamples"]), seed=int(sig["seed"]))
+    return results, errors, meta
+
+
+def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, Any], results: list[Any],
+           errors: dict[str, str], meta: MetaEvaluation) -> list[Followup]:
+    """Store the round's matrices and finish its jobs, if it still holds every claim; then
+    chain a round for the jobs of the key that started waiting after this one was claimed."""
+    sig, settings_hash = settings["sig"], settings["settings_hash"]
     phash = params_hash(sig)
     try:
         with transaction(factory) as s:
-            job = s.get(Job, job_id)
-            if job is None or job.status != "testing":
-                return []
+            s.execute(select(Collection.id).where(Collection.id == claim.collection_id).with_for_update())
+            jobs = [s.get(Job, j, populate_existing=True) for j in claim.jobs]
+            if any(job is None or job.status != "testing" or job.tests_attempts != claim.jobs[job.id]
+                   for job in jobs):
+                return []  # taken over by a later round, which stores instead
             for metric, run_ids, res, subset in results:
                 rhash = runs_hash(run_ids)
                 exists = s.scalar(select(Significance.id).where(
-                    tested_under(qrels_id, settings), Significance.metric == metric, Significance.test == res.test,
-                    Significance.runs_hash == rhash, Significance.params_hash == phash,
-                    Significance.subset == subset))
+                    tested_under(claim.qrels_id, settings_hash), Significance.metric == metric,
+                    Significance.test == res.test, Significance.runs_hash == rhash,
+                    Significance.params_hash == phash, Significance.subset == subset))
                 if exists is None:
                     s.add(Significance(
-                        collection_id=collection_id, qrels_version_id=qrels_id, metric=metric, test=res.test,
-                        subset=subset, settings_hash=settings, evaluator_version=EVALUATOR_VERSION, runs_hash=rhash,
-                        params_hash=phash, params={k: sig.get(k) for k in TEST_PARAMS}, run_ids=list(run_ids),
-                        n_topics=res.n_topics, diff=pack(res.diff), statistic=pack(res.statistic), p=pack(res.p),
+                        collection_id=claim.collection_id, qrels_version_id=claim.qrels_id, metric=metric,
+                        test=res.test, subset=subset, settings_hash=settings_hash,
+                        evaluator_version=EVALUATOR_VERSION, runs_hash=rhash, params_hash=phash,
+                        params={k: sig.get(k) for k in TEST_PARAMS}, run_ids=list(run_ids), n_topics=res.n_topics,
+                        diff=pack(res.diff), statistic=pack(res.statistic), p=pack(res.p),
                         p_adjusted=pack(res.p_adjusted)))
-            report = rank_changes(s, job, config) if job.previous_qrels_id else {}
-            if errors:
-                report = {**report, "test_errors": errors}
-            report = {**report, "meta": meta_document(meta, all_tables)}
-            job.report = json_safe(report)
-            job.error = "; ".join(filter(None, [
-                f"{job.failed} of {job.total} runs failed; see their status" if job.failed else "",
-                "tests not run for " + ", ".join(errors) if errors else ""]))
-            job.status, job.finished_at = "done", utcnow()
+            config = s.get(CollectionConfig, claim.config_id)
+            meta_doc = meta_document(meta, settings["all_metrics"])
+            now = utcnow()
+            for job in jobs:
+                report = rank_changes(s, job, config) if job.previous_qrels_id else {}
+                if errors:
+                    report = {**report, "test_errors": errors}
+                report = {**report, "meta": meta_doc}
+                job.report = json_safe(report)
+                job.error = "; ".join(filter(None, [
+                    f"{job.failed} of {job.total} runs failed; see their status" if job.failed else "",
+                    "tests not run for " + ", ".join(errors) if errors else ""]))
+                job.status, job.finished_at = "done", now
+            s.flush()
+            later = s.scalars(select(Job.id).where(*same_key(jobs[0]), Job.status == "testing")
+                              .order_by(Job.tests_queued_at.desc(), Job.id.desc())).first()
+            return [Followup(TaskName.RUN_TESTS, later)] if later is not None else []
     except IntegrityError:
-        return []  # a concurrent run_tests stored the same matrices and finished the job
-    return []
+        return []  # a concurrent round stored the same matrices and finished the jobs
 
 
 def meta_document(meta: MetaEvaluation, metrics: Iterable[str]) -> dict[str, Any]:

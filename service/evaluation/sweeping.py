@@ -1,69 +1,133 @@
 """Keeping stored results whole and current: the beat-scheduled sweeper and refresh.
 
-:func:`sweep` re-queues work whose broker message was lost or whose worker died (the
-database says what is left; see :mod:`service.evaluation.planning`); :func:`refresh_stale`
-plans a job for every collection whose stored results are not current.
+:func:`sweep` re-queues work whose attempt died (its lease expired: nobody renews it) and
+sends again work whose broker message was lost (the database says what is left; see
+:mod:`service.evaluation.planning`); :func:`refresh_stale` plans a job for every collection
+whose stored results are not current.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+from itertools import groupby
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.evaluation.evaluating import finish_item, maybe_start_tests
-from service.evaluation.planning import ACTIVE, job_key, params_hash, plan_job, runs_hash
+from service.evaluation import analyses
+from service.evaluation.evaluating import finish_item, gave_up, lease_expired, maybe_start_tests
+from service.evaluation.planning import ACTIVE, PENDING, job_key, params_hash, plan_job, runs_hash
 from service.evaluation.results import current_result, tested_under
+from service.evaluation.significance_tests import mark, pending_elsewhere, tests_gave_up
 from service.evaluation.work import Followup, TaskName
 from service.store.db import as_utc, transaction
-from service.store.models import Collection, CollectionConfig, Job, JobItem, Run, RunEvaluation, Significance, utcnow
+from service.store.models import (
+    Analysis,
+    Collection,
+    CollectionConfig,
+    Job,
+    JobItem,
+    Run,
+    RunEvaluation,
+    Significance,
+    utcnow,
+)
 
 
-def sweep(factory: sessionmaker[Session], timeout: float, max_attempts: int = 3) -> list[Followup]:
-    """Re-queue work that is stuck: items evaluating past ``timeout`` seconds, queued items
-    of jobs without progress for that long, and tests queued that long ago (given up, with
-    the job failed, after ``max_attempts``)."""
+def messages_missing(factory: sessionmaker[Session], backlog: int | None) -> bool:
+    """Whether the broker's queue (``backlog`` messages; None: unknown) holds fewer messages
+    than the database has queued work: then some were lost (a broker restart, a send that
+    failed after its commit) and queued work that waited ``lost_after`` is sent again."""
+    if backlog is None:
+        return True
+    with factory() as s:
+        queued = (s.scalar(select(func.count()).select_from(JobItem).where(JobItem.status == "queued")) or 0) + \
+            (s.scalar(select(func.count()).select_from(Analysis).where(Analysis.status == "queued")) or 0)
+    return backlog < max(queued, 1)
+
+
+def sweep(factory: sessionmaker[Session], max_attempts: int = 3, *, lost_after: float = 15.0,
+          stuck_timeout: float = 600.0, backlog: int | None = None, tests_max_wait: float = 60.0) -> list[Followup]:
+    """One round of the sweeper, each change a short conditional transaction of its own:
+
+    - an item whose claim expired (its attempt stopped renewing the lease: a dead worker) is
+      re-queued, or failed after ``max_attempts`` claims; a live attempt is never touched,
+      however long it runs;
+    - queued work (items, waiting tests, analyses) last sent ``lost_after`` seconds ago is
+      sent again when the broker holds fewer messages than there is queued work
+      (:func:`messages_missing`), and after ``stuck_timeout`` seconds in any case;
+    - a job without pending items gets its tests queued; waiting tests whose rounds all died
+      fail the job after ``max_attempts`` rounds.
+    """
     now = utcnow()
-    limit = now - timedelta(seconds=timeout)
+    missing = messages_missing(factory, backlog)
+    grace = timedelta(seconds=lost_after if missing else stuck_timeout)
     followups: list[Followup] = []
-    with transaction(factory) as s:
-        for item in s.scalars(select(JobItem).where(JobItem.status == "evaluating")):
-            started = as_utc(item.started_at)
-            if started is not None and started >= limit:
+    with factory() as s:
+        claimed = list(s.scalars(select(JobItem.id).where(JobItem.status == "evaluating", or_(
+            JobItem.lease_expires_at < now, JobItem.lease_expires_at.is_(None)))))
+    for item_id in claimed:  # dead attempts
+        with transaction(factory) as s:
+            item = s.get(JobItem, item_id)
+            if item is None or item.status != "evaluating" or not lease_expired(item, now, stuck_timeout):
                 continue
             if item.attempts >= max_attempts:
-                followups += finish_item(s, item, ok=False,
-                                         error=f"no result after {item.attempts} attempts (worker lost or too slow)")
-                continue
-            same_claim = (JobItem.started_at.is_(None) if item.started_at is None
-                          else JobItem.started_at == item.started_at)  # not re-claimed meanwhile
-            if s.execute(update(JobItem).where(JobItem.id == item.id, JobItem.status == "evaluating", same_claim)
-                         .values(status="queued", queued_at=now)
-                         .execution_options(synchronize_session=False)).rowcount:
+                followups += finish_item(s, item, ok=False, error=gave_up(item.attempts), attempt=item.attempts)
+            elif s.execute(update(JobItem).where(JobItem.id == item.id, JobItem.status == "evaluating",
+                                                 JobItem.attempts == item.attempts)
+                           .values(status="queued", queued_at=now, lease_expires_at=None)
+                           .execution_options(synchronize_session=False)).rowcount:
                 followups.append(Followup(TaskName.EVALUATE_ITEM, item.id))
-        for job in s.scalars(select(Job).where(Job.status == "running")):
-            items = list(s.scalars(select(JobItem).where(JobItem.job_id == job.id)))
-            marks = [as_utc(t) for it in items for t in (it.queued_at, it.started_at, it.finished_at) if t]
-            if marks and max(marks) < limit:  # no progress for `timeout`: the messages were lost
-                for it in items:
-                    if it.status == "queued" and s.execute(
-                            update(JobItem).where(JobItem.id == it.id, JobItem.status == "queued")
-                            .values(queued_at=now).execution_options(synchronize_session=False)).rowcount:
-                        followups.append(Followup(TaskName.EVALUATE_ITEM, it.id))
-            followups += maybe_start_tests(s, job.id)
-        for job in s.scalars(select(Job).where(Job.status == "testing")):
-            queued = as_utc(job.tests_queued_at)
-            if queued is not None and queued >= limit:
+    with transaction(factory) as s:  # lost messages of queued items
+        lost = list(s.scalars(select(JobItem.id).where(JobItem.status == "queued", JobItem.queued_at < now - grace)))
+        if lost:
+            s.execute(update(JobItem).where(JobItem.id.in_(lost), JobItem.status == "queued")
+                      .values(queued_at=now).execution_options(synchronize_session=False))
+            followups += [Followup(TaskName.EVALUATE_ITEM, i) for i in lost]
+    with factory() as s:  # every item finished, but the tests were never queued
+        pending = select(JobItem.id).where(JobItem.job_id == Job.id, JobItem.status.in_(PENDING)).exists()
+        running = list(s.scalars(select(Job.id).where(Job.status == "running", ~pending)))
+    for job_id in running:
+        with transaction(factory) as s:
+            followups += maybe_start_tests(s, job_id)
+    followups += _sweep_tests(factory, now, grace, max_attempts, tests_max_wait)
+    followups += analyses.sweep(factory, stuck_timeout, lost_after=lost_after if missing else None)
+    return followups
+
+
+def _sweep_tests(factory: sessionmaker[Session], now: Any, grace: timedelta, max_attempts: int,
+                 tests_max_wait: float) -> list[Followup]:
+    """Waiting tests (jobs "testing"), per key: nothing while a round is alive; jobs whose
+    rounds all died fail; otherwise, once the newest was sent ``grace`` ago and nothing of
+    the key is pending any more, the round is sent again (for the newest job: it covers all)."""
+    followups: list[Followup] = []
+    with factory() as s:
+        waiting = list(s.scalars(select(Job).where(Job.status == "testing")))
+    key = lambda j: (j.collection_id, j.qrels_version_id, j.config_id, j.evaluator_version)  # noqa: E731
+    for _, group in groupby(sorted(waiting, key=key), key=key):
+        jobs = list(group)
+        if any(mark(j) > now for j in jobs):
+            continue  # a round is alive
+        with transaction(factory) as s:
+            for j in jobs:
+                if j.tests_attempts >= max_attempts:
+                    s.execute(update(Job).where(Job.id == j.id, Job.status == "testing",
+                                                Job.tests_attempts == j.tests_attempts)
+                              .values(status="failed", finished_at=now, error=tests_gave_up(j.tests_attempts))
+                              .execution_options(synchronize_session=False))
+            rest = [j for j in jobs if j.tests_attempts < max_attempts]
+            if not rest:
                 continue
-            if job.tests_attempts >= max_attempts:
-                job.status, job.finished_at = "failed", now
-                job.error = f"the significance tests did not complete after {job.tests_attempts} attempts"
-            else:
-                job.tests_attempts += 1
-                job.tests_queued_at = now
-                followups.append(Followup(TaskName.RUN_TESTS, job.id))
+            newest = max(rest, key=lambda j: (mark(j), j.id))
+            if mark(newest) > now - grace:
+                continue  # its message may still come
+            if min(mark(j) for j in rest) > now - timedelta(seconds=tests_max_wait) and pending_elsewhere(s, newest):
+                continue  # the last job to finish its items sends the round
+            if s.execute(update(Job).where(Job.id == newest.id, Job.status == "testing",
+                                           Job.tests_attempts == newest.tests_attempts)
+                         .values(tests_queued_at=now).execution_options(synchronize_session=False)).rowcount:
+                followups.append(Followup(TaskName.RUN_TESTS, newest.id))
     return followups
 
 

@@ -10,31 +10,24 @@ and are not in it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.evaluation import analyses, evaluating, judging, significance_tests
-from service.evaluation.work import Followup, TaskName
+from service.evaluation.work import Followup, Limits, TaskName
 
-
-@dataclass(frozen=True)
-class Limits:
-    """How the workers run a use case (``CRANFIELD_MAX_ATTEMPTS``, ``CRANFIELD_TASK_DELAY``)."""
-
-    max_attempts: int = 3
-    pause: float = 0.0  # tests only: seconds between claiming an item and computing it
-
+__all__ = ["USE_CASES", "Limits", "UseCase", "run_here", "use_case"]
 
 UseCase = Callable[[sessionmaker[Session], int, Limits], list[Followup]]
 
 USE_CASES: Mapping[TaskName, UseCase] = MappingProxyType({
-    TaskName.EVALUATE_ITEM: lambda factory, id_, limits: evaluating.evaluate_item(
-        factory, id_, limits.max_attempts, pause=limits.pause),
-    TaskName.RUN_TESTS: lambda factory, id_, limits: significance_tests.run_tests(factory, id_),
-    TaskName.RUN_ANALYSIS: lambda factory, id_, limits: analyses.compute(factory, id_, limits.max_attempts),
-    TaskName.BUILD_POOL: lambda factory, id_, limits: judging.build_pool(factory, id_, limits.max_attempts),
+    TaskName.EVALUATE_ITEM: lambda factory, id_, limits: evaluating.evaluate_item(factory, id_, limits),
+    TaskName.RUN_TESTS: lambda factory, id_, limits: significance_tests.run_tests(factory, id_, limits),
+    TaskName.RUN_ANALYSIS: lambda factory, id_, limits: analyses.compute(factory, id_, limits.max_attempts,
+                                                                         limits.lease),
+    TaskName.BUILD_POOL: lambda factory, id_, limits: judging.build_pool(factory, id_, limits.max_attempts,
+                                                                         limits.lease),
 })
 
 

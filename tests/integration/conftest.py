@@ -64,13 +64,28 @@ class Backend:
 
         return session_factory(self.database_url)
 
-    def start_worker(self, *, concurrency: int = 2, **extra_env: str) -> subprocess.Popen:
+    def start_worker(self, *, concurrency: int = 2, beat: bool = True, **extra_env: str) -> subprocess.Popen:
+        """A `celery worker` process; with ``beat`` it runs the scheduler too (the sweeper),
+        as `cranfield worker --beat` does; without, start one with :meth:`start_beat`."""
         env = {**os.environ, **self.env, **extra_env, "PYTHONPATH": str(REPO)}
         log = open(self.tmp / f"worker-{len(self.workers)}.log", "w")  # noqa: SIM115
+        scheduler = ["-B", "-s", str(self.tmp / f"beat-{len(self.workers)}")] if beat else []
         proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", self.env["CRANFIELD_QUEUE"],
-             "-c", str(concurrency), "-B", "-s", str(self.tmp / f"beat-{len(self.workers)}"),
+             "-c", str(concurrency), *scheduler,
              "--loglevel", "INFO", "-n", f"w{len(self.workers)}-{uuid.uuid4().hex[:6]}@%h"],
+            cwd=self.tmp, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self.workers.append(proc)
+        return proc
+
+    def start_beat(self, **extra_env: str) -> subprocess.Popen:
+        """The scheduler alone (`cranfield beat`): the sweeper and the refresh, as in production."""
+        env = {**os.environ, **self.env, **extra_env, "PYTHONPATH": str(REPO)}
+        log = open(self.tmp / f"worker-{len(self.workers)}-beat.log", "w")  # noqa: SIM115
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "workers.app", "beat", "-s",
+             str(self.tmp / f"beat-{len(self.workers)}"), "--loglevel", "INFO"],
             cwd=self.tmp, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         self.workers.append(proc)
@@ -138,6 +153,61 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         if name is not None:
             with _pg_admin().connect() as conn:
                 conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# ------------------------------------------------------------------ restarting the shared services
+def _redis_up() -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(REDIS, socket_connect_timeout=1).ping())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def start_redis() -> None:
+    """Start the local Redis (127.0.0.1:6379, no persistence) if it is down, and wait for it."""
+    if not _redis_up():
+        subprocess.run(["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "--port", "6379",
+                        "--save", "", "--appendonly", "no"], check=True, capture_output=True)
+    wait_for(_redis_up, 30, "Redis to start")
+
+
+def restart_redis(down: float = 2.0) -> float:
+    """Shut the local Redis down without saving (every queued message is lost), wait ``down``
+    seconds, start it again; returns the monotonic time it is back. Redis is running
+    afterwards whatever happens."""
+    try:
+        subprocess.run(["redis-cli", "-p", "6379", "shutdown", "nosave"], capture_output=True, timeout=30)
+        wait_for(lambda: not _redis_up(), 30, "Redis to stop")
+        time.sleep(down)
+    finally:
+        start_redis()
+    return time.monotonic()
+
+
+def _pg_cluster() -> list[str]:
+    version = sorted(os.listdir("/etc/postgresql"))[-1]
+    return ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main"]
+
+
+def _pg_up() -> bool:
+    return subprocess.run(["pg_isready", "-h", "127.0.0.1", "-p", "5432", "-t", "1"],
+                          capture_output=True).returncode == 0
+
+
+def restart_postgres(down: float = 3.0) -> float:
+    """Stop the local PostgreSQL (fast: every connection is cut), wait ``down`` seconds, start
+    it again; returns the monotonic time it accepts connections. PostgreSQL is running
+    afterwards whatever happens (other tests share it)."""
+    try:
+        subprocess.run([*_pg_cluster(), "stop"], check=True, capture_output=True, timeout=60)
+        time.sleep(down)
+    finally:
+        if not _pg_up():
+            subprocess.run([*_pg_cluster(), "start"], capture_output=True, timeout=120)
+        wait_for(_pg_up, 60, "PostgreSQL to start")
+    return time.monotonic()
 
 
 def wait_for(predicate, timeout: float, what: str, backend: Backend | None = None, every: float = 0.3):  # type: ignore[no-untyped-def]

@@ -136,8 +136,9 @@ def test_load_evaluate_correct_qrels_and_rank_changes(backend: Backend) -> None:
 def test_sigkill_mid_reevaluation_loses_and_duplicates_nothing(backend: Backend) -> None:
     qrels1, runs, qrels2 = collection()
     job1 = load(backend, qrels1, runs)
-    slow = backend.start_worker(CRANFIELD_TASK_DELAY="0.7", CRANFIELD_SWEEP_INTERVAL="1",
-                                CRANFIELD_STUCK_TIMEOUT="4")
+    # Short leases here (tests/integration/test_recovery.py uses the defaults): a claim lives
+    # 3 s without its heartbeat, and the sweeper runs every second.
+    slow = backend.start_worker(CRANFIELD_TASK_DELAY="0.7", CRANFIELD_SWEEP_INTERVAL="1", CRANFIELD_LEASE="3")
     wait_for(lambda: job_done(backend, job1), 180, "the first evaluation", backend)
     job2 = upload_corrected_qrels(backend, qrels2)
 
@@ -151,7 +152,7 @@ def test_sigkill_mid_reevaluation_loses_and_duplicates_nothing(backend: Backend)
     with backend.factory()() as s:
         assert s.get(Job, job2).status != "done"
 
-    backend.start_worker(CRANFIELD_SWEEP_INTERVAL="1", CRANFIELD_STUCK_TIMEOUT="4")
+    backend.start_worker(CRANFIELD_SWEEP_INTERVAL="1", CRANFIELD_LEASE="3")
     done = wait_for(lambda: job_done(backend, job2), 180, "the re-evaluation to finish after the kill", backend)
     assert done.done == done.total == len(runs) and done.failed == 0
     check_scores_equal_the_core(backend, qrels2, runs, 2)
@@ -163,6 +164,8 @@ def test_sigkill_mid_reevaluation_loses_and_duplicates_nothing(backend: Backend)
         assert n_scores == len(runs) * (len(METRICS) + 1)  # + Judged@10
         assert s.scalar(select(func.count()).select_from(Significance).where(
             Significance.qrels_version_id == done.qrels_version_id)) == 1
+        retaken = s.scalars(select(JobItem.attempts).where(JobItem.job_id == job2, JobItem.attempts > 1)).all()
+        assert retaken, "no item of the killed worker was taken over"
 
 
 def test_a_bad_run_fails_alone_and_a_bad_upload_stores_nothing(backend: Backend) -> None:

@@ -5,6 +5,8 @@ review found (a duplicate delivery, a sweep racing a worker, tests that cannot r
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
@@ -16,7 +18,7 @@ from service.evaluation.planning import plan_job
 from service.evaluation.significance_tests import run_tests
 from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection, set_config
 from service.evaluation.sweeping import refresh_stale, sweep
-from service.evaluation.work import TaskName
+from service.evaluation.work import Limits, TaskName
 from service.store.db import transaction
 from service.store.models import Collection, Job, JobItem, Run, RunEvaluation, Score, Significance, utcnow
 from tests.integration.conftest import Backend
@@ -46,6 +48,18 @@ def drain(be: Backend, item_ids: list[int]) -> None:
         for f in evaluate_item(factory, item_id):
             assert f.task == TaskName.RUN_TESTS
             run_tests(factory, f.id)
+
+
+def job_item(factory, item_id: int) -> JobItem:  # type: ignore[no-untyped-def]
+    with factory() as s:
+        return s.get(JobItem, item_id)
+
+
+def wait_until(predicate, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
 
 
 def job(be: Backend, job_id: int) -> Job:
@@ -93,26 +107,149 @@ def test_duplicate_deliveries_neither_count_twice_nor_use_up_attempts(backend: B
         assert s.scalar(select(func.count()).select_from(RunEvaluation)) == 1
 
 
-def test_sweeper_requeues_stuck_items_once_and_gives_up_on_tests(backend: Backend) -> None:
-    job_id, items = setup(backend, {"a": run_text("a"), "b": run_text("b", shift=2)})
+def test_sweeper_requeues_dead_attempts_once_and_never_live_ones(backend: Backend) -> None:
+    job_id, items = setup(backend, {"a": run_text("a"), "b": run_text("b", shift=2), "c": run_text("c", shift=1)})
     factory = backend.factory()
-    with transaction(factory) as s:  # its worker died mid-task
-        item = s.get(JobItem, items[0])
-        item.status, item.started_at, item.attempts = "evaluating", utcnow() - timedelta(seconds=60), 1
-    followups = sweep(factory, timeout=30.0)
-    assert [(f.task, f.id) for f in followups].count((TaskName.EVALUATE_ITEM, items[0])) == 1
+    now = utcnow()
+    with transaction(factory) as s:
+        dead = s.get(JobItem, items[0])  # its worker died: nobody renewed the lease
+        dead.status, dead.started_at, dead.attempts = "evaluating", now - timedelta(seconds=60), 1
+        dead.lease_expires_at = now - timedelta(seconds=1)
+        alive = s.get(JobItem, items[1])  # running for an hour, but its heartbeat renews the lease
+        alive.status, alive.started_at, alive.attempts = "evaluating", now - timedelta(hours=1), 1
+        alive.lease_expires_at = now + timedelta(seconds=30)
+    followups = sweep(factory, lost_after=0.0)
+    sent = [(f.task, f.id) for f in followups]
+    assert sent.count((TaskName.EVALUATE_ITEM, items[0])) == 1 and (TaskName.EVALUATE_ITEM, items[1]) not in sent
+    assert [f for f in sweep(factory) if f.id == items[0]] == []  # just sent: not again
+    assert evaluate_item(factory, items[1]) == []  # a redelivery for the live attempt does nothing
+    with factory() as s:
+        assert (s.get(JobItem, items[1]).status, s.get(JobItem, items[1]).attempts) == ("evaluating", 1)
+        assert s.get(JobItem, items[0]).status == "queued"
+    with transaction(factory) as s:  # the live attempt finishes after all
+        s.get(JobItem, items[1]).status = "queued"
     drain(backend, items)
     assert job(backend, job_id).status == "done"
-    # Tests that never complete: re-sent up to max_attempts, then the job fails with a reason.
+
+
+def test_a_redelivered_message_takes_over_a_dead_attempt(backend: Backend) -> None:
+    job_id, items = setup(backend, {"a": run_text("a"), "b": run_text("b", shift=2)})
+    factory = backend.factory()
+    with transaction(factory) as s:
+        item = s.get(JobItem, items[0])
+        item.status, item.started_at, item.attempts = "evaluating", utcnow(), 1
+        item.lease_expires_at = utcnow() - timedelta(seconds=1)
+    drain(backend, items)  # the message comes back (a retry, the broker's redelivery): taken over
+    with factory() as s:
+        item = s.get(JobItem, items[0])
+        assert (item.status, item.attempts, item.lease_expires_at) == ("done", 2, None)
+        assert s.scalar(select(func.count()).select_from(RunEvaluation)) == 2
+    assert job(backend, job_id).status == "done"
+
+
+def test_waiting_tests_are_resent_unless_alive_and_fail_after_max_attempts(backend: Backend) -> None:
+    _, items = setup(backend, {"a": run_text("a"), "b": run_text("b", shift=2)})
+    drain(backend, items)
+    factory = backend.factory()
     with transaction(factory) as s:
         coll = s.scalar(select(Collection))
         j, _ = plan_job(s, coll, "manual")  # everything evaluated: a tests-only job
         tests_job = j.id
-    for _ in range(3):
-        assert [f.task for f in sweep(factory, timeout=0.0, max_attempts=3)] == [TaskName.RUN_TESTS]
-    assert sweep(factory, timeout=0.0, max_attempts=3) == []
+    assert sweep(factory, lost_after=60.0) == []  # just sent
+    assert [(f.task, f.id) for f in sweep(factory, lost_after=0.0)] == [(TaskName.RUN_TESTS, tests_job)]
+    with transaction(factory) as s:  # a round claimed it and is alive
+        s.get(Job, tests_job).tests_queued_at, s.get(Job, tests_job).tests_attempts = (
+            utcnow() + timedelta(seconds=30), 1)
+    assert sweep(factory, lost_after=0.0) == [] and run_tests(factory, tests_job) == []
+    with transaction(factory) as s:  # three rounds claimed it, and all died
+        s.get(Job, tests_job).tests_queued_at, s.get(Job, tests_job).tests_attempts = (
+            utcnow() - timedelta(seconds=1), 3)
+    assert sweep(factory, lost_after=0.0, max_attempts=3) == []
     j = job(backend, tests_job)
     assert j.status == "failed" and "did not complete after 3 attempts" in j.error
+
+
+def test_a_long_evaluation_that_renews_its_lease_is_never_taken_over(backend: Backend) -> None:
+    """Issue 5: an attempt running long, but alive, keeps its item; sweeps and duplicate
+    deliveries meanwhile change nothing."""
+    _, items = setup(backend, {"a": run_text("a"), "b": run_text("b", shift=2)})
+    factory = backend.factory()
+    limits = Limits(lease=0.6, pause=2.5)  # renewed every 0.2 s, "computing" for 2.5 s
+    with ThreadPoolExecutor(1) as pool:
+        attempt = pool.submit(evaluate_item, factory, items[0], limits)
+        wait_until(lambda: job_item(factory, items[0]).status == "evaluating")
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            for f in sweep(factory, lost_after=0.0):
+                assert f.id != items[0]
+            assert evaluate_item(factory, items[0], limits) == []
+            time.sleep(0.1)
+        assert attempt.result(timeout=30) == []  # the other item is pending: no tests yet
+    with factory() as s:
+        item = s.get(JobItem, items[0])
+        assert (item.status, item.attempts) == ("done", 1)
+
+
+def test_a_taken_over_attempt_is_interrupted_and_stores_nothing(backend: Backend) -> None:
+    _, items = setup(backend, {"a": run_text("a"), "b": run_text("b", shift=2)})
+    factory = backend.factory()
+    with ThreadPoolExecutor(1) as pool:
+        started = time.monotonic()
+        zombie = pool.submit(evaluate_item, factory, items[0], Limits(lease=0.6, pause=20.0))
+        wait_until(lambda: job_item(factory, items[0]).status == "evaluating")
+        with transaction(factory) as s:  # its lease expired (it was paused, say) and the sweeper re-queued it
+            s.get(JobItem, items[0]).status = "queued"
+        drain(backend, items)  # another attempt claims and stores it
+        assert zombie.result(timeout=30) == [] and time.monotonic() - started < 10  # interrupted at once
+    with factory() as s:
+        item = s.get(JobItem, items[0])
+        assert (item.status, item.attempts) == ("done", 2)
+        assert s.scalar(select(func.count()).select_from(RunEvaluation)) == 2
+
+
+def test_a_run_beyond_the_time_or_size_budget_fails_with_the_reason(backend: Backend) -> None:
+    job_id, items = setup(backend, {"a": run_text("a"), "b": run_text("b", shift=2), "c": run_text("c", shift=1)})
+    factory = backend.factory()
+    started = time.monotonic()
+    assert evaluate_item(factory, items[0], Limits(pause=30.0, time_budget=0.5)) == []
+    assert time.monotonic() - started < 10  # stopped at the budget, not after the 30 s
+    assert evaluate_item(factory, items[1], Limits(max_lines=10)) == []  # runs of 20 lines
+    drain(backend, items)  # nothing is retried: the third item alone is evaluated
+    with factory() as s:
+        a, b = s.get(JobItem, items[0]), s.get(JobItem, items[1])
+        assert (a.status, a.attempts) == ("failed", 1) and "time budget of 0.5 s" in a.error
+        assert (b.status, b.attempts) == ("failed", 0) and "CRANFIELD_EVAL_MAX_LINES" in b.error
+        reasons = {r.tag: r.status_reason for r in s.scalars(select(Run).where(Run.status == "failed"))}
+        assert "CRANFIELD_EVAL_TIME_BUDGET" in reasons["a"] and "20 lines" in reasons["b"]
+    j = job(backend, job_id)
+    assert (j.status, j.done, j.failed) == ("done", 1, 2)
+
+
+def test_one_round_of_tests_serves_every_job_waiting_for_it(backend: Backend) -> None:
+    """Issue 13: jobs of one collection finishing together share one round of tests; a job's
+    round waits while another job still has pending items."""
+    factory = backend.factory()
+    with transaction(factory) as s:
+        coll = ensure_collection(s, "c", ConfigSpec(official_metric="AP", metrics=("AP", "P@5")))
+        add_qrels(s, coll, QRELS.encode(), "q")
+    jobs, tests = [], []
+    for i in range(5):  # five submissions, one job each
+        with transaction(factory) as s:
+            coll = s.scalar(select(Collection))
+            add_run(s, coll, run_text(f"r{i}", shift=i).encode(), f"r{i}")
+            j, followups = plan_job(s, coll, "submission")
+            jobs.append((j.id, followups[0].id))
+    for _, item in jobs[:4]:
+        tests += evaluate_item(factory, item)
+    assert [run_tests(factory, f.id) for f in tests] == [[]] * 4  # the fifth job has a pending item
+    tests = evaluate_item(factory, jobs[4][1])
+    for f in tests:
+        run_tests(factory, f.id)
+    with factory() as s:
+        done = [s.get(Job, j) for j, _ in jobs]
+        assert {j.status for j in done} == {"done"} and len({j.finished_at for j in done}) == 1
+        assert all(j.report["meta"] == done[0].report["meta"] for j in done)
+        assert [len(x.run_ids) for x in s.scalars(select(Significance))] == [5]  # one round, of all five runs
 
 
 def test_changed_test_settings_make_the_tests_stale(backend: Backend) -> None:

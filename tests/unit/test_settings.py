@@ -43,7 +43,34 @@ def test_web_settings_from_the_environment(env: pytest.MonkeyPatch) -> None:
     assert (web.max_upload, web.board_cache_seconds, web.session_cookie_lifetime) == (1000, 0.0, 3600)
 
 
+WORKER_VARIABLES = ("CRANFIELD_LEASE", "CRANFIELD_SWEEP_INTERVAL", "CRANFIELD_LOST_AFTER", "CRANFIELD_STUCK_TIMEOUT",
+                    "CRANFIELD_EVAL_TIME_BUDGET", "CRANFIELD_EVAL_MAX_LINES", "CRANFIELD_TESTS_DEBOUNCE")
+
+
+def test_worker_recovery_defaults_and_the_documented_table(env: pytest.MonkeyPatch) -> None:
+    """Leases, sweeps and budgets: defaults that recover within a minute (docs/operations.md)."""
+    import service.config
+
+    for name in WORKER_VARIABLES:
+        env.delenv(name, raising=False)
+    worker = load_settings().worker
+    assert (worker.lease, worker.sweep_interval, worker.lost_after, worker.stuck_timeout) == (30, 5, 15, 600)
+    assert (worker.eval_time_budget, worker.eval_max_lines, worker.tests_debounce) == (900, 20_000_000, 5)
+    for name in WORKER_VARIABLES:  # each one in the docstring's table
+        assert f"| {name} |" in (service.config.__doc__ or "")
+    env.setenv("CRANFIELD_LEASE", "12.5")
+    env.setenv("CRANFIELD_EVAL_MAX_LINES", "1000")
+    env.setenv("CRANFIELD_TESTS_DEBOUNCE", "0")
+    worker = load_settings().worker
+    assert (worker.lease, worker.eval_max_lines, worker.tests_debounce) == (12.5, 1000, 0)
+
+
 @pytest.mark.parametrize(("name", "value", "says"), [
+    ("CRANFIELD_LEASE", "0", "finite number greater than 0"),
+    ("CRANFIELD_LOST_AFTER", "soon", "is not a number"),
+    ("CRANFIELD_EVAL_TIME_BUDGET", "-5", "finite number greater than 0"),
+    ("CRANFIELD_EVAL_MAX_LINES", "1e6", "is not an integer"),
+    ("CRANFIELD_TESTS_DEBOUNCE", "-1", "at least 0"),
     ("CRANFIELD_MAX_UPLOAD", "abc", "is not an integer"),
     ("CRANFIELD_MAX_UPLOAD", "0", "at least 1"),
     ("CRANFIELD_BOARD_CACHE_SECONDS", "soon", "is not a number"),
