@@ -13,6 +13,7 @@ the CLI's process commands and ``workers/``, that may import both the web layer 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from litestar import Litestar
@@ -36,6 +37,20 @@ def broker_readiness(cfg: Settings) -> Callable[[], dict[str, bool]]:
     return readiness
 
 
+def configure_logging() -> None:
+    """Cranfield's own log lines (a 500's traceback with its request id, a broker that could not
+    take follow-up work, an overloaded database) to stderr with time and level, once; an
+    embedding application that configured the ``cranfield`` logger itself keeps its setup."""
+    logger = logging.getLogger("cranfield")
+    if logger.handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
 def create_service_app() -> Litestar:
     """The ASGI application of ``cranfield serve``: settings from the environment, follow-up
     tasks sent to the workers after each commit, the broker in the readiness check."""
@@ -43,6 +58,7 @@ def create_service_app() -> Litestar:
     from service.http.admission import ServerLimits
     from workers.tasks import send
 
+    configure_logging()
     cfg = settings()
     web = cfg.web
     limits = ServerLimits(threads=web.api_threads, db_slots=web.api_db_slots, max_in_flight=web.api_max_in_flight,

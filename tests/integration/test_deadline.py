@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
@@ -39,6 +40,7 @@ class Server:
     base: str
     admin: str
     backend: Backend
+    log: Path
 
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.base, timeout=60)
@@ -62,7 +64,7 @@ def serving(be: Backend, *, workers: bool = True, **extra_env: str) -> Iterator[
     try:
         wait_for(lambda: _live(base) or server.poll() is not None, 60, "the API to start", be)
         assert server.poll() is None, (be.tmp / f"serve-{port}.log").read_text()[-3000:]
-        yield Server(base, admin, be)
+        yield Server(base, admin, be, be.tmp / f"serve-{port}.log")
     finally:
         stop(server)
 
@@ -194,6 +196,8 @@ def test_a_committed_upload_is_a_success_while_the_broker_is_down(backend: Backe
         again = c.post(f"/api/collections/{cid}/runs", content=text,
                        headers={**bearer(tokens["alpha"]), "Idempotency-Key": "k"})
         assert again.status_code == 201 and again.json()["id"] == r.json()["id"]
+    # the server said why the work was not sent, with the time, in its log
+    assert "WARNING cranfield.http: could not hand" in srv.log.read_text()
     backend.start_worker()  # a working broker: the sweep finds the queued work the API could not send
     wait_for(lambda: all_jobs_done(backend, cid), 120, "the stored work to be found and done", backend)
     with backend.factory()() as s:
