@@ -1,37 +1,71 @@
 """Rendered leaderboards kept in memory for a short time (``CRANFIELD_BOARD_CACHE_SECONDS``).
 
 On deadline day everyone refreshes the board: serving the rendered bytes for a second saves
-the database the same reads hundreds of times. The key holds everything the access rules
-look at (the caller's role, team, organised collections), so a cached body is only ever
-served to a caller who would have been given the same one; this instance's own writes clear
-the cache at once, other instances' show within the time.
+the database the same reads hundreds of times. A board is keyed by its *view*
+(:func:`service.evaluation.policy.board_view`: every row or the own team's, all topics or the
+visible ones), decided in memory from a short-lived, session-less snapshot of the
+collection's access facts; callers with the same view share one rendering (the released board
+of a public collection is one board for every reader). When many requests miss at once, one
+renders and the others wait for it (single flight), so a cache expiry costs one rendering,
+not one per waiting request. This process's writes clear everything at once; another
+process's show within the time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class BoardCache:
     def __init__(self, seconds: float, max_entries: int = 1024) -> None:
         self.seconds = seconds
         self.max_entries = max_entries
-        self._entries: dict[Hashable, tuple[float, bytes, str]] = {}
+        self._entries: dict[Hashable, tuple[float, Any]] = {}
         self._lock = threading.Lock()
+        self._inflight: dict[Hashable, asyncio.Future[Any]] = {}
 
-    def get(self, key: Hashable) -> tuple[bytes, str] | None:
-        """The cached (body, media type) of ``key`` if it is younger than ``seconds``."""
+    def get(self, key: Hashable) -> Any | None:
+        """The cached value of ``key`` if it is younger than ``seconds``."""
         with self._lock:
             hit = self._entries.get(key)
-        return (hit[1], hit[2]) if hit is not None and hit[0] > time.monotonic() else None
+        return hit[1] if hit is not None and hit[0] > time.monotonic() else None
 
-    def put(self, key: Hashable, body: bytes, media: str) -> None:
+    def put(self, key: Hashable, value: Any) -> None:
+        if self.seconds <= 0:
+            return
         with self._lock:
             if len(self._entries) >= self.max_entries:
                 self._entries.clear()
-            self._entries[key] = (time.monotonic() + self.seconds, body, media)
+            self._entries[key] = (time.monotonic() + self.seconds, value)
+
+    async def get_or_make(self, key: Hashable, make: Callable[[], Awaitable[T]]) -> T:
+        """The cached value of ``key``, or one ``make()`` shared by every caller that missed it
+        meanwhile. ``make`` must give the same value to everyone asking for ``key``."""
+        hit = self.get(key)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
+        running = self._inflight.get(key)
+        if running is not None:
+            return await asyncio.shield(running)  # type: ignore[no-any-return]
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            value = await make()
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: no "never retrieved" warning when nobody waited
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        self.put(key, value)
+        future.set_result(value)
+        return value
 
     def clear(self) -> None:
         with self._lock:

@@ -22,7 +22,19 @@ from service.evaluation.reading import leaderboard as read_leaderboard
 from service.evaluation.setup import audit
 from service.evaluation.teams import team_name
 from service.metrics import parse_measure
-from service.store.models import Collection, Job, LeaderboardSnapshot, QrelsVersion, Run
+from service.store.models import Collection, CollectionConfig, Job, LeaderboardSnapshot, QrelsVersion, Run
+
+
+def access_snapshot(s: Session, cid: int) -> Collection | None:
+    """A session-less copy of what the access rules read of a collection (its visibility,
+    release, topic split), for deciding in memory which cached board a caller may be given."""
+    coll = s.get(Collection, cid)
+    if coll is None:
+        return None
+    cfg = coll.current_config
+    return Collection(id=coll.id, name=coll.name, visibility=coll.visibility, enrolment=coll.enrolment,
+                      leaderboard_released=coll.leaderboard_released, topics_revealed=coll.topics_revealed,
+                      current_config=CollectionConfig(evaluation=dict(cfg.evaluation)) if cfg is not None else None)
 
 
 def rerank(rows: list[LeaderboardRow]) -> list[LeaderboardRow]:

@@ -125,6 +125,17 @@ def sees_all_rows(me: Principal, coll: Collection) -> bool:
     return may_organise(me, coll.id) or coll.leaderboard_released
 
 
+def board_view(me: Principal, coll: Collection) -> tuple[bool, bool, int | None] | None:
+    """What makes one caller's leaderboard differ from another's: None when the caller may not
+    see it, else (every team's rows, visible topics only, the own team when not every row).
+    Callers with the same view are shown the same board, so a rendered board may be shared
+    between them (the released board of a public collection is one board for everyone)."""
+    if not may_see_board(me, coll):
+        return None
+    every = sees_all_rows(me, coll)
+    return every, sees_visible_topics_only(me, coll), None if every else me.team_id
+
+
 def may_see_results(me: Principal, coll: Collection) -> bool:
     """Collection-wide results beyond the board: significance matrix, per-topic medians.
     Organisers, or readers of a released board."""

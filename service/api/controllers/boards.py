@@ -23,7 +23,7 @@ from service.api.schemas.boards import (
     SnapshotList,
     SnapshotOut,
 )
-from service.evaluation import boards, collections
+from service.evaluation import boards, collections, policy
 from service.evaluation.exports import board_csv, board_latex
 
 Format = Annotated[Literal["json", "csv", "latex"], Parameter(description="json, csv or latex (a booktabs table).")]
@@ -43,9 +43,6 @@ class BoardsController(Controller):
         """Runs ranked by a metric's mean with its 95% interval, Judged@10 and the stored
         pairwise test (who beats whom, group letters). Before release a participant sees its
         own team's rows; under an unrevealed topic split, the visible topics' figures."""
-        key = (cid, metric, format, primary_only, qrels_version, test, me.role, me.team_id, me.organises,
-               me.enrolled)
-
         def render() -> tuple[bytes, str]:
             coll = collections.get(uow.session, cid, me)
             doc = boards.leaderboard_doc(uow.session, coll, me, metric, primary_only, qrels_version, test)
@@ -55,14 +52,18 @@ class BoardsController(Controller):
                 return board_latex(doc).encode(), "text/plain"
             return msgspec.json.encode(out(Leaderboard, doc)), "application/json"
 
-        # Served from memory when it can be (no worker thread, no database); rendered in a
-        # worker thread otherwise.
+        # Served from memory when it can be (no worker thread, no database): the collection's
+        # access facts and the board of the caller's view are each made once per moment, by
+        # one request, in a worker thread.
         cache = state["board_cache"]
-        hit = cache.get(key)
-        if hit is None:
-            hit = await anyio.to_thread.run_sync(render)
-            cache.put(key, *hit)
-        body, media = hit
+        facts = await cache.get_or_make(("access", cid), lambda: anyio.to_thread.run_sync(
+            boards.access_snapshot, uow.session, cid))
+        view = policy.board_view(me, facts) if facts is not None else None
+        if view is None:  # no such collection, or not this caller's to see: the refusal, rendered
+            body, media = await anyio.to_thread.run_sync(render)
+        else:
+            key = ("board", cid, metric, format, primary_only, qrels_version, test, view)
+            body, media = await cache.get_or_make(key, lambda: anyio.to_thread.run_sync(render))
         return Response(body, media_type=media)  # type: ignore[arg-type]
 
     @get("/api/collections/{cid:int}/significance", operation_id="getSignificance",
