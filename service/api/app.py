@@ -74,9 +74,10 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     board_cache = BoardCache(board_ttl)
     callers = PrincipalCache(limits.caller_cache_seconds)
 
-    def after_write() -> None:
-        board_cache.clear()
-        callers.clear()
+    def after_write(changes_boards: bool) -> None:
+        if changes_boards:
+            board_cache.clear()
+        callers.clear()  # a first run enrols its team; a token may have been revoked
 
     def size_thread_pool() -> None:
         anyio.to_thread.current_default_thread_limiter().total_tokens = limits.threads

@@ -44,6 +44,10 @@ class UnitOfWork:
         self._writing = writing
         self._session: Session | None = None
         self.followups: list[Followup] = []
+        #: False for a write that cannot change what a leaderboard shows at once (an upload: a
+        #: new run or qrels version shows once the workers have evaluated it), so the rendered
+        #: boards stay cached through a burst of submissions.
+        self.changes_boards = True
 
     @property
     def session(self) -> Session:
@@ -81,9 +85,9 @@ class UnitOfWork:
 
 
 def unit_of_work_provider(factory: sessionmaker[Session], dispatch: Dispatch,
-                          after_write: Callable[[], None] | None = None) -> Callable[..., AsyncIterator[UnitOfWork]]:
+                          after_write: Callable[[bool], None] | None = None) -> Callable[..., AsyncIterator[UnitOfWork]]:
     """The dependency: commit after the handler (in a worker thread), then dispatch the
-    follow-ups, then ``after_write`` (e.g. drop a cache) for writing requests."""
+    follow-ups, then ``after_write(changes_boards)`` (e.g. drop caches) for writing requests."""
 
     async def provide_unit_of_work(request: Request[Any, Any, Any]) -> AsyncIterator[UnitOfWork]:
         writing = request.method not in SAFE_METHODS
@@ -108,7 +112,7 @@ def unit_of_work_provider(factory: sessionmaker[Session], dispatch: Dispatch,
                 log.warning("could not hand %d follow-up(s) to the broker after the commit; the sweeper will "
                             "send them", len(uow.followups), exc_info=True)
         if writing and after_write is not None:
-            after_write()
+            after_write(uow.changes_boards)
 
     return provide_unit_of_work
 

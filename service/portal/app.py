@@ -66,7 +66,7 @@ CONTROLLERS = [SignInController, BoardController, RunController, AnalysisControl
 
 
 def portal_router(factory: sessionmaker[Session], dispatch: Dispatch,
-                  after_write: Callable[[], None] | None = None) -> Router:
+                  after_write: Callable[[bool], None] | None = None) -> Router:
     """The portal's pages on ``factory``'s database; ``dispatch`` hands follow-up work to the
     workers after each commit, ``after_write`` runs after each writing request (e.g. to drop
     the API's board cache)."""

@@ -41,6 +41,7 @@ class RunsController(Controller):
         Errors name the file's line; a refused file stores nothing and uses no quota. With an
         `Idempotency-Key`, a retried upload is answered as the first one was."""
         body = await read_body(request, state["max_body"])
+        uow.changes_boards = False  # the run shows once evaluated (the workers' results)
         outcome = await anyio.to_thread.run_sync(
             lambda: submissions.submit(uow.factory, lambda _: me, cid, body, team, idempotency_key=idempotency_key))
         return out(Submitted, uow.collect(outcome))
