@@ -79,8 +79,12 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
             board_cache.clear()
         callers.clear()  # a first run enrols its team; a token may have been revoked
 
-    def size_thread_pool() -> None:
+    def size_thread_pools(app: Litestar) -> None:
         anyio.to_thread.current_default_thread_limiter().total_tokens = limits.threads
+        # Uploads are parsed and stored in threads of their own, a few at a time: a burst of
+        # submissions then queues for them instead of taking every thread and the GIL from the
+        # readers of the board.
+        app.state["upload_threads"] = anyio.CapacityLimiter(limits.uploads)
 
     return Litestar(
         route_handlers=[*CONTROLLERS, portal_router(factory, dispatch, after_write=after_write), assets_router(),
@@ -93,7 +97,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         state=State({"max_body": max_body, "board_cache": board_cache, "readiness": readiness,
                      "db_slots": DatabaseSlots(limits.db_slots, limits.queue_seconds)}),
         middleware=[DefineMiddleware(AdmissionLimit, limit=limits.max_in_flight)],
-        on_startup=[size_thread_pool],
+        on_startup=[size_thread_pools],
         request_max_body_size=max_body,
         template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
         openapi_config=openapi_config(),

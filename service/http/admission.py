@@ -42,12 +42,19 @@ class ServerLimits:
     max_in_flight: int = 256  # requests in flight; the next is refused at once
     queue_seconds: float = 2.0  # longest wait for a database slot before a 503
     caller_cache_seconds: float = 1.0  # a resolved token's life in memory
+    uploads: int = 2  # uploads validated and stored at once (CPU-heavy: more would starve the readers)
 
     @property
     def pool_size(self) -> int:
         """Connections this process needs so that none is ever waited for: one per slot
-        holder, one per thread (a caller's short session), one for the readiness probe."""
-        return self.db_slots + self.threads + 1
+        holder, one per thread (a caller's short session), one per upload (its own
+        transactions, in one thread trip), one for the readiness probe."""
+        return self.db_slots + self.threads + self.uploads + 1
+
+
+#: A route handler's ``opt`` flag: its work opens and closes its own sessions within one
+#: thread trip (the uploads), so it needs no database slot.
+OWN_TRANSACTIONS = "own_transactions"
 
 
 #: Paths never refused: the orchestrator's probes must see an overloaded process as alive.

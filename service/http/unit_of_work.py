@@ -26,7 +26,7 @@ from litestar import Request
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.evaluation import access
-from service.http.admission import DatabaseSlots
+from service.http.admission import OWN_TRANSACTIONS, DatabaseSlots
 from service.evaluation.access import Principal
 from service.evaluation.work import Followup, Outcome
 
@@ -93,6 +93,8 @@ def unit_of_work_provider(factory: sessionmaker[Session], dispatch: Dispatch,
         writing = request.method not in SAFE_METHODS
         uow = UnitOfWork(factory, writing)
         slots: DatabaseSlots | None = request.app.state.get("db_slots")
+        if request.route_handler.opt.get(OWN_TRANSACTIONS):
+            slots = None  # its sessions open and close inside one thread trip
         async with slots.held(request.scope) if slots is not None else nullcontext():
             try:
                 yield uow

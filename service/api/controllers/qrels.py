@@ -18,6 +18,7 @@ from service.api.schemas.runs import (
     QrelsVersions,
 )
 from service.api.uploads import read_body
+from service.http.admission import OWN_TRANSACTIONS
 from service.evaluation import qrels
 
 
@@ -27,7 +28,8 @@ class QrelsController(Controller):
     path = "/api/collections/{cid:int}/qrels"
     tags = ["qrels"]
 
-    @post("/", operation_id="uploadQrels", summary="Upload a qrels version",
+    @post("/", opt={OWN_TRANSACTIONS: True},  # its own transactions, no database slot
+          operation_id="uploadQrels", summary="Upload a qrels version",
           responses=errors(400, 401, 403, 404, 409, 413, 422),
           operation_class=upload_body("Qrels in TREC (`topic iter docno level`) or NTCIR (`topic docno Lk`) form."))
     async def upload(self, request: Request[Any, Any, Any], cid: CollectionId, uow: Uow, me: Caller,
@@ -37,7 +39,8 @@ class QrelsController(Controller):
         `Idempotency-Key`, a retried upload is answered as the first one was."""
         body = await read_body(request, state["max_body"])
         outcome = await anyio.to_thread.run_sync(
-            lambda: qrels.upload(uow.factory, lambda _: me, cid, body, idempotency_key=idempotency_key))
+            lambda: qrels.upload(uow.factory, lambda _: me, cid, body, idempotency_key=idempotency_key),
+            limiter=state.get("upload_threads"))
         return out(QrelsUploaded, uow.collect(outcome))
 
     @get("/", operation_id="listQrelsVersions", summary="List qrels versions", sync_to_thread=True,

@@ -21,6 +21,7 @@ from service.api.schemas.runs import (
     Submitted,
 )
 from service.api.uploads import read_body
+from service.http.admission import OWN_TRANSACTIONS
 from service.evaluation import submissions
 
 
@@ -29,7 +30,8 @@ class RunsController(Controller):
 
     tags = ["runs"]
 
-    @post("/api/collections/{cid:int}/runs", operation_id="submitRun", summary="Submit a run",
+    @post("/api/collections/{cid:int}/runs", opt={OWN_TRANSACTIONS: True},  # its own transactions, no database slot
+          operation_id="submitRun", summary="Submit a run",
           responses=errors(400, 401, 403, 404, 409, 413, 422),
           operation_class=upload_body("A run in TREC format (`topic Q0 docno rank score tag`), as the body "
                                       "or as the form field `file`.", multipart=True))
@@ -43,7 +45,8 @@ class RunsController(Controller):
         body = await read_body(request, state["max_body"])
         uow.changes_boards = False  # the run shows once evaluated (the workers' results)
         outcome = await anyio.to_thread.run_sync(
-            lambda: submissions.submit(uow.factory, lambda _: me, cid, body, team, idempotency_key=idempotency_key))
+            lambda: submissions.submit(uow.factory, lambda _: me, cid, body, team, idempotency_key=idempotency_key),
+            limiter=state.get("upload_threads"))
         return out(Submitted, uow.collect(outcome))
 
     @get("/api/collections/{cid:int}/runs", operation_id="listRuns", summary="List runs", sync_to_thread=True,
