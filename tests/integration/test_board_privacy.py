@@ -59,3 +59,21 @@ def test_a_board_request_does_not_load_the_stored_files(world: World) -> None:
     reads = [s for s in statements if "qrels_versions" in s or "FROM runs" in s]
     assert reads, statements  # the board did read the version and run rows
     assert not [s for s in reads if "qrels_versions.file" in s or "runs.file" in s], reads
+
+
+def test_a_refused_file_costs_no_quota(world: World) -> None:
+    """Issue 13, item 4: a file that fails validation is refused before anything is counted."""
+    c, cid = world.client, world.cid
+    assert c.patch(f"/api/collections/{cid}", json={"daily_run_quota": 3},
+                   headers=auth(world.tokens["organiser"])).status_code == 200
+    alpha = auth(world.tokens["alpha"])
+    used = c.get(f"/api/collections/{cid}/runs", headers=alpha).json()["quota"]["used_today"]
+    assert used == 2  # the world's two runs of alpha
+    long_docno = "0001 Q0 " + "d" * 5000 + " 1 1.0 late\n"
+    bad = c.post(f"/api/collections/{cid}/runs", content=long_docno, headers=alpha)
+    assert bad.status_code == 422 and bad.json()["error"]["line"] == 1 and "limit" in bad.text
+    assert c.get(f"/api/collections/{cid}/runs", headers=alpha).json()["quota"]["used_today"] == 2
+    good = next(iter(world.runs.values())).replace("RUN-01", "late").replace("RUN-02", "late")
+    assert c.post(f"/api/collections/{cid}/runs", content=good, headers=alpha).status_code == 201
+    over = c.post(f"/api/collections/{cid}/runs", content=good.replace("late", "later"), headers=alpha)
+    assert over.status_code == 409 and "quota" in over.text
