@@ -32,7 +32,7 @@ from service.api.controllers.teams import TeamsController
 from service.api.dependencies import provide_collection
 from service.api.openapi import assets_router, openapi_config
 from service.http.problems import problem_of
-from service.http.admission import AdmissionLimit, DatabaseSlots, ServerLimits
+from service.http.admission import AdmissionLimit, DatabaseSlots, InFlight, ServerLimits
 from service.http.unit_of_work import Dispatch, PrincipalCache, caller_from_header, unit_of_work_provider
 from service.store.db import session_factory, size_pool
 
@@ -96,7 +96,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         before_send=[no_sniffing],
         state=State({"max_body": max_body, "board_cache": board_cache, "readiness": readiness,
                      "db_slots": DatabaseSlots(limits.db_slots, limits.queue_seconds)}),
-        middleware=[DefineMiddleware(AdmissionLimit, limit=limits.max_in_flight)],
+        middleware=[DefineMiddleware(AdmissionLimit, gate=InFlight(limits.max_in_flight))],
         on_startup=[size_thread_pools],
         request_max_body_size=max_body,
         template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),

@@ -22,6 +22,11 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+#: What a maker gives its waiters when its value is not theirs to share (it was cancelled, or
+#: its value must not be cached): each waiter then makes its own.
+_MAKE_YOUR_OWN = object()
+
+
 class BoardCache:
     def __init__(self, seconds: float, max_entries: int = 1024) -> None:
         self.seconds = seconds
@@ -29,6 +34,9 @@ class BoardCache:
         self._entries: dict[Hashable, tuple[float, Any]] = {}
         self._lock = threading.Lock()
         self._inflight: dict[Hashable, asyncio.Future[Any]] = {}
+        # Bumped by every clear(): a value made from reads that began before a write's clear
+        # is not stored after it (it could be stale for a whole period, in this process too).
+        self.generation = 0
 
     def get(self, key: Hashable) -> Any | None:
         """The cached value of ``key`` if it is younger than ``seconds``."""
@@ -36,37 +44,51 @@ class BoardCache:
             hit = self._entries.get(key)
         return hit[1] if hit is not None and hit[0] > time.monotonic() else None
 
-    def put(self, key: Hashable, value: Any) -> None:
+    def put(self, key: Hashable, value: Any, generation: int | None = None) -> None:
+        """Keep ``value``, unless the cache was cleared since ``generation`` was read."""
         if self.seconds <= 0:
             return
         with self._lock:
+            if generation is not None and generation != self.generation:
+                return
             if len(self._entries) >= self.max_entries:
                 self._entries.clear()
             self._entries[key] = (time.monotonic() + self.seconds, value)
 
-    async def get_or_make(self, key: Hashable, make: Callable[[], Awaitable[T]]) -> T:
+    async def get_or_make(self, key: Hashable, make: Callable[[], Awaitable[T]],
+                          keep: Callable[[T], bool] | None = None) -> T:
         """The cached value of ``key``, or one ``make()`` shared by every caller that missed it
-        meanwhile. ``make`` must give the same value to everyone asking for ``key``."""
+        meanwhile. ``make`` must give the same value to everyone asking for ``key``; a value
+        for which ``keep`` says no is neither kept nor shared (each waiter makes its own)."""
         hit = self.get(key)
         if hit is not None:
             return hit  # type: ignore[no-any-return]
         running = self._inflight.get(key)
         if running is not None:
-            return await asyncio.shield(running)  # type: ignore[no-any-return]
+            value = await asyncio.shield(running)
+            return await make() if value is _MAKE_YOUR_OWN else value  # type: ignore[no-any-return]
+        generation = self.generation
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
             value = await make()
+        except asyncio.CancelledError:
+            future.set_result(_MAKE_YOUR_OWN)  # the waiters were not cancelled: they go on
+            raise
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: no "never retrieved" warning when nobody waited
             raise
         finally:
             self._inflight.pop(key, None)
-        self.put(key, value)
+        if keep is not None and not keep(value):
+            future.set_result(_MAKE_YOUR_OWN)
+            return value
+        self.put(key, value, generation)
         future.set_result(value)
         return value
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self.generation += 1

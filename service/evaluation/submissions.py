@@ -137,7 +137,8 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, te
     with factory() as s:
         me = me_of(s)
         coll = collections.get(s, cid, me)
-        _may_submit(s, me, coll, team_param)
+        # a closed window refuses before the parse; not a keyed request, which may be a retry
+        _may_submit(s, me, coll, team_param, window=idempotency_key is None)
         order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
     digest = idempotency.request_hash(body, team_param, description)
     parsed = parse_run(body, source, order)  # InvalidInput with the line before anything is stored
@@ -149,7 +150,7 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, te
             earlier = idempotency.replay(s, me, scope, idempotency_key, digest)
             if earlier is not None:
                 return Outcome(earlier)
-            team = _may_submit(s, me, coll, team_param, counting=True)
+            team = _may_submit(s, me, coll, team_param, now=True)
             known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == cid)))
             if not known:
                 raise Conflict("the collection has no topics yet (upload qrels or register its topics)")
@@ -172,9 +173,11 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, te
 
 
 def _may_submit(s: Session, me: Principal, coll: Collection, team_param: str | None,
-                counting: bool = False) -> Team:
-    """The team a submission is for, if the caller may submit it now; with ``counting`` (under
-    the collection's lock) the window and the daily quota are checked too."""
+                now: bool = False, window: bool = False) -> Team:
+    """The team a submission is for, if the caller may submit to the collection; with ``now``
+    (under the collection's lock, after an idempotent retry has been answered) the window and
+    the daily quota are checked too: a retry of a run stored at 23:59:59 is answered as the
+    first request was, even after the window has closed."""
     policy.require(policy.may_submit(me, coll), me, f"submitting to collection {coll.id} (teams take part by "
                    "enrolment)")
     if policy.may_organise(me, coll.id):
@@ -184,7 +187,8 @@ def _may_submit(s: Session, me: Principal, coll: Collection, team_param: str | N
     team = s.get(Team, me.team_id)
     if team is None:
         raise NotFound("the token's team no longer exists")
-    check_window(coll)
-    if counting:
+    if now or window:
+        check_window(coll)
+    if now:
         check_quota(s, coll, team.id)
     return team

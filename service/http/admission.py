@@ -61,29 +61,38 @@ OWN_TRANSACTIONS = "own_transactions"
 EXEMPT = ("/health/",)
 
 
-class AdmissionLimit:
-    """At most ``limit`` HTTP requests in flight in this process; the next gets a 503."""
+class InFlight:
+    """The requests in flight in this process (one counter, shared by every route's middleware:
+    Litestar makes a middleware instance per route handler)."""
 
-    def __init__(self, app: ASGIApp, limit: int, retry_after: int = 1) -> None:
-        self.app = app
+    def __init__(self, limit: int) -> None:
         self.limit = limit
+        self.count = 0  # the event loop is one thread: no lock needed
+
+
+class AdmissionLimit:
+    """At most ``gate.limit`` HTTP requests in flight in this process; the next gets a 503."""
+
+    def __init__(self, app: ASGIApp, gate: InFlight, retry_after: int = 1) -> None:
+        self.app = app
+        self.gate = gate
         self.retry_after = retry_after
-        self.in_flight = 0  # the event loop is one thread: no lock needed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        gate = self.gate
         exempt = scope["path"].startswith(EXEMPT)
-        if not exempt and self.in_flight >= self.limit:
-            await overloaded(send, f"the server is at its limit of {self.limit} requests in flight",
+        if not exempt and gate.count >= gate.limit:
+            await overloaded(send, f"the server is at its limit of {gate.limit} requests in flight",
                              self.retry_after)
             return
-        self.in_flight += not exempt
+        gate.count += not exempt
         try:
             await self.app(scope, receive, send)
         finally:
-            self.in_flight -= not exempt
+            gate.count -= not exempt
             release_leftovers(scope)
 
 
@@ -119,9 +128,13 @@ class DatabaseSlots:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.slots)
         hold = _Hold(self._limiter)
-        with anyio.move_on_after(self.wait) as waited:
-            await self._limiter.acquire_on_behalf_of(hold)
-        if waited.cancelled_caught:
+        try:
+            self._limiter.acquire_on_behalf_of_nowait(hold)  # a free slot: no wait at all
+            waited = None
+        except anyio.WouldBlock:
+            with anyio.move_on_after(self.wait) as waited:
+                await self._limiter.acquire_on_behalf_of(hold)
+        if waited is not None and waited.cancelled_caught:
             raise Unavailable(f"all {self.slots} database slots stayed busy for {self.wait:g} s",
                               retry_after=max(1, math.ceil(self.wait)))
         scope.setdefault(HOLDS, []).append(hold)

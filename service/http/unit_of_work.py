@@ -95,6 +95,11 @@ def unit_of_work_provider(factory: sessionmaker[Session], dispatch: Dispatch,
         slots: DatabaseSlots | None = request.app.state.get("db_slots")
         if request.route_handler.opt.get(OWN_TRANSACTIONS):
             slots = None  # its sessions open and close inside one thread trip
+        if slots is not None and writing:
+            # Receive the whole body (a portal form's upload on a slow link) before taking a
+            # slot: a request holds a slot only while it can use it. Litestar keeps the body
+            # for the form parser and the handler.
+            await request.body()
         async with slots.held(request.scope) if slots is not None else nullcontext():
             try:
                 yield uow
@@ -131,13 +136,14 @@ class PrincipalCache:
         self.seconds = seconds
         self.max_entries = max_entries
         self._entries: dict[bytes, tuple[float, Principal]] = {}
+        self.generation = 0  # bumped by clear(): a caller resolved before a write is not kept after it
 
     def get(self, key: bytes) -> Principal | None:
         hit = self._entries.get(key)
         return hit[1] if hit is not None and hit[0] > time.monotonic() else None
 
-    def put(self, key: bytes, me: Principal) -> None:
-        if self.seconds <= 0:
+    def put(self, key: bytes, me: Principal, generation: int) -> None:
+        if self.seconds <= 0 or generation != self.generation:
             return
         if len(self._entries) >= self.max_entries:
             self._entries.clear()
@@ -145,6 +151,7 @@ class PrincipalCache:
 
     def clear(self) -> None:
         self._entries.clear()
+        self.generation += 1
 
 
 def caller_from_header(factory: sessionmaker[Session], cache: PrincipalCache | None = None) -> Callable[..., Any]:
@@ -159,9 +166,10 @@ def caller_from_header(factory: sessionmaker[Session], cache: PrincipalCache | N
         key = hashlib.sha256((header or "").encode()).digest()
         me = cache.get(key) if cache is not None else None
         if me is None:
+            generation = cache.generation if cache is not None else 0
             me = await anyio.to_thread.run_sync(principal_with_session, factory, header)
             if cache is not None:
-                cache.put(key, me)
+                cache.put(key, me, generation)
         return me
 
     return provide_caller

@@ -72,9 +72,13 @@ def engine_for(url: str) -> Engine:
 
 def size_pool(url: str, size: int, timeout: float) -> None:
     """Size this process's pool for ``url`` (before its engine is first made; the API's
-    composition root calls it)."""
-    if url not in _ENGINES:
+    composition root calls it). An engine made earlier in this process (``cranfield serve
+    --sample`` loads the sample first) is replaced, so the sizing always applies."""
+    if _POOL_SIZES.get(url) != (size, timeout):
         _POOL_SIZES[url] = (size, timeout)
+        engine = _ENGINES.pop(url, None)
+        if engine is not None:
+            engine.dispose()
 
 
 def reset_after_fork() -> None:

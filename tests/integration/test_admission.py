@@ -51,3 +51,34 @@ def test_an_unreachable_database_is_a_503_not_a_500() -> None:
             assert int(r.headers["retry-after"]) >= 1 and r.json()["code"] == "unavailable"
         assert c.get("/health/live").status_code == 200
         assert c.get("/health/ready").status_code == 503
+
+
+def test_the_in_flight_limit_counts_every_route_together(world: World, backend: Backend) -> None:
+    """One counter for the process: a request in flight on one route counts against another
+    route's (Litestar makes a middleware instance per route)."""
+    import asyncio
+
+    import httpx
+
+    app = create_app(backend.database_url, lambda followups: None, limits=ServerLimits(max_in_flight=1))
+
+    async def scene() -> tuple[int, int, int]:
+        release = asyncio.Event()
+
+        async def slow_body():  # type: ignore[no-untyped-def]
+            yield b"0001 Q0 d1 1 1.0 slow\n"
+            await release.wait()
+
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+            upload = asyncio.create_task(c.post(f"/api/collections/{world.cid}/runs", content=slow_body(),
+                                                headers=auth(world.tokens["alpha"])))
+            await asyncio.sleep(0.3)  # the upload is in flight, its body still arriving
+            other = await c.get("/api/collections", headers=auth(world.tokens["organiser"]))
+            release.set()
+            done = await upload
+            after = await c.get("/api/collections", headers=auth(world.tokens["organiser"]))
+            return other.status_code, done.status_code, after.status_code
+
+    other, upload, after = asyncio.run(scene())
+    assert other == 503 and after == 200 and upload in (201, 422)

@@ -60,3 +60,62 @@ def test_nothing_is_kept_when_the_cache_is_off() -> None:
         return await cache.get_or_make("k", make), await cache.get_or_make("k", make)
 
     assert asyncio.run(twice()) == (1, 2)
+
+
+def test_a_cancelled_maker_leaves_its_waiters_to_make_their_own() -> None:
+    made = 0
+
+    async def make() -> str:
+        nonlocal made
+        made += 1
+        await asyncio.sleep(0.05)
+        return "board"
+
+    async def scene() -> list[str]:
+        cache = BoardCache(seconds=60)
+        first = asyncio.create_task(cache.get_or_make("k", make))
+        await asyncio.sleep(0.01)
+        waiters = [asyncio.create_task(cache.get_or_make("k", make)) for _ in range(3)]
+        await asyncio.sleep(0.01)
+        first.cancel()  # e.g. the maker's client went away
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        return list(await asyncio.gather(*waiters))
+
+    assert asyncio.run(scene()) == ["board"] * 3 and made == 4
+
+
+def test_a_value_not_to_keep_is_neither_cached_nor_shared() -> None:
+    made: list[int] = []
+
+    async def make() -> int:
+        made.append(len(made))
+        await asyncio.sleep(0.02)
+        return len(made)
+
+    async def scene() -> list[int]:
+        cache = BoardCache(seconds=60)
+        values = await asyncio.gather(*[cache.get_or_make("k", make, keep=lambda v: False) for _ in range(3)])
+        assert cache.get("k") is None
+        return list(values)
+
+    values = asyncio.run(scene())
+    assert len(made) == 3 and values[0] == 1  # the maker's own value; each waiter made its own
+
+
+def test_a_clear_during_a_rendering_keeps_its_value_out() -> None:
+    """A rendering that began before a write's clear() must not be stored after it."""
+    async def scene() -> object:
+        cache = BoardCache(seconds=60)
+
+        async def make() -> str:
+            await asyncio.sleep(0.02)
+            return "board read before the write"
+
+        task = asyncio.create_task(cache.get_or_make("k", make))
+        await asyncio.sleep(0.005)
+        cache.clear()  # the write commits meanwhile
+        assert await task == "board read before the write"  # its own caller still gets it
+        return cache.get("k")
+
+    assert asyncio.run(scene()) is None

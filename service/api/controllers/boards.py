@@ -43,27 +43,30 @@ class BoardsController(Controller):
         """Runs ranked by a metric's mean with its 95% interval, Judged@10 and the stored
         pairwise test (who beats whom, group letters). Before release a participant sees its
         own team's rows; under an unrevealed topic split, the visible topics' figures."""
-        def render() -> tuple[bytes, str]:
+        def render() -> tuple[bytes, str, object]:
             coll = collections.get(uow.session, cid, me)
             doc = boards.leaderboard_doc(uow.session, coll, me, metric, primary_only, qrels_version, test)
+            view = policy.board_view(me, coll)  # of the collection as rendered
             if format == "csv":
-                return board_csv(doc).encode(), "text/csv"
+                return board_csv(doc).encode(), "text/csv", view
             if format == "latex":
-                return board_latex(doc).encode(), "text/plain"
-            return msgspec.json.encode(out(Leaderboard, doc)), "application/json"
+                return board_latex(doc).encode(), "text/plain", view
+            return msgspec.json.encode(out(Leaderboard, doc)), "application/json", view
 
         # Served from memory when it can be (no worker thread, no database): the collection's
         # access facts and the board of the caller's view are each made once per moment, by
-        # one request, in a worker thread.
+        # one request, in a worker thread. A board whose view, as rendered, is not the view it
+        # was asked for (the facts changed meanwhile) is given to its own caller only.
         cache = state["board_cache"]
         facts = await cache.get_or_make(("access", cid), lambda: anyio.to_thread.run_sync(
             boards.access_snapshot, uow.session, cid))
         view = policy.board_view(me, facts) if facts is not None else None
         if view is None:  # no such collection, or not this caller's to see: the refusal, rendered
-            body, media = await anyio.to_thread.run_sync(render)
+            body, media, _ = await anyio.to_thread.run_sync(render)
         else:
             key = ("board", cid, metric, format, primary_only, qrels_version, test, view)
-            body, media = await cache.get_or_make(key, lambda: anyio.to_thread.run_sync(render))
+            body, media, _ = await cache.get_or_make(key, lambda: anyio.to_thread.run_sync(render),
+                                                     keep=lambda made: made[2] == view)
         return Response(body, media_type=media)  # type: ignore[arg-type]
 
     @get("/api/collections/{cid:int}/significance", operation_id="getSignificance",

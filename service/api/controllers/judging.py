@@ -25,6 +25,7 @@ from service.api.schemas.judging import (
     PoolRequestOut,
 )
 from service.api.uploads import read_body
+from service.http.admission import OWN_TRANSACTIONS
 from service.evaluation import judging
 
 # A topic id as a path parameter of type path (it may contain "/"); it arrives with a leading "/".
@@ -78,7 +79,8 @@ class PoolsController(Controller):
         return Response(judging.assessment_file(uow.session, pid, me, topic.removeprefix("/")),
                         media_type="text/plain")
 
-    @post("/api/pools/{pid:int}/judgments", operation_id="uploadJudgments", summary="Upload judgments",
+    @post("/api/pools/{pid:int}/judgments", opt={OWN_TRANSACTIONS: True},  # its own transactions, no slot
+          operation_id="uploadJudgments", summary="Upload judgments",
           responses=errors(400, 401, 403, 404, 409, 413, 422),
           operation_class=upload_body("Judgments of pool documents, TREC (`topic iter docno level`) or NTCIR "
                                       "(`topic docno Lk`) lines."))
@@ -87,7 +89,8 @@ class PoolsController(Controller):
         """Judgments checked against the pool (documents, assigned topics, levels, every pool
         document of an uploaded topic judged), laid over the current qrels as a new version."""
         body = await read_body(request, state["max_body"])
-        outcome = await anyio.to_thread.run_sync(lambda: judging.submit_judgments(uow.factory, lambda _: me, pid, body))
+        outcome = await anyio.to_thread.run_sync(lambda: judging.submit_judgments(uow.factory, lambda _: me, pid, body),
+                                                 limiter=state.get("upload_threads"))
         return out(JudgmentsAccepted, uow.collect(outcome))
 
 

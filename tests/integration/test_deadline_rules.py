@@ -1,5 +1,7 @@
-"""Before release, a participant's view of the board says nothing about other teams' runs,
-ranks included (issue 13, item 12): on the API, the portal's board and its runs page."""
+"""Deadline-day rules in-process (issue 13): before release a participant's view of the board
+says nothing about other teams' runs, ranks included (item 12); boards do not load the stored
+files (item 13); a refused file costs no quota (item 4); an idempotent retry is answered after
+the window has closed (item 8)."""
 
 from __future__ import annotations
 
@@ -77,3 +79,22 @@ def test_a_refused_file_costs_no_quota(world: World) -> None:
     assert c.post(f"/api/collections/{cid}/runs", content=good, headers=alpha).status_code == 201
     over = c.post(f"/api/collections/{cid}/runs", content=good.replace("late", "later"), headers=alpha)
     assert over.status_code == 409 and "quota" in over.text
+
+
+def test_an_idempotent_retry_is_answered_after_the_window_closed(world: World) -> None:
+    c, cid = world.client, world.cid
+    alpha = {**auth(world.tokens["alpha"]), "Idempotency-Key": "last-minute"}
+    text = next(iter(world.runs.values())).replace("RUN-01", "lastminute").replace("RUN-02", "lastminute")
+    first = c.post(f"/api/collections/{cid}/runs", content=text, headers=alpha)
+    assert first.status_code == 201, first.text
+    closed = c.patch(f"/api/collections/{cid}", json={"submission_closes_at": "2020-01-01T00:00:00Z"},
+                     headers=auth(world.tokens["organiser"]))
+    assert closed.status_code == 200, closed.text
+    retry = c.post(f"/api/collections/{cid}/runs", content=text, headers=alpha)  # the answer was lost
+    assert retry.status_code == 201 and retry.json() == first.json()
+    late = c.post(f"/api/collections/{cid}/runs", content=text.replace("lastminute", "toolate"),
+                  headers={**alpha, "Idempotency-Key": "another"})
+    assert late.status_code == 409 and "closed" in late.text
+    unkeyed = c.post(f"/api/collections/{cid}/runs", content=text.replace("lastminute", "toolate"),
+                     headers=auth(world.tokens["alpha"]))
+    assert unkeyed.status_code == 409 and "closed" in unkeyed.text
