@@ -95,11 +95,6 @@ def unit_of_work_provider(factory: sessionmaker[Session], dispatch: Dispatch,
         slots: DatabaseSlots | None = request.app.state.get("db_slots")
         if request.route_handler.opt.get(OWN_TRANSACTIONS):
             slots = None  # its sessions open and close inside one thread trip
-        if slots is not None and writing:
-            # Receive the whole body (a portal form's upload on a slow link) before taking a
-            # slot: a request holds a slot only while it can use it. Litestar keeps the body
-            # for the form parser and the handler.
-            await request.body()
         async with slots.held(request.scope) if slots is not None else nullcontext():
             try:
                 yield uow
