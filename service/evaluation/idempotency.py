@@ -10,14 +10,18 @@ answer. The same key with a different body is refused (422): a client bug, not a
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import InvalidRequest
+from service.evaluation import collections
 from service.evaluation.access import Principal
-from service.store.models import IdempotencyKey
+from service.evaluation.work import Outcome
+from service.store.db import retrying, transaction
+from service.store.models import Collection, IdempotencyKey
 
 MAX_KEY = 200  # the column's size
 
@@ -56,3 +60,23 @@ def remember(s: Session, me: Principal, scope: str, key: str | None, digest: str
     """Store the answer of a first request with a key (in its own transaction)."""
     if key is not None and me.token_id is not None:
         s.add(IdempotencyKey(token_id=me.token_id, scope=scope, key=key, request_hash=digest, response=answer))
+
+
+def store_once(factory: sessionmaker[Session], cid: int, me: Principal, scope: str, key: str | None, digest: str,
+               write: Callable[[Session, Collection], Outcome[dict[str, Any]]], what: str) -> Outcome[dict[str, Any]]:
+    """An upload's write: ``write(session, collection)`` in one transaction that locks the
+    collection's row first (the lock order of every write to a collection), answers a key seen
+    before with its first answer, remembers this answer under the key, and is run again whole
+    if the database undoes it (a deadlock victim, a serialization failure)."""
+
+    def attempt() -> Outcome[dict[str, Any]]:
+        with transaction(factory) as s:
+            coll = collections.lock(s, cid)
+            earlier = replay(s, me, scope, key, digest)
+            if earlier is not None:
+                return Outcome(earlier)
+            outcome = write(s, coll)
+            remember(s, me, scope, key, digest, outcome.result)
+        return outcome
+
+    return retrying(attempt, what=what)

@@ -14,7 +14,6 @@ from service.evaluation.reading import qrels_diff
 from service.evaluation.setup import add_qrels
 from service.evaluation.work import Outcome
 from service.formats.readers import parse_qrels
-from service.store.db import retrying, transaction
 from service.store.models import Collection, QrelsVersion
 
 
@@ -33,22 +32,16 @@ def upload(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
     parsed = parse_qrels(body, source)  # InvalidInput with the line before anything is stored
     digest = idempotency.request_hash(body)
 
-    def store() -> Outcome[dict[str, Any]]:
-        with transaction(factory) as s:
-            coll = collections.lock(s, cid)
-            scope = f"qrels:{cid}"
-            earlier = idempotency.replay(s, me, scope, idempotency_key, digest)
-            if earlier is not None:
-                return Outcome(earlier)
-            previous = coll.current_qrels_id
-            version = add_qrels(s, coll, body, source, me.name, parsed=parsed)
-            job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
-            doc = {"version": version.version, "judgments": version.n_judgments, "job": job.id,
-                   "previous_version": s.get(QrelsVersion, previous).version if previous else None}
-            idempotency.remember(s, me, scope, idempotency_key, digest, doc)
-        return Outcome(doc, tuple(followups))
+    def store(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
+        previous = coll.current_qrels_id
+        version = add_qrels(s, coll, body, source, me.name, parsed=parsed)
+        job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
+        return Outcome({"version": version.version, "judgments": version.n_judgments, "job": job.id,
+                        "previous_version": s.get(QrelsVersion, previous).version if previous else None},
+                       tuple(followups))
 
-    return retrying(store, what=f"a qrels upload to collection {cid}")
+    return idempotency.store_once(factory, cid, me, f"qrels:{cid}", idempotency_key, digest, store,
+                                  what=f"a qrels upload to collection {cid}")
 
 
 def versions(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:

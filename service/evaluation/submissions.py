@@ -23,7 +23,7 @@ from service.evaluation.setup import add_run, audit
 from service.evaluation.teams import team_named
 from service.evaluation.work import Followup, Outcome
 from service.formats.readers import parse_run
-from service.store.db import as_utc, retrying, transaction
+from service.store.db import as_utc
 from service.store.models import Collection, Run, Team, Topic
 
 
@@ -143,33 +143,26 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, te
     digest = idempotency.request_hash(body, team_param, description)
     parsed = parse_run(body, source, order)  # InvalidInput with the line before anything is stored
 
-    def store() -> Outcome[dict[str, Any]]:
-        with transaction(factory) as s:
-            coll = collections.lock(s, cid)
-            scope = f"runs:{cid}"
-            earlier = idempotency.replay(s, me, scope, idempotency_key, digest)
-            if earlier is not None:
-                return Outcome(earlier)
-            team = _may_submit(s, me, coll, team_param, now=True)
-            known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == cid)))
-            if not known:
-                raise Conflict("the collection has no topics yet (upload qrels or register its topics)")
-            unknown = sorted(set(parsed.topics) - known)
-            if unknown:
-                raise InvalidInput(source, None, f"unknown topics: {', '.join(unknown[:20])}")
-            row = add_run(s, coll, body, source, team=team.name, actor=me.name, parsed=parsed)
-            if description:
-                row.description = description
-            followups: list[Followup] = []
-            job_id = None
-            if coll.current_qrels_id is not None:  # before any judgment the run waits for the pool's qrels
-                job, followups = plan_job(s, coll, "submission")
-                job_id = job.id
-            doc = {**document(row), "job": job_id}
-            idempotency.remember(s, me, scope, idempotency_key, digest, doc)
-        return Outcome(doc, tuple(followups))
+    def store(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
+        team = _may_submit(s, me, coll, team_param, now=True)
+        known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == cid)))
+        if not known:
+            raise Conflict("the collection has no topics yet (upload qrels or register its topics)")
+        unknown = sorted(set(parsed.topics) - known)
+        if unknown:
+            raise InvalidInput(source, None, f"unknown topics: {', '.join(unknown[:20])}")
+        row = add_run(s, coll, body, source, team=team.name, actor=me.name, parsed=parsed)
+        if description:
+            row.description = description
+        followups: list[Followup] = []
+        job_id = None
+        if coll.current_qrels_id is not None:  # before any judgment the run waits for the pool's qrels
+            job, followups = plan_job(s, coll, "submission")
+            job_id = job.id
+        return Outcome({**document(row), "job": job_id}, tuple(followups))
 
-    return retrying(store, what=f"a run submission to collection {cid}")
+    return idempotency.store_once(factory, cid, me, f"runs:{cid}", idempotency_key, digest, store,
+                                  what=f"a run submission to collection {cid}")
 
 
 def _may_submit(s: Session, me: Principal, coll: Collection, team_param: str | None,

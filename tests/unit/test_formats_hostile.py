@@ -253,10 +253,15 @@ def test_level_length_limits() -> None:
     assert (err.line, err.reason) == (2, f"relevance label is {MAX_NUMBER_BYTES + 1} bytes long; the limit is {MAX_NUMBER_BYTES}")
 
 
-def test_the_store_uses_the_readers_tag_limit() -> None:
-    from service.evaluation.setup import MAX_TAG
+def test_every_value_within_the_limits_fits_its_column() -> None:
+    """The readers' limits (bytes) are what the store relies on: a value the reader accepts
+    always fits its column (characters), on every database."""
+    from service.store.models import Judgment, Run, Topic
 
-    assert MAX_TAG == MAX_TAG_BYTES
+    assert Run.__table__.c.tag.type.length >= MAX_TAG_BYTES
+    assert Topic.__table__.c.topic_id.type.length >= MAX_TOPIC_BYTES
+    assert Judgment.__table__.c.topic.type.length >= MAX_TOPIC_BYTES
+    assert Judgment.__table__.c.docno.type.length >= MAX_DOCNO_BYTES
 
 
 # ---------------------------------------------------------------------- CR line ends
