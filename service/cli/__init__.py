@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 # Importing a command module registers its commands (in this order in --help).
 from service.cli import evaluate, stats, processes, organising, judging  # noqa: F401  isort: skip
+from service.cli import topicsize  # noqa: F401  isort: skip
 from service.cli.registry import handler_for
 from service.cli.registry import build_parser as _build_parser
 from service.errors import CranfieldError, InvalidMeasure

@@ -10,12 +10,15 @@ import dataclasses
 
 from typing import Any
 
+import numpy as np
+
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from service.errors import NotFound
 from service.evaluation import collections, policy
 from service.evaluation.access import Principal
+from service.evaluation.board_intervals import TRUNCATED_NOTE, bounds_doc, bounds_of, interval_label, interval_view
 from service.evaluation.collections import iso
 from service.evaluation.reading import LeaderboardRow, annotate, complete_version_id, computed_at, significance_for
 from service.evaluation.reading import leaderboard as read_leaderboard
@@ -71,6 +74,8 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
     running = s.scalar(select(func.count()).select_from(Job).where(
         Job.collection_id == coll.id, Job.status.in_(("running", "testing"))))
     run_ids = dict(s.execute(select(Run.tag, Run.id).where(Run.collection_id == coll.id)).all())
+    limits = bounds_of(name)
+    shown = [interval_view(r, limits) for r in annotated]
     return {"collection": coll.name, "metric": name, "released": coll.leaderboard_released,
             "topics": "visible only (public/private split)" if public else "all",
             "qrels_version": rows[0].qrels_version if rows else (
@@ -78,12 +83,20 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
             "newest_qrels_version": coll.current_qrels.version if coll.current_qrels else None,
             "computed_at": iso(computed_at(s, coll, qrels_version)),
             "reevaluation_in_progress": bool(running),
-            "significance": {"test": sig.test, "alpha": sig.alpha, "correction": sig.correction} if sig else None,
+            "significance": ({"test": sig.test, "alpha": sig.alpha, "correction": sig.correction,
+                              "resamples": sig.resamples, "n_topics": sig.n_topics} if sig else None),
             "ranked_among": "all" if every else "team",
-            "rows": [{**{k: r[k] for k in ("rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "baseline",
+            # The metric's range; the interval drawn (bootstrap when stored, else t) in words, and
+            # the note a truncated t interval end refers to (board_intervals).
+            "bounds": bounds_doc(limits),
+            "interval": interval_label(annotated),
+            "truncation_note": (TRUNCATED_NOTE if any(v["t_low_clipped"] or v["t_high_clipped"] for v in shown)
+                                else None),
+            "rows": [{**{k: r[k] for k in ("rank", "run", "team", "mean", "ci_low", "ci_high", "boot_low", "boot_high",
+                                           "boot_method", "boot_resamples", "n_topics", "baseline",
                                            "judged_at_10", "beats", "tied_with", "groups") if k in r},
-                      "run_id": run_ids.get(r["run"])}
-                     for r in annotated]}
+                      "run_id": run_ids.get(r["run"]), "shown": view}
+                     for r, view in zip(annotated, shown)]}
 
 
 def significance_matrix(s: Session, coll: Collection, me: Principal, metric: str | None = None,
@@ -94,10 +107,9 @@ def significance_matrix(s: Session, coll: Collection, me: Principal, metric: str
     sig = significance_for(s, coll, name, test, qrels_version, subset=subset)
     if sig is None:
         raise NotFound(f"no stored test for {name} on these results")
-    names, matrix = sig.runs, sig.p_adjusted
-    return {"metric": name, "test": sig.test, "alpha": sig.alpha, "correction": sig.correction, "runs": names,
-            "p_adjusted": [[1.0 if x == y else matrix.get((x, y), matrix.get((y, x))) for y in names]
-                           for x in names]}
+    names = sig.runs
+    return {"metric": name, "test": sig.test, "alpha": sig.alpha, "correction": sig.correction,
+            "resamples": sig.resamples, "runs": names, "p_adjusted": sig.matrix(np.arange(len(names))).tolist()}
 
 
 def stored_tests(s: Session, coll: Collection) -> list[str]:
@@ -150,11 +162,8 @@ def rank_change_report(s: Session, coll: Collection, me: Principal) -> dict[str,
 def significance_changes(before: Any, after: Any, rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Run pairs whose significance relation differs between two stored tests: a pair that
     was significant and is no longer, or the reverse, or whose direction flipped."""
-    old_p, old_alpha = before.p_adjusted, before.alpha
-    new_p, new_alpha = after.p_adjusted, after.alpha
-
-    def relation(p: dict[tuple[str, str], float], alpha: float, a: str, b: str, key: str) -> str | None:
-        value = p.get((a, b), p.get((b, a)))
+    def relation(test: Any, a: str, b: str, key: str) -> str | None:
+        value, alpha = test.p(a, b), test.alpha
         if value is None:
             return None
         if value >= alpha:
@@ -168,8 +177,8 @@ def significance_changes(before: Any, after: Any, rows: dict[str, dict[str, Any]
     runs = sorted(rows)
     for i, a in enumerate(runs):
         for b in runs[i + 1:]:
-            was = relation(old_p, old_alpha, a, b, "old_mean")
-            now = relation(new_p, new_alpha, a, b, "new_mean")
+            was = relation(before, a, b, "old_mean")
+            now = relation(after, a, b, "new_mean")
             if was is not None and now is not None and was != now:
                 out.append({"a": a, "b": b, "before": was, "after": now})
     return out

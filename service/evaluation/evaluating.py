@@ -27,7 +27,7 @@ from service.evaluation.setup import EVALUATOR_VERSION, eval_settings, load_qrel
 from service.evaluation.work import BudgetExceeded, Followup, Heartbeat, LeaseLost, Limits, TaskName, patiently
 from service.formats.types import Qrels
 from service.metrics import evaluate
-from service.metrics.stats.intervals import mean_interval
+from service.metrics.stats.intervals import bootstrap_interval, mean_interval
 from service.store.arrays import pack
 from service.store.db import as_utc, transaction
 from service.store.models import (
@@ -273,21 +273,41 @@ def _finite(v: float) -> float | None:
     return v if np.isfinite(v) else None
 
 
+#: The bootstrap interval stored beside the t interval (docs/statistics.md, "Intervals of a run's
+#: mean"): BCa, B = 1000 resamples of the run's scored topics, a fixed seed so that evaluating
+#: the same run again stores the same figures. Method and B are stored with each row, so changing
+#: them here changes new rows only and every row still says how its interval was drawn.
+BOOT_METHOD = "bca"
+BOOT_RESAMPLES = 1000
+BOOT_SEED = 0
+
+
+def _boot(values: np.ndarray) -> tuple[float | None, float | None]:
+    """The stored bootstrap interval of the mean of the scored (non-NaN) values; None when undefined."""
+    b = bootstrap_interval(values[~np.isnan(values)], resamples=BOOT_RESAMPLES, method=BOOT_METHOD, seed=BOOT_SEED)
+    return _finite(float(b.low)), _finite(float(b.high))
+
+
 def _score_rows(result: Any, hidden: set[str] = frozenset()) -> list[dict[str, Any]]:  # type: ignore[assignment]
     """The columns of a Score per measure: the mean with its 95% t interval (:func:`mean_interval`, the run's
-    own, so it does not move when runs are added) and, with hidden topics, the same on the
+    own, so it does not move when runs are added), its 95% bootstrap interval (:func:`bootstrap_interval`
+    over the same topics, which never leaves the metric's range) and, with hidden topics, the same on the
     visible topics (the public side of a public/private split)."""
     visible = np.array([t not in hidden for t in result.topics], dtype=bool)
     rows = []
     for m in result.measures:
         values = result.per_topic(m)[0]
         every = mean_interval(values)
+        boot_low, boot_high = _boot(values)
         row = dict(metric=str(m), mean=_finite(every.mean), ci_low=_finite(every.low), ci_high=_finite(every.high),
-                   n_topics=every.n, values=pack(values))
+                   n_topics=every.n, values=pack(values), boot_low=boot_low, boot_high=boot_high,
+                   boot_method=BOOT_METHOD, boot_resamples=BOOT_RESAMPLES)
         if hidden:
             public = mean_interval(values[visible])
+            public_boot_low, public_boot_high = _boot(values[visible])
             row.update(public_n=public.n, public_mean=_finite(public.mean), public_ci_low=_finite(public.low),
-                       public_ci_high=_finite(public.high))
+                       public_ci_high=_finite(public.high), public_boot_low=public_boot_low,
+                       public_boot_high=public_boot_high)
         rows.append(row)
     return rows
 

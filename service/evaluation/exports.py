@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from typing import Any
+
+from service.evaluation.board_intervals import bounds_of, interval_label, interval_view
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -23,32 +26,70 @@ def spreadsheet_safe(value: Any) -> Any:
     return value
 
 
+def _limits(doc: dict[str, Any]) -> tuple[float, float]:
+    """The board metric's range; unbounded for a document that names no metric."""
+    return bounds_of(doc["metric"]) if doc.get("metric") else (-math.inf, math.inf)
+
+
 def board_csv(doc: dict[str, Any]) -> str:
+    """The board as CSV. ``ci_low``/``ci_high`` are the 95% t interval with an end beyond the metric's
+    range truncated at it (``t_truncated`` says which: low, high or both); ``boot_*`` the stored
+    bootstrap interval and its parameters, empty for results stored before them. No cell holds a
+    value the metric cannot take."""
+    limits = _limits(doc)
     out = io.StringIO()
     w = csv.writer(out)
-    w.writerow(["rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "baseline", "groups"])
+    w.writerow(["rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "baseline", "groups",
+                "t_truncated", "boot_low", "boot_high", "boot_method", "boot_resamples"])
     for r in doc["rows"]:
+        v = interval_view(r, limits)
+        cut = {(True, True): "both", (True, False): "low", (False, True): "high"}.get(
+            (v["t_low_clipped"], v["t_high_clipped"]), "")
+        boot = ((v["low"], v["high"], r.get("boot_method"), r.get("boot_resamples")) if v["kind"] == "bootstrap"
+                else (None, None, None, None))
         w.writerow([spreadsheet_safe(cell) for cell in (
-            r["rank"], r["run"], r["team"], r["mean"], r["ci_low"], r["ci_high"], r["n_topics"], r["baseline"],
-            r.get("groups", ""))])
+            r["rank"], r["run"], r["team"], r["mean"], v["t_low"], v["t_high"], r["n_topics"], r["baseline"],
+            r.get("groups", ""), cut, *boot)])
     return out.getvalue()
 
 
 def board_latex(doc: dict[str, Any]) -> str:
-    """A LaTeX table of the leaderboard; superscript letters mark statistically tied groups."""
+    """A LaTeX table of the leaderboard; superscript letters mark statistically tied groups. The
+    interval column is the one the board draws (bootstrap when stored, else t), the last the t
+    interval with an end beyond the metric's range truncated there and marked with a dagger; a
+    line under the table says which interval is drawn."""
     def esc(text: str) -> str:
         special = {"\\": "\\textbackslash{}", "^": "\\^{}", "~": "\\~{}"}
         return "".join(special.get(c) or ("\\" + c if c in "&%$#_{}" else c) for c in str(text))
 
+    def end(x: float, clipped: bool) -> str:
+        return f"{x:.4f}" + ("$^\\dagger$" if clipped else "")
+
+    def span(low: float | None, high: float | None, low_cut: bool = False, high_cut: bool = False) -> str:
+        return "" if low is None or high is None else f"[{end(low, low_cut)}, {end(high, high_cut)}]"
+
+    limits = _limits(doc)
     sig = doc.get("significance")
-    lines = ["\\begin{tabular}{rllrr}", "\\hline",
-             f"Rank & Run & Team & {esc(doc['metric'])} & 95\\% CI \\\\", "\\hline"]
+    lines = ["\\begin{tabular}{rllrll}", "\\hline",
+             f"Rank & Run & Team & {esc(doc['metric'])} & Interval & 95\\% t interval \\\\", "\\hline"]
+    truncated = False
     for r in doc["rows"]:
+        v = interval_view(r, limits)
+        truncated = truncated or v["t_low_clipped"] or v["t_high_clipped"]
         mark = f"$^{{{r['groups']}}}$" if r.get("groups") else ""
-        ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
+        drawn = span(v["low"], v["high"], v["low_clipped"], v["high_clipped"])
+        t = span(v["t_low"], v["t_high"], v["t_low_clipped"], v["t_high_clipped"])
         base = " (baseline)" if r["baseline"] else ""
-        lines.append(f"{r['rank']} & {esc(r['run'])}{base} & {esc(r['team'])} & {r['mean']:.4f}{mark} & {ci} \\\\")
+        lines.append(f"{r['rank']} & {esc(r['run'])}{base} & {esc(r['team'])} & {r['mean']:.4f}{mark} & {drawn} & "
+                     f"{t} \\\\")
     lines += ["\\hline", "\\end{tabular}"]
+    note = f"Interval: {interval_label(doc['rows'])}."
+    if truncated:
+        low, high = limits
+        rng = f"[{low:g}, {high:g}]" if math.isfinite(high) else f"[{low:g}, \\infty)"
+        note += f" $^\\dagger$ t interval truncated at the metric's range ${rng}$."
+    note = note.replace("%", "\\%")  # the label's "95%"; its math ($^\\dagger$, the range) stays
+    lines.append(f"\\par\\smallskip{{\\footnotesize {note}}}")
     if sig:
         lines.append(f"% runs sharing a letter are not significantly different ({sig['test']}, "
                      f"alpha = {sig['alpha']}, correction {sig['correction']})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -13,7 +14,7 @@ from service.evaluation.planning import params_hash
 from service.evaluation.results import current_result, tested_under
 from service.evaluation.setup import get_collection
 from service.metrics import parse_measure
-from service.metrics.stats.common import pair_indices
+from service.metrics.stats.letters import compact_letters, label_letters, sweep_letters
 from service.store.arrays import unpack
 from service.store.db import as_utc
 from service.store.models import CollectionConfig, Job, QrelsVersion, Run, RunEvaluation, Score, Significance, Team
@@ -31,6 +32,11 @@ class LeaderboardRow:
     qrels_version: int
     baseline: bool
     judged_at_10: float | None = None  # share of the top 10 judged (stored with every evaluation)
+    # The bootstrap interval of the mean with its method and B (None on results stored before it was).
+    boot_low: float | None = None
+    boot_high: float | None = None
+    boot_method: str | None = None
+    boot_resamples: int | None = None
 
 
 def leaderboard(
@@ -56,7 +62,9 @@ def leaderboard(
     # ``public``: the visible topics of a public/private split (the workers store both sides).
     mean, low, high, n_col = ((Score.public_mean, Score.public_ci_low, Score.public_ci_high, Score.public_n) if public
                               else (Score.mean, Score.ci_low, Score.ci_high, Score.n_topics))
-    q = (select(Run.tag, Team.name, Run.is_baseline, mean, low, high, n_col)
+    boot = ((Score.public_boot_low, Score.public_boot_high) if public else (Score.boot_low, Score.boot_high))
+    q = (select(Run.tag, Team.name, Run.is_baseline, mean, low, high, n_col, *boot, Score.boot_method,
+                Score.boot_resamples)
          .join(RunEvaluation, RunEvaluation.id == Score.run_evaluation_id)
          .join(Run, Run.id == RunEvaluation.run_id).join(Team, Team.id == Run.team_id)
          .where(Run.collection_id == coll.id, current_result(coll, version_id), Score.metric == name,
@@ -68,10 +76,12 @@ def leaderboard(
         .join(Run, Run.id == RunEvaluation.run_id)
         .where(Run.collection_id == coll.id, current_result(coll, version_id), Score.metric == "Judged@10")).all())
     rows: list[LeaderboardRow] = []
-    for i, (tag, team, base, mean, lo, hi, n) in enumerate(s.execute(q)):
+    for i, (tag, team, base, mean, lo, hi, n, b_lo, b_hi, b_method, b_resamples) in enumerate(s.execute(q)):
         rank = i + 1 if not rows or mean != rows[-1].mean else rows[-1].rank  # ties share a rank
+        stored = b_lo is not None and b_hi is not None
         rows.append(LeaderboardRow(rank, tag, team, mean, lo, hi, n, version.version if version else 0, base,
-                                   judged.get(tag)))
+                                   judged.get(tag), b_lo, b_hi, b_method if stored else None,
+                                   b_resamples if stored else None))
     return name, rows
 
 
@@ -113,20 +123,44 @@ def computed_at(s: Session, coll, version: int | None = None):  # type: ignore[n
 @dataclass(frozen=True, eq=False)
 class StoredTest:
     """A stored pairwise test of one metric, as boards read it. Compared by identity: one
-    decoded object per stored row and process (the annotations are cached on it)."""
+    decoded object per stored row and process (the annotations are cached on it).
+
+    The p-values stay one condensed numpy array (pair (i, j), i < j, in ``pair_indices``
+    order): 1,000 runs are 499,500 floats (4 MB), not half a million Python objects.
+    """
 
     runs: list[str]  # run tags, in the stored order
-    p_adjusted: dict[tuple[str, str], float]  # (a, b) -> adjusted p, a before b in ``runs``
+    p_condensed: np.ndarray  # the stored p_adjusted of every pair i < j of ``runs``
     alpha: float  # as the stored test was run (not as the configuration says now)
     test: str  # bootstrap | t | wilcoxon | sign | randomisation | tukey | friedman
     correction: str  # none | holm | bh (as run)
     resamples: int | None = None  # the test's resamples, when it resamples
     n_topics: int = 0  # topics the test compared the runs on
     params: dict[str, Any] = field(default_factory=dict)  # every test parameter as stored
+    #: The compact letter display the worker stored: letters as lists of positions in ``runs``
+    #: (None for a test stored before letters were: they are computed when read).
+    letters: list[list[int]] | None = None
+    index: dict[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "index", {r: i for i, r in enumerate(self.runs)})
 
     def p(self, a: str, b: str) -> float | None:
         """The adjusted p of the pair (a, b) in either order; None if either run was not tested."""
-        return self.p_adjusted.get((a, b), self.p_adjusted.get((b, a)))
+        i, j = self.index.get(a), self.index.get(b)
+        if i is None or j is None or i == j:
+            return None
+        i, j = min(i, j), max(i, j)
+        m = len(self.runs)
+        return float(self.p_condensed[i * (2 * m - i - 1) // 2 + j - i - 1])
+
+    def matrix(self, positions: np.ndarray) -> np.ndarray:
+        """The (k, k) matrix of p-values among the runs at ``positions`` (1 on the diagonal)."""
+        pos = np.asarray(positions, dtype=np.int64)
+        i, j = np.minimum.outer(pos, pos), np.maximum.outer(pos, pos)
+        m = len(self.runs)
+        k = i * (2 * m - i - 1) // 2 + j - i - 1
+        return np.where(i == j, 1.0, self.p_condensed[np.where(i == j, 0, k)])
 
 
 def significance_for(s: Session, coll, metric: str, test: str | None = None,  # type: ignore[no-untyped-def]
@@ -164,12 +198,10 @@ def significance_for(s: Session, coll, metric: str, test: str | None = None,  # 
 def _stored_test(s: Session, row: Significance, configured: dict[str, Any]) -> StoredTest:
     tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(row.run_ids))).all())
     names = [tags.get(r, str(r)) for r in row.run_ids]
-    a, b = pair_indices(len(names))
-    p = unpack(row.p_adjusted)
     params = dict(row.params or {})
-    resamples = params.get("resamples")
-    pairs = zip(a.tolist(), b.tolist(), p.tolist())
-    return StoredTest(runs=names, p_adjusted={(names[i], names[j]): float(v) for i, j, v in pairs},
+    # B only for a test that resamples (the configuration stores one for every test).
+    resamples = params.get("resamples") if row.test in ("bootstrap", "randomisation", "tukey") else None
+    return StoredTest(runs=names, p_condensed=unpack(row.p_adjusted), letters=row.letters,
                       alpha=float(params.get("alpha", configured.get("alpha", 0.05))), test=row.test,
                       correction=str(params.get("correction", "none")),
                       resamples=int(resamples) if resamples is not None else None, n_topics=int(row.n_topics or 0),
@@ -191,42 +223,47 @@ def annotate(rows: list[LeaderboardRow], sig: StoredTest | None) -> list[dict[st
 
 
 def _annotate(rows: list[LeaderboardRow], sig: StoredTest | None) -> list[dict[str, Any]]:
-    """Each row with the runs below it that it significantly beats, the runs it is tied with,
-    and group letters: runs sharing a letter are not significantly different (every pair in
-    a group), as in a Tukey HSD table. Rows without a stored test get no annotations."""
+    """Each row with the runs below it that it significantly beats, the runs it is tied with
+    (not significantly different), and its letters of a compact letter display: two runs
+    share a letter if and only if they are not significantly different. Rows without a
+    stored test get no annotations; a run the test did not cover gets none either."""
     out = [dict(r.__dict__) for r in rows]
     if sig is None:
         return out
-    alpha, p = sig.alpha, sig.p
-
-    order = [r.run for r in rows]
-    for i, row in enumerate(out):
-        beats, tied = [], []
-        for j, other in enumerate(order):
-            if other == row["run"]:
-                continue
-            pv = p(row["run"], other)
-            if pv is None:
-                continue
-            if pv < alpha and j > i and rows[i].mean > rows[j].mean:
-                beats.append(other)
-            elif pv >= alpha:
-                tied.append(other)
-        row["beats"], row["tied_with"] = beats, tied
-    # Letters: maximal runs of consecutive ranks whose every pair is not significantly different.
-    groups: list[tuple[int, int]] = []
-    for i in range(len(order)):
-        j = i
-        while j + 1 < len(order) and all((p(order[k], order[j + 1]) or 0.0) >= alpha for k in range(i, j + 1)):
-            j += 1
-        if not groups or j > groups[-1][1]:
-            groups.append((i, j))
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    for g, (lo, hi) in enumerate(groups):
-        letter = letters[g % 26] * (g // 26 + 1)
-        for k in range(lo, hi + 1):
-            out[k]["groups"] = out[k].get("groups", "") + letter
+    for row in out:
+        row["beats"], row["tied_with"], row["groups"] = [], [], ""
+    on_board = [k for k, r in enumerate(rows) if r.run in sig.index]
+    if not on_board:
+        return out
+    positions = np.array([sig.index[rows[k].run] for k in on_board])
+    different = sig.matrix(positions) < sig.alpha
+    np.fill_diagonal(different, False)
+    means = np.array([rows[k].mean for k in on_board])
+    names = [rows[k].run for k in on_board]
+    for row_i, k in enumerate(on_board):
+        below = different[row_i] & (means[row_i] > means) & (np.arange(len(on_board)) > row_i)
+        tied = ~different[row_i]
+        tied[row_i] = False
+        out[k]["beats"] = [names[j] for j in np.flatnonzero(below)]
+        out[k]["tied_with"] = [names[j] for j in np.flatnonzero(tied)]
+    for k, letters in zip(on_board, _board_letters(sig, positions, different)):
+        out[k]["groups"] = letters
     return out
+
+
+def _board_letters(sig: StoredTest, positions: np.ndarray, different: np.ndarray) -> list[str]:
+    """The letters of the board's runs, labelled in board order (the first run gets "a").
+
+    The worker stores the display of every tested run; restricted to the runs on the board it
+    keeps its guarantee (a pair shares a letter exactly when not significantly different), and
+    the letters it leaves redundant are dropped. Older stored tests have none: computed here.
+    """
+    if sig.letters is None:
+        return compact_letters(different)
+    where = {int(p): k for k, p in enumerate(positions.tolist())}
+    columns = [sum(1 << where[r] for r in letter if r in where) for letter in sig.letters]
+    columns = sweep_letters(columns, len(where))
+    return label_letters(columns, len(where))
 
 
 def qrels_diff(s: Session, collection_id: int, old: int, new: int) -> dict[str, Any]:

@@ -3,6 +3,7 @@ run's metrics table and its J&K gain curves, all read from the stored current re
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from sqlalchemy import select
@@ -11,9 +12,21 @@ from sqlalchemy.orm import Session
 from service.errors import NotFound
 from service.evaluation import boards, collections, policy, submissions
 from service.evaluation.access import Principal
-from service.evaluation.reading import complete_version_id, significance_for
+from service.evaluation.reading import StoredTest, complete_version_id, significance_for
 from service.evaluation.results import current_result
 from service.metrics import parse_measure
+from service.metrics.stats.differences import (
+    RESAMPLING_TESTS,
+    PairedDifference,
+    adjusted,
+    bootstrap_method_name,
+    comparisons,
+    correction_tag,
+    explain_disagreement,
+    named_test,
+    p_value_label,
+    paired_difference,
+)
 from service.store.models import Collection, Run
 
 
@@ -75,6 +88,14 @@ def topic_summary(s: Session, coll: Collection, me: Principal, metric: str | Non
 
 
 def compare(s: Session, coll: Collection, me: Principal, a: int, b: int, metric: str | None = None) -> dict[str, Any]:
+    """Two runs on one metric: per-topic differences (a minus b), wins, ties and losses; the
+    stored test's p of the pair with the parameters it was run with (test, B, alpha,
+    correction); the mean difference with its t and bootstrap intervals and effect size, and
+    an explanation when the test and an interval disagree.
+
+    The difference's statistics are computed here from the two runs' stored per-topic scores
+    (a few hundred numbers, not metrics), with the collection's configured significance
+    resamples and seed, so that a reload gives the same numbers."""
     runs = [submissions.get(s, a, me)[0], submissions.get(s, b, me)[0]]
     for row in runs:
         if row.collection_id != coll.id:
@@ -90,10 +111,56 @@ def compare(s: Session, coll: Collection, me: Principal, a: int, b: int, metric:
     doc["ties"] = sum(v == 0 for v in diffs.values())
     doc["losses"] = sum(v < 0 for v in diffs.values())
     sig = significance_for(s, coll, doc["metric"], subset="public" if public else "all")
-    doc["p_adjusted"] = None if sig is None else sig.p_adjusted.get((runs[0].tag, runs[1].tag),
-                                                                     sig.p_adjusted.get((runs[1].tag, runs[0].tag)))
-    doc["test"] = None if sig is None else {"test": sig.test, "alpha": sig.alpha, "correction": sig.correction}
+    p = None if sig is None else sig.p(runs[0].tag, runs[1].tag)
+    doc["p_adjusted"] = p
+    doc["test"] = None if sig is None else tested_with(sig)
+    configured = coll.current_config.significance or {}
+    difference = None
+    if len(diffs) >= 2:
+        topics = list(diffs)
+        difference = paired_difference([x[t] for t in topics], [y[t] for t in topics],
+                                       resamples=int(configured.get("resamples", 1000)),
+                                       seed=int(configured.get("seed", 0)), topics=topics)
+    doc["difference"] = None if difference is None else difference_document(difference)
+    doc["explanation"] = None if sig is None or difference is None else explain_disagreement(
+        p, sig.alpha, sig.test, difference, correction=sig.correction, n_comparisons=comparisons(len(sig.runs)))
     return doc
+
+
+def stored_test(s: Session, coll: Collection, me: Principal, metric: str,
+                test: str | None = None) -> dict[str, Any] | None:
+    """The stored pairwise test of ``metric`` (the configured one, or ``test``) that the caller's
+    view reads (the visible topics' under an unrevealed split), described by :func:`tested_with`."""
+    subset = "public" if policy.sees_visible_topics_only(me, coll) else "all"
+    sig = significance_for(s, coll, metric, test, subset=subset)
+    return None if sig is None else tested_with(sig)
+
+
+def tested_with(sig: StoredTest) -> dict[str, Any]:
+    """A stored test with every parameter it was run with, and how to name its p-values."""
+    n_comparisons = comparisons(len(sig.runs))
+    resamples = sig.resamples if sig.test in RESAMPLING_TESTS else None
+    return {"test": sig.test, "alpha": sig.alpha, "correction": sig.correction, "resamples": resamples,
+            "n_topics": sig.n_topics, "comparisons": n_comparisons, "adjusted": adjusted(sig.test, sig.correction),
+            "name": named_test(sig.test, resamples),
+            "p_label": p_value_label(sig.test, sig.correction, n_comparisons),
+            "correction_tag": correction_tag(sig.test, sig.correction)}
+
+
+def difference_document(d: PairedDifference) -> dict[str, Any]:
+    """A run pair's difference as the API and the portal show it (NaN and infinities as None)."""
+
+    def real(v: float) -> float | None:
+        v = float(v)
+        return v if math.isfinite(v) else None
+
+    boot = d.bootstrap
+    return {"mean": d.mean, "n_topics": d.n, "level": d.level, "t_low": d.t_low, "t_high": d.t_high,
+            "t_statistic": real(d.t), "effect_size": real(d.effect_size),
+            "bootstrap": {"low": real(float(boot.low)), "high": real(float(boot.high)), "method": boot.method,
+                          "method_name": bootstrap_method_name(boot.method), "level": boot.level,
+                          "resamples": boot.resamples, "seed": d.seed},
+            "other_way": [t for t, _ in d.other_way()]}
 
 
 def run_curve(s: Session, rid: int, me: Principal) -> dict[str, Any]:

@@ -36,8 +36,9 @@ from service.evaluation.results import evaluated_under, json_safe, tested_under
 from service.evaluation.setup import EVALUATOR_VERSION
 from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, TaskName, patiently
 from service.metrics.pooling import competition_ranks
+from service.metrics.stats.letters import letter_columns
 from service.metrics.stats.meta import MetaEvaluation, meta_evaluation
-from service.metrics.stats.pairwise import pairwise
+from service.metrics.stats.pairwise import PairwiseResult, pairwise
 from service.store.arrays import pack, unpack
 from service.store.db import as_utc, transaction
 from service.store.models import (
@@ -162,7 +163,8 @@ def _read(factory: sessionmaker[Session], claim: _Round) -> tuple[dict[str, Any]
         config = s.get(CollectionConfig, claim.config_id)
         assert config is not None
         sig = dict(config.significance)
-        metrics = sig.get("metrics") or [config.official_metric]
+        # Every metric of the collection is tested unless the organisers named some.
+        metrics = list(sig.get("metrics") or config.metrics)
         tables = stored_scores(s, claim.collection_id, claim.qrels_id, config.settings_hash, metrics)
         all_tables = stored_scores(s, claim.collection_id, claim.qrels_id, config.settings_hash, list(config.metrics))
         settings = {"sig": sig, "metrics": metrics, "settings_hash": config.settings_hash,
@@ -189,7 +191,7 @@ def _compute(settings: dict[str, Any], tables: ScoreTables,
             except ValueError as exc:
                 errors[metric if subset == "all" else f"{metric} (visible topics)"] = str(exc)
                 continue
-            results.append((metric, run_ids, res, subset))
+            results.append((metric, run_ids, res, subset, stored_letters(res, x)))
     meta = meta_evaluation({m: (ids, matrix) for m, (ids, _, matrix) in all_tables.items()},
                            alpha=float(sig["alpha"]), resamples=int(sig["resamples"]), seed=int(sig["seed"]))
     return results, errors, meta
@@ -208,7 +210,7 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
             if any(job is None or job.status != "testing" or job.tests_attempts != claim.jobs[job.id]
                    for job in jobs):
                 return []  # taken over by a later round, which stores instead
-            for metric, run_ids, res, subset in results:
+            for metric, run_ids, res, subset, letters in results:
                 rhash = runs_hash(run_ids)
                 exists = s.scalar(select(Significance.id).where(
                     tested_under(claim.qrels_id, settings_hash), Significance.metric == metric,
@@ -221,7 +223,7 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
                         evaluator_version=EVALUATOR_VERSION, runs_hash=rhash, params_hash=phash,
                         params={k: sig.get(k) for k in TEST_PARAMS}, run_ids=list(run_ids), n_topics=res.n_topics,
                         diff=pack(res.diff), statistic=pack(res.statistic), p=pack(res.p),
-                        p_adjusted=pack(res.p_adjusted)))
+                        p_adjusted=pack(res.p_adjusted), letters=letters))
             config = s.get(CollectionConfig, claim.config_id)
             meta_doc = meta_document(meta, settings["all_metrics"])
             now = utcnow()
@@ -241,6 +243,16 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
             return [Followup(TaskName.RUN_TESTS, later)] if later is not None else []
     except IntegrityError:
         return []  # a concurrent round stored the same matrices and finished the jobs
+
+
+def stored_letters(res: PairwiseResult, scores: np.ndarray) -> list[list[int]]:
+    """The compact letter display of a test (letters as positions in its runs), taken and
+    labelled best mean first, as boards show it (see :mod:`service.metrics.stats.letters`)."""
+    with np.errstate(invalid="ignore"):
+        means = np.nan_to_num(np.nanmean(scores, axis=0), nan=-np.inf)
+    order = np.argsort(-means, kind="stable")
+    columns = letter_columns(res.p_matrix() < res.alpha, order)
+    return [[int(i) for i in range(c.bit_length()) if c >> i & 1] for c in columns]
 
 
 def meta_document(meta: MetaEvaluation, metrics: Iterable[str]) -> dict[str, Any]:

@@ -126,10 +126,25 @@ class MetricDef:
     ideal_is_one: bool = False
     #: Binary metrics count levels >= rel as relevant; graded ones use gains.
     family: str = "graded"
+    #: The range of values the metric can take on any topic, whatever its parameters:
+    #: ``UNIT`` [0, 1] or ``NON_NEGATIVE`` [0, inf) (counts, CG, DCG). A mean over topics and
+    #: every honest interval of that mean lie in it too. None: [0, 1] when ``ideal_is_one``,
+    #: else [0, inf).
+    bounds: tuple[float, float] | None = None
     param_map: Mapping[str, Param] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "param_map", {p.name: p for p in self.params})
+        if self.bounds is None:
+            object.__setattr__(self, "bounds", UNIT if self.ideal_is_one else NON_NEGATIVE)
+        low, high = self.bounds  # type: ignore[misc]
+        if not low < high or (self.ideal_is_one and not low <= 1.0 <= high):
+            raise ValueError(f"metric {self.name}: bounds {self.bounds} do not hold its values")
+
+
+#: The two ranges metrics have: a share or normalised score, and an unbounded count or gain sum.
+UNIT: tuple[float, float] = (0.0, 1.0)
+NON_NEGATIVE: tuple[float, float] = (0.0, math.inf)
 
 
 @dataclass(frozen=True)
@@ -158,6 +173,11 @@ class Measure:
     def definition(self) -> MetricDef:
         return REGISTRY[self.name]
 
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The smallest and largest values the metric can take (see ``MetricDef.bounds``)."""
+        return bounds(self)
+
     def get(self, name: str) -> Any:
         """A parameter's value, its default when not given."""
         for k, v in self.params:
@@ -166,6 +186,15 @@ class Measure:
         p = self.definition.param_map.get(name)
         return p.default if p is not None else None
 
+
+
+def bounds(measure: Measure | str) -> tuple[float, float]:
+    """The range of possible values of a metric (a :class:`Measure` or a metric name), e.g.
+    ``(0.0, 1.0)`` for ``nDCG@10`` and ``(0.0, inf)`` for ``DCG@10``. Per-topic values, their
+    mean and the bootstrap interval of the mean never leave it; a t interval can."""
+    m = parse_measure(measure) if isinstance(measure, str) else measure
+    low, high = m.definition.bounds  # type: ignore[misc]
+    return (float(low), float(high))
 
 
 REGISTRY: dict[str, MetricDef] = {}

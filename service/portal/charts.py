@@ -75,26 +75,43 @@ def _figure(width: float, height: float) -> Figure:
 
 # ---------------------------------------------------------------------------------- charts
 def interval_chart(rows: Sequence[dict[str, Any]], metric: str) -> str:
-    """The leaderboard's means with their 95% intervals, best run on top; baselines as squares."""
-    data = [[r["run"], r["mean"], r.get("ci_low"), r.get("ci_high"), bool(r.get("baseline"))] for r in rows]
+    """The leaderboard's means with their 95% intervals, best run on top; baselines as squares.
+
+    The interval drawn is the board's (``service.evaluation.board_intervals``): the stored bootstrap
+    interval, else the t interval truncated at the metric's range, a truncated end marked with a
+    bar at the bound. No point or line lies outside the metric's range."""
+    from service.evaluation.board_intervals import bounds_of, interval_label, interval_view
+
+    limits = bounds_of(metric)
+    views = [interval_view(r, limits) for r in rows]
+    data = [[r["run"], r["mean"], v["low"], v["high"], bool(r.get("baseline")), v["low_clipped"], v["high_clipped"]]
+            for r, v in zip(rows, views)]
+    label = interval_label(rows)
 
     def draw() -> Figure:
         n = max(len(data), 1)
         fig = _figure(7.0, 0.9 + 0.24 * n)
         ax = fig.add_subplot()
-        for i, (run, mean, lo, hi, base) in enumerate(data):
+        for i, (run, mean, lo, hi, base, lo_cut, hi_cut) in enumerate(data):
             y = n - 1 - i
             colour = OKABE_ITO["vermillion"] if base else OKABE_ITO["blue"]
             if lo is not None and hi is not None:
                 ax.plot([lo, hi], [y, y], color=colour, linewidth=1.6, solid_capstyle="butt")
+                for end, cut in ((lo, lo_cut), (hi, hi_cut)):
+                    if cut:  # a t interval truncated at the metric's range: a bar at the bound
+                        ax.plot([end], [y], marker="|", color=colour, markersize=9, markeredgewidth=1.6)
             ax.plot([mean], [y], marker="s" if base else "o", color=colour, markersize=5)
         ax.set_yticks(range(n), [d[0] + (" (baseline)" if d[4] else "") for d in reversed(data)] or [""])
-        ax.set_xlabel(f"{metric}: mean over topics, with 95% interval")
+        ax.set_xlabel(f"{metric}: mean over topics, with 95% interval ({label.replace('95% ', '')})")
+        view = ax.get_xlim()  # no tick labelled with a value the metric cannot take
+        ticks = [round(t, 12) for t in ax.get_xticks()]  # (0.2 * 5 is 1.0000000000000002)
+        ax.set_xticks([t for t in ticks if limits[0] <= t <= limits[1] and view[0] <= t <= view[1]])
+        ax.set_xlim(view)
         ax.grid(axis="x", color="#dddddd", linewidth=0.6)
         ax.set_axisbelow(True)
         return fig
 
-    return _cached("interval", [data, metric], draw, f"{metric} means with 95% intervals, by run")
+    return _cached("interval", [data, metric, label], draw, f"{metric} means with their {label}, by run")
 
 
 def per_topic_chart(topics: Sequence[str], values: Sequence[float | None], median: Sequence[float | None],
@@ -177,37 +194,69 @@ def difference_chart(differences: dict[str, float], a: str, b: str, metric: str)
     return _cached("diff", [items, a, b, metric], draw, f"per-topic {metric} differences of {a} minus {b}")
 
 
+#: The heat map's colour bins of p: each decade below 0.05 gets its own colour, so small
+#: p-values are told apart (a linear scale spends everything below 0.2 on one colour).
+P_BINS = (0.0, 0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
+
+
+def p_value_bins(alpha: float) -> list[float]:
+    """The colour bins' edges: :data:`P_BINS` with ``alpha`` as an edge, so a colour never holds
+    both significant and non-significant pairs."""
+    return sorted(set(P_BINS) | {float(alpha)}) if 0 < alpha < 1 else list(P_BINS)
+
+
+def p_value_norm(alpha: float):  # type: ignore[no-untyped-def]
+    """The heat map's colour scale: one colour of cividis per bin of :func:`p_value_bins`."""
+    from matplotlib.colors import BoundaryNorm
+
+    bins = p_value_bins(alpha)
+    return BoundaryNorm(bins, ncolors=len(bins) - 1)
+
+
 def p_value_heatmap(runs: Sequence[str], p: Sequence[Sequence[float | None]], alpha: float, metric: str,
-                    test: str) -> str:
-    """Every run pair's (adjusted) p-value; cells below alpha are marked with a dot."""
-    data = [list(runs), [list(r) for r in p], alpha, metric, test]
+                    test: str, *, correction: str | None = "none", resamples: int | None = None) -> str:
+    """Every run pair's p-value as the stored test computed it; cells below alpha are marked with a
+    dot. The title names the test, B (when it resamples), alpha and the correction as stored with
+    the test; the colour scale is binned (0.001, 0.01, alpha, 0.1, 0.2, 0.5) with alpha marked."""
+    from service.metrics.stats.differences import comparisons, correction_tag, named_test, p_value_label
+
+    data = [list(runs), [list(r) for r in p], alpha, metric, test, correction, resamples]
+    label = p_value_label(test, correction, comparisons(len(runs)))
+    title = f"{named_test(test, resamples)}, α = {alpha:g}\n{label.replace('p-values', f'p-values of {metric}', 1)}"
 
     def draw() -> Figure:
         import numpy as np
 
         n = max(len(runs), 1)
-        size = min(max(4.0, 0.22 * n + 2.0), 16.0)
-        fig = _figure(size + 1.0, size)
+        size = min(max(4.5, 0.22 * n + 2.5), 16.0)
+        fig = _figure(size + 1.2, size)
         ax = fig.add_subplot()
         m = np.array([[np.nan if v is None else v for v in row] for row in p], dtype=float).reshape(len(runs),
                                                                                                    len(runs))
         np.fill_diagonal(m, np.nan)  # a run against itself: no test, drawn blank
-        cmap = matplotlib.colormaps["cividis"].with_extremes(bad="#f2f2f2")
-        image = ax.imshow(m, cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
+        bins = p_value_bins(alpha)
+        cmap = matplotlib.colormaps["cividis"].resampled(len(bins) - 1).with_extremes(bad="#f2f2f2")
+        image = ax.imshow(m, cmap=cmap, norm=p_value_norm(alpha), interpolation="nearest")
         ys, xs = np.nonzero(m < alpha)
         if len(xs) and n <= 60:
             ax.scatter(xs, ys, s=max(4, 60 - n), color="white", edgecolors="black", linewidths=0.4,
                        label=f"significant (p < {alpha:g})")
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02 - 0.012 * max(len(r) for r in runs)),
-                      frameon=False)
+            # Above the matrix, clear of the rotated run names under it.
+            ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), frameon=False, fontsize=8, borderaxespad=0.2)
         fontsize = 8 if n <= 30 else 6 if n <= 60 else 4
         ax.set_xticks(range(len(runs)), list(runs), rotation=90, fontsize=fontsize)
         ax.set_yticks(range(len(runs)), list(runs), fontsize=fontsize)
-        ax.set_title(f"{test}: adjusted p-values of {metric} (runs in leaderboard order)")
-        fig.colorbar(image, ax=ax, shrink=0.7, label="adjusted p-value")
+        ax.set_xlabel("runs in leaderboard order")
+        ax.set_title(title, fontsize=9, loc="left", pad=18 if len(xs) and n <= 60 else 6)
+        bar = fig.colorbar(image, ax=ax, shrink=0.8, ticks=bins, spacing="uniform",
+                           label=f"p-value ({correction_tag(test, correction)}); binned scale")
+        bar.ax.set_yticklabels([f"{b:g}" for b in bins], fontsize=7)
+        bar.ax.axhline(alpha, color=OKABE_ITO["vermillion"], linewidth=2.0)
+        bar.ax.text(-0.15, alpha, "α", transform=bar.ax.get_yaxis_transform(), ha="right", va="center",
+                    color=OKABE_ITO["vermillion"], fontsize=9, fontweight="bold")
         return fig
 
-    return _cached("pheat", data, draw, f"heat map of {test} p-values for {metric} over all run pairs")
+    return _cached("pheat", data, draw, f"heat map of {test} p-values for {metric} over all run pairs ({label})")
 
 
 def tau_heatmap(metrics: Sequence[str], tau: dict[tuple[str, str], float], threshold: float | None) -> str:
@@ -248,22 +297,41 @@ def tau_heatmap(metrics: Sequence[str], tau: dict[tuple[str, str], float], thres
     return _cached("tau", data, draw, "heat map of Kendall's tau between metrics")
 
 
+def series_style(i: int) -> dict[str, Any]:
+    """The i-th series' colour, dash and marker: no two of the first 343 series share all three,
+    and the first 49 already differ in colour and dash (the markers come on top)."""
+    colour = SERIES[i % len(SERIES)]
+    dash = LINESTYLES[(i + i // len(SERIES)) % len(LINESTYLES)]
+    marker = MARKERS[(i + 2 * (i // len(SERIES)) + 3 * (i // len(SERIES) ** 2)) % len(MARKERS)]
+    return {"color": colour, "linestyle": dash, "marker": marker}
+
+
+def asl_styles(names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The ASL chart's style of each curve, in the order given (the legend's order)."""
+    return {name: series_style(i) for i, name in enumerate(names)}
+
+
 def asl_chart(curves: dict[str, Sequence[Sequence[float]]], alpha: float, pairs: int) -> str:
-    """Sakai's ASL curves: each metric's achieved significance levels over the run pairs, sorted."""
+    """Sakai's ASL curves: each metric's achieved significance levels over the run pairs, sorted.
+    Each curve has its own colour, dash and marker; the legend sits beside the axes, in the order
+    of ``curves``."""
     data = [{k: [list(p) for p in v] for k, v in curves.items()}, alpha, pairs]
+    styles = asl_styles(list(curves))
 
     def draw() -> Figure:
-        fig = _figure(7.0, 3.6)
+        fig = _figure(8.0, 3.6)
         ax = fig.add_subplot()
+        count = max(len(curves), 1)
         for i, (name, points) in enumerate(curves.items()):
-            ax.plot([p[0] for p in points], [p[1] for p in points], label=name, color=SERIES[i % len(SERIES)],
-                    linestyle=LINESTYLES[i % len(LINESTYLES)], linewidth=1.4)
+            step = max(1, len(points) // 6)  # a few markers per curve, staggered between the curves
+            ax.plot([p[0] for p in points], [p[1] for p in points], label=name, linewidth=1.4, markersize=4,
+                    markevery=((i * step) // count % step, step), **styles[name])
         ax.axhline(alpha, color="#555555", linewidth=0.8, linestyle=":")
         ax.text(1, alpha, f" α = {alpha:g}", va="bottom", fontsize=8)
         ax.set_xlabel(f"run pairs sorted by ASL (of {pairs})")
         ax.set_ylabel("achieved significance level (ASL)")
         ax.set_ylim(0, max(0.1, 2 * alpha))  # the low end, as in Sakai's figures: where the curves cross alpha
-        ax.legend(loc="upper left", frameon=False, fontsize=8, ncols=2)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8, handlelength=3.2)
         ax.grid(color="#eeeeee", linewidth=0.6)
         return fig
 

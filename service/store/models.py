@@ -206,6 +206,16 @@ class Score(Base):
     public_ci_low: Mapped[float | None] = mapped_column(Float)
     public_ci_high: Mapped[float | None] = mapped_column(Float)
     public_n: Mapped[int | None] = mapped_column(Integer)
+    # The bootstrap interval of the mean (all topics, and the public ones of a split) with its
+    # method ("bca" or "percentile") and resamples B; its level is the t interval's (95%), its seed
+    # fixed (service.evaluation.evaluating.BOOT_SEED). NULL on rows stored before revision 0012,
+    # and the interval's ends where it is undefined (fewer than two topics).
+    boot_low: Mapped[float | None] = mapped_column(Float)
+    boot_high: Mapped[float | None] = mapped_column(Float)
+    public_boot_low: Mapped[float | None] = mapped_column(Float)
+    public_boot_high: Mapped[float | None] = mapped_column(Float)
+    boot_method: Mapped[str | None] = mapped_column(String(20))
+    boot_resamples: Mapped[int | None] = mapped_column(Integer)
 
     evaluation: Mapped[RunEvaluation] = relationship(back_populates="scores")
 
@@ -253,6 +263,9 @@ class Significance(Base):
     statistic: Mapped[bytes] = mapped_column(LargeBinary)
     p: Mapped[bytes] = mapped_column(LargeBinary)
     p_adjusted: Mapped[bytes] = mapped_column(LargeBinary)
+    # The compact letter display of p_adjusted < alpha: each letter a list of positions in
+    # run_ids (NULL for tests stored before letters were; boards then compute them).
+    letters: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
     computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

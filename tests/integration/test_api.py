@@ -30,7 +30,8 @@ def test_flow_leaderboard_and_corrected_qrels(world: World) -> None:
     public = c.get(f"/api/collections/{world.cid}/leaderboard?metric=AP").json()
     assert public["metric"] == "AP" and len(public["rows"]) == 3
     csv_text = c.get(f"/api/collections/{world.cid}/leaderboard?format=csv").text
-    assert csv_text.splitlines()[0] == "rank,run,team,mean,ci_low,ci_high,n_topics,baseline,groups"
+    assert csv_text.splitlines()[0] == ("rank,run,team,mean,ci_low,ci_high,n_topics,baseline,groups,"
+                                        "t_truncated,boot_low,boot_high,boot_method,boot_resamples")
     # corrected qrels: a new version, re-evaluated, the leaderboard follows
     corrected = world.qrels.replace(" L0\n", " L1\n", 5)
     r = c.post(f"/api/collections/{world.cid}/qrels", content=corrected, headers=auth(t["organiser"]))
@@ -241,6 +242,32 @@ def test_significance_exports_diffs_and_per_topic_views(world: World) -> None:
     diff = c.get(f"/api/collections/{cid}/qrels/diff?old=1&new=2", headers=org).json()
     assert diff["totals"] == {"added": 1, "removed": 4 - len(changed), "changed": len(changed)}
     assert c.get(f"/api/collections/{cid}/qrels/diff?old=1&new=2", headers=auth(t["alpha"])).status_code == 403
+
+
+def test_every_metric_is_tested_and_letters_match_the_stored_tests(world: World) -> None:
+    """Every metric of the collection has a stored test by default; on each board two runs
+    share a letter exactly when the stored p-value of the pair is at least alpha."""
+    c, t, cid = world.client, world.tokens, world.cid
+    org = auth(t["organiser"])
+    metrics = c.get(f"/api/collections/{cid}", headers=org).json()["metrics"]
+    assert len(metrics) > 1
+    for metric in metrics:
+        board = c.get(f"/api/collections/{cid}/leaderboard", params={"metric": metric}, headers=org).json()
+        sig = board["significance"]
+        assert sig is not None, f"no stored test for {metric}"
+        assert sig["test"] == "bootstrap" and sig["resamples"] == 1000 and sig["correction"] == "none"
+        matrix = c.get(f"/api/collections/{cid}/significance", params={"metric": metric}, headers=org).json()
+        where = {r: i for i, r in enumerate(matrix["runs"])}
+        rows = board["rows"]
+        assert all(r["groups"] for r in rows)
+        for x in rows:
+            for y in rows:
+                if x is y:
+                    continue
+                p = matrix["p_adjusted"][where[x["run"]]][where[y["run"]]]
+                share = bool(set(x["groups"]) & set(y["groups"]))
+                assert share == (p >= sig["alpha"]), (metric, x["run"], y["run"], p)
+                assert (y["run"] in x["tied_with"]) == (p >= sig["alpha"])
 
 
 def test_snapshots_are_frozen_and_tokens_can_be_revoked(world: World) -> None:

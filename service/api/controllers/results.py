@@ -33,8 +33,10 @@ class ResultsController(Controller):
          sync_to_thread=True, responses=errors(400, 401, 403, 404, 422))
     def compare(self, coll: Coll, a: RunA, b: RunB, uow: Uow, me: Caller,
                 metric: Metric = None) -> Comparison:
-        """Per-topic differences (a minus b), wins, ties, losses and the stored test's p-value
-        of the pair (runs the caller may see per topic: its own team's, or all for organisers)."""
+        """Per-topic differences (a minus b), wins, ties, losses; the stored test's p-value of the
+        pair with its test, B, alpha and correction; the mean difference with its t and bootstrap
+        intervals and effect size, and why the test and an interval disagree when they do (runs the
+        caller may see per topic: its own team's, or all for organisers)."""
         return out(Comparison, run_results.compare(uow.session, coll, me, a, b, metric))
 
     @get("/api/runs/{rid:int}/curve", operation_id="getRunCurves", summary="Gain curves of a run",

@@ -16,14 +16,29 @@ class BoardRow(Response, kw_only=True):
     run: str
     team: str
     mean: float | None
-    ci_low: Annotated[float | None, Meta(description="Lower end of the 95% interval of the mean.")] = None
-    ci_high: float | None = None
+    ci_low: Annotated[float | None, Meta(description=(
+        "Lower end of the 95% Student t interval of the mean over the run's scored topics, as computed: it can "
+        "lie outside the metric's range (the board's bounds), which the portal then shows truncated. Null with "
+        "fewer than two topics."))] = None
+    ci_high: Annotated[float | None, Meta(description="Upper end of the 95% t interval (see ci_low).")] = None
+    boot_low: Annotated[float | None, Meta(description=(
+        "Lower end of the 95% bootstrap interval of the mean over the same topics (method boot_method, "
+        "boot_resamples resamples, a fixed seed); always within the metric's range. Null for results stored "
+        "before bootstrap intervals were, or with fewer than two topics: the board then draws the t interval."
+        ))] = None
+    boot_high: Annotated[float | None, Meta(description="Upper end of the bootstrap interval (see boot_low).")] = None
+    boot_method: Annotated[str | None, Meta(description="bca (bias-corrected and accelerated) or percentile.",
+                                            examples=["bca"])] = None
+    boot_resamples: Annotated[int | None, Meta(description="Bootstrap resamples B.", examples=[1000])] = None
     n_topics: int
     baseline: bool = False
     judged_at_10: Annotated[float | None, Meta(description="Share of the top 10 documents judged.")] = None
     beats: Annotated[list[str] | None, Meta(description="Runs this one is significantly better than.")] = None
     tied_with: Annotated[list[str] | None, Meta(description="Runs not significantly different.")] = None
-    groups: Annotated[str | None, Meta(description="Group letters of the board.")] = None
+    groups: Annotated[str | None, Meta(description=(
+        "Letters of a compact letter display (Piepho 2004): two runs share a letter if and only if the stored test "
+        "finds them not significantly different. Up to 52 letters one character each (a-z, A-Z), then a1, b1, ... "
+        "separated by spaces. Empty for a run the stored test did not cover."))] = None
     run_id: int | None = None
 
 
@@ -33,6 +48,16 @@ class TestUsed(Response, kw_only=True):
     test: str
     alpha: float
     correction: str | None = None
+    resamples: Annotated[int | None, Meta(
+        description="B, the test's resamples or permutations as stored; null for a test that does not resample.")] = None
+    n_topics: Annotated[int | None, Meta(description="Topics the test compared the runs on.")] = None
+
+
+class MetricBounds(Response, kw_only=True):
+    """The range of values a metric can take on any topic (and so its mean)."""
+
+    low: float | None = None
+    high: Annotated[float | None, Meta(description="Null: unbounded above (counts, CG, DCG).")] = None
 
 
 class Leaderboard(Response, kw_only=True):
@@ -51,6 +76,12 @@ class Leaderboard(Response, kw_only=True):
         description="all: ranks among every run on the board; team: before the board is released a "
                     "participant's own runs are ranked among themselves, so the board says nothing about "
                     "other teams' runs.")] = "all"
+    bounds: Annotated[MetricBounds | None, Meta(description=(
+        "The metric's range of possible values: [0, 1] for normalised metrics and shares, [0, null) for counts "
+        "and gain sums. A t interval end beyond it is returned as computed and shown truncated."))] = None
+    interval: Annotated[str | None, Meta(description=(
+        "The interval the board draws, in words: the bootstrap interval where stored, else the t interval."),
+        examples=["95% BCa bootstrap interval, B = 1000", "95% t interval"])] = None
 
 
 class SignificanceMatrix(Response, kw_only=True):
@@ -58,9 +89,11 @@ class SignificanceMatrix(Response, kw_only=True):
     test: str
     alpha: float
     correction: str | None = None
+    resamples: Annotated[int | None, Meta(description="B as stored; null for a test that does not resample.")] = None
     runs: list[str]
     p_adjusted: Annotated[list[list[float | None]], Meta(
-        description="p-values of every pair, in the order of runs (adjusted when a correction was applied).")]
+        description="p-values of every pair, in the order of runs: adjusted for the comparisons only when "
+                    "correction is holm or bh (tukey and friedman control the error over all pairs themselves).")]
 
 
 class SnapshotCreate(Request, kw_only=True):
@@ -101,12 +134,66 @@ class RunScores(Response, kw_only=True):
     runs: dict[str, TopicScores]
 
 
+class ComparedTest(Response, kw_only=True):
+    """The stored pairwise test of a compared pair, with every parameter it was run with."""
+
+    test: Annotated[str, Meta(examples=["bootstrap"])]
+    name: Annotated[str, Meta(description="The test in words, with B when it resamples.",
+                              examples=["paired bootstrap test (studentised), B = 1000"])]
+    alpha: float
+    correction: Annotated[str, Meta(description="none, holm or bh, as the test was run.")]
+    adjusted: Annotated[bool, Meta(description="Whether the p-values were adjusted by the correction (false for "
+                                               "none, and for tukey and friedman, which need none).")]
+    resamples: Annotated[int | None, Meta(description="B, the test's resamples or permutations; null when the "
+                                                      "test does not resample.")] = None
+    n_topics: Annotated[int, Meta(description="Topics the test compared the runs on.")]
+    comparisons: Annotated[int, Meta(description="Run pairs the test covered (what a correction adjusts for).")]
+    p_label: Annotated[str, Meta(description="What the p-values are.",
+                                 examples=["p-values (no correction for multiple comparisons)"])]
+    correction_tag: Annotated[str, Meta(description="The same, short.", examples=["Holm-adjusted"])]
+
+
+class DifferenceBootstrap(Response, kw_only=True):
+    """The bootstrap interval of the mean difference (scipy's percentile or BCa interval)."""
+
+    low: float | None
+    high: float | None
+    method: Annotated[str, Meta(description="bca or percentile.")]
+    method_name: str
+    level: float
+    resamples: Annotated[int, Meta(description="B: the collection's configured significance resamples.")]
+    seed: Annotated[int, Meta(description="The collection's configured significance seed.")]
+
+
+class PairDifference(Response, kw_only=True):
+    """The mean difference a minus b over the topics both runs were scored on, with its
+    intervals and effect size (docs/statistics.md), computed from the stored per-topic scores."""
+
+    mean: float
+    n_topics: int
+    level: float
+    t_low: Annotated[float, Meta(description="Student t interval of the mean difference (n - 1 df).")]
+    t_high: float
+    t_statistic: Annotated[float | None, Meta(description="mean / (sd / sqrt(n)); null when infinite.")] = None
+    effect_size: Annotated[float | None, Meta(description="mean(d) / sd(d), the standardised effect size "
+                                                          "`cranfield compare` prints; null when infinite.")] = None
+    bootstrap: DifferenceBootstrap
+    other_way: Annotated[list[str], Meta(description="Topics whose difference has the sign opposite to the "
+                                                     "mean's, largest first.")]
+
+
 class Comparison(RunScores, kw_only=True):
     differences: Annotated[dict[str, float], Meta(description="Per topic, a minus b, largest first.")]
     wins: int
     ties: int
     losses: int
-    p_adjusted: Annotated[float | None, Meta(description="The stored test's p-value of the pair.")]
+    p_adjusted: Annotated[float | None, Meta(
+        description="The stored test's p-value of the pair: adjusted for multiple comparisons only when "
+                    "test.adjusted (correction holm or bh), unadjusted otherwise; null without a stored test.")]
+    test: ComparedTest | None = None
+    difference: Annotated[PairDifference | None, Meta(description="Null with fewer than two shared topics.")] = None
+    explanation: Annotated[str | None, Meta(description="Why the test's verdict (p < alpha) and an interval's "
+                                                        "(excludes 0) disagree; null when they agree.")] = None
 
 
 class Curves(Response, kw_only=True):

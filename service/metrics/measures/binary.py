@@ -21,7 +21,7 @@ from service.metrics.measures.common import (
     rows_num_rel,
     safe_div,
 )
-from service.metrics.spec import Measure, MetricDef, register
+from service.metrics.spec import NON_NEGATIVE, UNIT, Measure, MetricDef, register
 
 
 def average_precision(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
@@ -140,28 +140,34 @@ def bpref_relative(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     return safe_div(rowsum(terms), r)
 
 
-register(MetricDef("AP", average_precision, (*BINARY, NORM), "average precision", ideal_is_one=True, family="binary"),
+register(MetricDef("AP", average_precision, (*BINARY, NORM), "average precision", ideal_is_one=True, family="binary",
+                   bounds=UNIT),
          "AveP", "MAP", ("AveP'", {"judged_only": True}), ("bpref_relative2", {"judged_only": True}))
 register(MetricDef("RR", reciprocal_rank, BINARY, "reciprocal rank of the first relevant document", ideal_is_one=True,
-                   family="binary"), "MRR", "recip_rank")
-register(MetricDef("P", precision, BINARY, "precision at k", cutoff="required", family="binary"), "Precision")
-register(MetricDef("Recall", recall, BINARY, "recall (at k)", family="binary"))
+                   family="binary", bounds=UNIT), "MRR", "recip_rank")
+register(MetricDef("P", precision, BINARY, "precision at k", cutoff="required", family="binary", bounds=UNIT),
+         "Precision")
+register(MetricDef("Recall", recall, BINARY, "recall (at k)", family="binary", bounds=UNIT))
 register(MetricDef("Rprec", r_precision, BINARY, "precision at rank R", cutoff="none", ideal_is_one=True,
-                   family="binary"), "R-precision", "RPrec")
-register(MetricDef("Hit", hit, BINARY, "1 if a relevant document is retrieved (in the top k)", family="binary"),
+                   family="binary", bounds=UNIT), "R-precision", "RPrec")
+register(MetricDef("Hit", hit, BINARY, "1 if a relevant document is retrieved (in the top k)", family="binary",
+                   bounds=UNIT),
          "Success")
-register(MetricDef("NumRel", num_rel, (REL,), "number of relevant documents R", cutoff="none", family="binary"),
+register(MetricDef("NumRel", num_rel, (REL,), "number of relevant documents R", cutoff="none", family="binary",
+                   bounds=NON_NEGATIVE),
          "num_rel")
-register(MetricDef("NumRet", num_ret, (), "number of documents retrieved", family="binary"), "num_ret")
-register(MetricDef("NumRelRet", num_rel_ret, BINARY, "number of relevant documents retrieved", family="binary"),
+register(MetricDef("NumRet", num_ret, (), "number of documents retrieved", family="binary", bounds=NON_NEGATIVE),
+         "num_ret")
+register(MetricDef("NumRelRet", num_rel_ret, BINARY, "number of relevant documents retrieved", family="binary",
+                   bounds=NON_NEGATIVE),
          "num_rel_ret")
-register(MetricDef("Judged", judged, (), "share of the top k that is judged", family="binary"))
+register(MetricDef("Judged", judged, (), "share of the top k that is judged", family="binary", bounds=UNIT))
 register(MetricDef("bpref", bpref, (REL,), "binary preference (trec_eval; bpref_R if R<=N, bpref_N if R>=N)",
-                   ideal_is_one=True, family="binary"))
+                   ideal_is_one=True, family="binary", bounds=UNIT))
 register(MetricDef("bpref_R", bpref_r, (REL,), "bpref normalised by R (Sakai 2007, Eq. 10)", ideal_is_one=True,
-                   family="binary"))
+                   family="binary", bounds=UNIT))
 register(MetricDef("bpref_N", bpref_n, (REL,), "bpref normalised by N (bpref_allnonrel)", ideal_is_one=True,
-                   family="binary"),
+                   family="binary", bounds=UNIT),
          "bpref_allnonrel")
 register(MetricDef("bpref_relative", bpref_relative, (REL,), "bpref with relative normalisation (De Beer & Moens)",
-                   family="binary"))
+                   family="binary", bounds=UNIT))

@@ -21,7 +21,7 @@ import numpy as np
 from service.formats.types import UNJUDGED
 from service.metrics.lists import RankedLists, Scale
 from service.metrics.measures.common import GRADED, PERSISTENCE, STOP, gain_table, rowsum, safe_div
-from service.metrics.spec import Measure, MetricDef, Param, register
+from service.metrics.spec import UNIT, Measure, MetricDef, Param, register
 
 
 def _stop_table(m: Measure, scale: Scale) -> tuple[float, ...]:
@@ -103,13 +103,15 @@ def rbp_residual(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     return p ** top.lengths.astype(np.float64) + rowsum(unjudged * weights)
 
 
-register(MetricDef("ERR", err, (*GRADED, STOP), "expected reciprocal rank"))
-register(MetricDef("nERR", nerr, (*GRADED, STOP), "ERR normalised by the ideal list's ERR", ideal_is_one=True))
+register(MetricDef("ERR", err, (*GRADED, STOP), "expected reciprocal rank", bounds=UNIT))
+register(MetricDef("nERR", nerr, (*GRADED, STOP), "ERR normalised by the ideal list's ERR", ideal_is_one=True,
+                   bounds=UNIT))
 RBP_SCALE = Param(
     "scale", "choice", "collection",
     "gmax: the gain of the collection's top level H, or of the topic's highest judged level (trec_eval 10)",
     choices=("collection", "topic"),
 )
-register(MetricDef("RBP", rbp, (*GRADED, PERSISTENCE, RBP_SCALE), "rank-biased precision"))
-register(MetricDef("RBPresidual", rbp_residual, (PERSISTENCE,), "RBP's residual (unjudged and unseen mass)"),
+register(MetricDef("RBP", rbp, (*GRADED, PERSISTENCE, RBP_SCALE), "rank-biased precision", bounds=UNIT))
+register(MetricDef("RBPresidual", rbp_residual, (PERSISTENCE,), "RBP's residual (unjudged and unseen mass)",
+                   bounds=UNIT),
          "RBP_resid", "rbp_residual")

@@ -14,7 +14,7 @@ import numpy as np
 
 from service.metrics.lists import GainTable, RankedLists, Scale
 from service.metrics.measures.common import BASE, GRADED, extend_cum, gain_table, rowsum, safe_div
-from service.metrics.spec import Measure, MetricDef, register
+from service.metrics.spec import NON_NEGATIVE, UNIT, Measure, MetricDef, register
 
 
 def jk_discount(depth: int, base: float) -> np.ndarray:
@@ -124,14 +124,17 @@ def ndcg_avg(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     return _mean_over_k(safe_div(actual, ideal), m.cutoff)  # type: ignore[arg-type]
 
 
-register(MetricDef("nDCG", ndcg, (*GRADED, BASE), "normalised DCG, Järvelin & Kekäläinen's discount", ideal_is_one=True),
+register(MetricDef("nDCG", ndcg, (*GRADED, BASE), "normalised DCG, Järvelin & Kekäläinen's discount", ideal_is_one=True,
+                   bounds=UNIT),
          "NDCG", ("nDCG'", {"judged_only": True}))
 register(MetricDef("MSnDCG", ndcg, GRADED, "normalised DCG with the log2(r+1) discount (trec_eval ndcg_cut)",
-                   ideal_is_one=True), "ndcg_cut")
-register(MetricDef("CG", cg, GRADED, "cumulated gain at k", cutoff="required"))
-register(MetricDef("DCG", dcg, (*GRADED, BASE), "discounted cumulated gain at k (J&K)", cutoff="required"))
-register(MetricDef("nCG", ncg, GRADED, "normalised cumulated gain at k", cutoff="required", ideal_is_one=True))
+                   ideal_is_one=True, bounds=UNIT), "ndcg_cut")
+register(MetricDef("CG", cg, GRADED, "cumulated gain at k", cutoff="required", bounds=NON_NEGATIVE))
+register(MetricDef("DCG", dcg, (*GRADED, BASE), "discounted cumulated gain at k (J&K)", cutoff="required",
+                   bounds=NON_NEGATIVE))
+register(MetricDef("nCG", ncg, GRADED, "normalised cumulated gain at k", cutoff="required", ideal_is_one=True,
+                   bounds=UNIT))
 register(MetricDef("nCGavg", ncg_avg, GRADED, "average of the nCG vector up to k (J&K Eq. 6)", cutoff="required",
-                   ideal_is_one=True))
+                   ideal_is_one=True, bounds=UNIT))
 register(MetricDef("nDCGavg", ndcg_avg, (*GRADED, BASE), "average of the nDCG vector up to k (J&K Eq. 6)",
-                   cutoff="required", ideal_is_one=True))
+                   cutoff="required", ideal_is_one=True, bounds=UNIT))

@@ -26,7 +26,7 @@ from service.metrics.measures.common import (
     rows_num_rel,
     safe_div,
 )
-from service.metrics.spec import Measure, MetricDef, register
+from service.metrics.spec import UNIT, Measure, MetricDef, register
 
 
 def _blended_ratio(top: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
@@ -155,18 +155,20 @@ def rpref_relative2(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
     return safe_div(rowsum(terms), ideal_total)
 
 
-register(MetricDef("Q", q_measure, (*GRADED, BETA, NORM), "Q-measure (Sakai)", ideal_is_one=True),
+register(MetricDef("Q", q_measure, (*GRADED, BETA, NORM), "Q-measure (Sakai)", ideal_is_one=True, bounds=UNIT),
          "Q-measure", "Qmeasure", ("Q'", {"judged_only": True}))
-register(MetricDef("Rmeasure", r_measure, (*GRADED, BETA), "R-measure: the blended ratio at rank R", ideal_is_one=True),
+register(MetricDef("Rmeasure", r_measure, (*GRADED, BETA), "R-measure: the blended ratio at rank R", ideal_is_one=True,
+                   bounds=UNIT),
          "R-measure")
-register(MetricDef("genAP", gen_ap, (*GRADED, NORM), "Kishida's generalised average precision", ideal_is_one=True),
+register(MetricDef("genAP", gen_ap, (*GRADED, NORM), "Kishida's generalised average precision", ideal_is_one=True,
+                   bounds=UNIT),
          "genAveP", "GAP")
 register(MetricDef("Omeasure", o_measure, (*GRADED, BETA), "O-measure: the blended ratio at the first relevant document",
-                   ideal_is_one=True), "O-measure")
+                   ideal_is_one=True, bounds=UNIT), "O-measure")
 register(MetricDef("Pmeasure", p_measure, (*GRADED, BETA), "P-measure: the blended ratio at the preferred rank",
-                   ideal_is_one=True), "P-measure")
-register(MetricDef("Pplus", p_plus, (*GRADED, BETA), "P+-measure", ideal_is_one=True), "P+-measure", "P+")
-register(MetricDef("rpref_N", rpref_n, (GAINS,), "graded bpref_N (De Beer & Moens), condensed-list form"))
-register(MetricDef("rpref_relative", rpref_relative, (GAINS,), "rpref with relative normalisation"))
+                   ideal_is_one=True, bounds=UNIT), "P-measure")
+register(MetricDef("Pplus", p_plus, (*GRADED, BETA), "P+-measure", ideal_is_one=True, bounds=UNIT), "P+-measure", "P+")
+register(MetricDef("rpref_N", rpref_n, (GAINS,), "graded bpref_N (De Beer & Moens), condensed-list form", bounds=UNIT))
+register(MetricDef("rpref_relative", rpref_relative, (GAINS,), "rpref with relative normalisation", bounds=UNIT))
 register(MetricDef("rpref_relative2", rpref_relative2, (GAINS,), "Sakai's corrected rpref_relative",
-                   ideal_is_one=True))
+                   ideal_is_one=True, bounds=UNIT))

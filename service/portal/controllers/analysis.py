@@ -9,7 +9,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from service.errors import NotFound
-from service.evaluation import analyses, boards, policy
+from service.evaluation import analyses, boards, policy, run_results
 from service.portal import charts
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, see_other
@@ -34,7 +34,12 @@ class AnalysisController(Controller):
             order = [r for r in board if r in index] + [r for r in matrix["runs"] if r not in set(board)]
             p = [[matrix["p_adjusted"][index[x]][index[y]] for y in order] for x in order]
             matrix = {**matrix, "runs": order, "p_adjusted": p}
-            chart = charts.p_value_heatmap(order, p, matrix["alpha"], matrix["metric"], matrix["test"])
+            # the test as stored with the matrix: its name, B, alpha, correction and topics
+            stored = run_results.stored_test(s, coll, me, matrix["metric"], test or None)
+            chart = charts.p_value_heatmap(order, p, matrix["alpha"], matrix["metric"], matrix["test"],
+                                           correction=matrix.get("correction"),
+                                           resamples=stored["resamples"] if stored else None)
+            matrix["stored"] = stored
         return page.show(coll, "significance.html", matrix=matrix, chart=chart, missing=missing, test=test,
                          tests=boards.stored_tests(s, coll), metrics=list(
                              coll.current_config.significance.get("metrics") or [coll.current_config.official_metric]))
@@ -60,6 +65,11 @@ class AnalysisController(Controller):
             tau = {tuple(k.split(" | ", 1)): v for k, v in meta["tau"].items()}
             if len(names) >= 2:
                 tau_chart = charts.tau_heatmap(names, tau, meta.get("tau_significant_above"))
+            # Most discriminative first (the table's order and the chart legend's); names case-insensitively
+            # among equals, and metrics whose power could not be computed last.
+            meta = {**meta, "power": dict(sorted(meta["power"].items(), key=lambda kv: (
+                kv[1].get("power") is None, -(kv[1].get("power") or 0.0), kv[0].casefold())))}
+            names = sorted(names, key=list(meta["power"]).index)
             curves = {m: meta["power"][m]["asl_curve"] for m in names if "asl_curve" in meta["power"][m]}
             if curves:
                 pairs = max(meta["power"][m].get("pairs", 0) for m in curves)

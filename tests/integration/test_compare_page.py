@@ -1,0 +1,187 @@
+"""The comparison of two runs (issue 14, items 2, 5 and 6): the compare page and the API's compare
+answer carry the difference's intervals and effect size, the stored test's p with the parameters it
+was run with (no "adjusted" unless a correction was applied), the same figures as `cranfield compare`,
+and the explanation of a test that disagrees with an interval exactly when they disagree.
+
+The world (conftest.py): a private collection "task" (AP and nDCG@10) with three runs of a generated
+collection, evaluated and tested in-process with the default test (bootstrap, B = 1000, alpha 0.05,
+no correction, seed 0) on its official metric, nDCG@10.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+from scipy import stats
+
+from service.cli import main
+from tests.integration.conftest import World, auth
+from tests.integration.test_portal import as_role
+
+
+def visible_text(page: str) -> str:
+    """A page's text without its charts and markup (what a reader sees)."""
+    page = re.sub(r"<svg.*?</svg>", " ", page, flags=re.DOTALL)
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+
+
+def api_compare(world: World, a: int, b: int, metric: str = "nDCG@10", cid: int | None = None,
+                role: str = "organiser") -> dict:
+    r = world.client.get(f"/api/collections/{cid or world.cid}/compare", params={"a": a, "b": b, "metric": metric},
+                         headers=auth(world.tokens[role]))
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def compare_page(world: World, a: int, b: int, metric: str = "nDCG@10", cid: int | None = None,
+                 role: str = "organiser") -> str:
+    r = world.client.get(f"/c/{cid or world.cid}/compare", params={"a": a, "b": b, "metric": metric},
+                         headers=as_role(world, role))
+    assert r.status_code == 200, r.text
+    return r.text
+
+
+def set_significance(world: World, **changes: object) -> None:
+    r = world.client.patch(f"/api/collections/{world.cid}", json={"significance": changes},
+                           headers=auth(world.tokens["organiser"]))
+    assert r.status_code == 200, r.text
+
+
+def test_the_compare_page_shows_the_difference_the_effect_size_and_the_test_as_stored(world: World) -> None:
+    a, b = world.run_ids["RUN-01"], world.run_ids["RUN-02"]
+    doc = api_compare(world, a, b)
+    assert doc["metric"] == "nDCG@10"
+    d, test = doc["difference"], doc["test"]
+    n = len(doc["differences"])  # the topics both runs were scored on (nDCG is undefined without a relevant one)
+    assert n >= 2
+    assert test == {"test": "bootstrap", "name": "paired bootstrap test (studentised), B = 1000", "alpha": 0.05,
+                    "correction": "none", "adjusted": False, "resamples": 1000, "n_topics": n, "comparisons": 3,
+                    "p_label": "p-values (no correction for multiple comparisons)", "correction_tag": "no correction"}
+    # the difference's statistics, from the per-topic scores the answer carries
+    x, y = (doc["runs"][t]["per_topic"] for t in ("RUN-01", "RUN-02"))
+    topics = sorted(doc["differences"])
+    ci = stats.ttest_rel([x[t] for t in topics], [y[t] for t in topics]).confidence_interval(0.95)
+    assert (d["t_low"], d["t_high"]) == (pytest.approx(ci.low, abs=1e-12), pytest.approx(ci.high, abs=1e-12))
+    assert d["n_topics"] == n and d["mean"] == pytest.approx(sum(doc["differences"].values()) / n, abs=1e-12)
+    assert d["bootstrap"]["method"] == "bca" and d["bootstrap"]["resamples"] == 1000 and d["bootstrap"]["seed"] == 0
+    assert api_compare(world, a, b) == doc  # the configured seed: a reload gives the same numbers
+
+    page = compare_page(world, a, b)
+    text = visible_text(page)
+    assert 'id="difference"' in page and 'id="effect-size"' in page
+    assert f"95% t interval [{d['t_low']:.4f}, {d['t_high']:.4f}]" in text
+    boot = d["bootstrap"]
+    assert f"95% bootstrap interval [{boot['low']:.4f}, {boot['high']:.4f}] BCa, B = 1000, seed 0" in text
+    assert f"Effect size {d['effect_size']:.3f}" in text
+    assert (f"Stored test: paired bootstrap test (studentised), B = 1000, α = 0.05, over {n} topics; "
+            "p-values (no correction for multiple comparisons).") in text
+    assert f"p = {doc['p_adjusted']:.4f}" in text
+    assert "adjusted" not in page.lower()  # no correction was applied: nothing may say "adjusted"
+    sig = world.client.get(f"/c/{world.cid}/significance?metric=nDCG@10", headers=as_role(world, "organiser")).text
+    assert "no correction for multiple comparisons" in visible_text(sig) and "adjusted" not in sig.lower()
+
+    # a Holm-corrected t-test: the page and the heat map say so, with the number of comparisons
+    set_significance(world, test="t", correction="holm", alpha=0.1)
+    doc = api_compare(world, a, b)
+    assert doc["test"]["adjusted"] and doc["test"]["resamples"] is None  # the t-test does not resample
+    text = visible_text(compare_page(world, a, b))
+    assert (f"Stored test: paired t-test, α = 0.1, over {n} topics; p-values (Holm-adjusted for the 3 comparisons)."
+            in text) and "B = " not in text.split("Stored test:")[1].split(".")[0]
+    sig = world.client.get(f"/c/{world.cid}/significance?metric=nDCG@10", headers=as_role(world, "organiser")).text
+    assert "p-values (Holm-adjusted for the 3 comparisons)" in visible_text(sig)
+    assert "Holm-adjusted" in re.search(r"<svg.*?</svg>", sig, flags=re.DOTALL).group(0)  # the heat map's own labels
+
+
+def _cli_compare(world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict:
+    qrels = tmp_path / "qrels.ntcir"
+    qrels.write_text(world.qrels)
+    runs = []
+    for tag, text in world.runs.items():
+        path = tmp_path / f"{tag}.run"
+        path.write_text(text)
+        runs.append(str(path))
+    capsys.readouterr()
+    assert main(["compare", "--qrels", str(qrels), *runs, "-m", "nDCG@10", "--format", "json", *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_api_compare_answer_carries_the_figures_of_cranfield_compare(
+        world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same statistic, the same number: means, difference, effect size and the test's p (the
+    stored test has the CLI's defaults: bootstrap, B = 1000, seed 0; then a Holm-corrected t-test)."""
+    cli = _cli_compare(world, tmp_path, capsys)["metrics"]["nDCG@10"]
+    for pair in cli["pairs"]:
+        doc = api_compare(world, world.run_ids[pair["run_a"]], world.run_ids[pair["run_b"]])
+        assert doc["runs"][pair["run_a"]]["mean"] == pytest.approx(pair["mean_a"], abs=1e-12)
+        assert doc["runs"][pair["run_b"]]["mean"] == pytest.approx(pair["mean_b"], abs=1e-12)
+        assert doc["difference"]["mean"] == pytest.approx(pair["diff"], abs=1e-12)
+        assert doc["difference"]["effect_size"] == pytest.approx(pair["effect_size"], rel=1e-9)
+        assert doc["difference"]["t_statistic"] == pytest.approx(pair["statistic"], rel=1e-9)  # bootstrap's t
+        assert doc["p_adjusted"] == pytest.approx(pair["p_adjusted"], abs=1e-12)
+    set_significance(world, test="t", correction="holm")
+    cli = _cli_compare(world, tmp_path, capsys, "--test", "t", "--correction", "holm")["metrics"]["nDCG@10"]
+    for pair in cli["pairs"]:
+        doc = api_compare(world, world.run_ids[pair["run_a"]], world.run_ids[pair["run_b"]])
+        assert doc["p_adjusted"] == pytest.approx(pair["p_adjusted"], rel=1e-9)
+        assert doc["test"]["correction"] == "holm" and doc["test"]["comparisons"] == len(cli["pairs"])
+
+
+def _bimodal_collection(world: World) -> tuple[int, dict[str, int]]:
+    """19 topics with one relevant document each: run A finds it at rank 1 on 17 topics and not at
+    all on two, where run B has it at rank 1; elsewhere B has it at rank 2 or 3. A's AP is higher
+    by 0.5 or 0.667 on 17 topics and lower by 1 on two: the studentised bootstrap's ASL exceeds
+    0.05 while both intervals of the mean difference exclude 0. Run C has it at ranks 2 to 5 where
+    A has it and misses it where A does: below A on 17 topics, tied on two; the test and the
+    intervals agree."""
+    c, admin = world.client, auth(world.tokens["admin"])
+    cid = c.post("/api/collections", json={"name": "bimodal", "official_metric": "AP", "metrics": ["AP"]},
+                 headers=admin).json()["id"]
+    assert c.post(f"/api/collections/{cid}/teams", json={"team": "alpha"}, headers=admin).status_code == 201
+    topics = [f"T{i:02d}" for i in range(1, 20)]
+    qrels = "".join(f"{t} REL L1\n" + "".join(f"{t} N{k} L0\n" for k in range(1, 6)) for t in topics)
+    assert c.post(f"/api/collections/{cid}/qrels", content=qrels, headers=admin).status_code == 201
+
+    def run(tag: str, rank_of_rel) -> str:  # type: ignore[no-untyped-def]
+        lines = []
+        for i, t in enumerate(topics):
+            docs = [f"N{k}" for k in range(1, 6)]
+            rank = rank_of_rel(i)
+            if rank is not None:
+                docs.insert(rank - 1, "REL")
+            lines += [f"{t} Q0 {doc} {r} {100 - r} {tag}" for r, doc in enumerate(docs, start=1)]
+        return "\n".join(lines) + "\n"
+
+    texts = {"A": run("A", lambda i: None if i >= 17 else 1), "B": run("B", lambda i: 1 if i >= 17 else 2 + i % 2),
+             "C": run("C", lambda i: None if i >= 17 else 2 + i % 4)}
+    ids = {}
+    for tag, text in texts.items():
+        r = c.post(f"/api/collections/{cid}/runs", content=text, headers=auth(world.tokens["alpha"]))
+        assert r.status_code == 201, r.text
+        ids[tag] = r.json()["id"]
+    return cid, ids
+
+
+def test_the_disagreement_is_explained_where_it_occurs_and_only_there(world: World) -> None:
+    cid, ids = _bimodal_collection(world)
+    doc = api_compare(world, ids["A"], ids["B"], metric="AP", cid=cid, role="admin")
+    d = doc["difference"]
+    assert doc["p_adjusted"] >= 0.05 and d["t_low"] > 0 and d["bootstrap"]["low"] > 0, doc
+    assert d["other_way"] == ["T18", "T19"]
+    assert doc["explanation"] is not None and "2 of 19" not in doc["explanation"]  # two groups: 17 and 2
+    assert "17 of 19 topics go one way" in doc["explanation"] and "heavy tails" in doc["explanation"]
+    page = compare_page(world, ids["A"], ids["B"], metric="AP", cid=cid, role="admin")
+    text = visible_text(page)
+    assert 'id="disagreement"' in page and "The test and the intervals disagree." in text
+    assert doc["explanation"] in text
+    # the per-topic differences are open beside it, the two topics going the other way marked
+    assert "<details open>" in page and page.count('class="other-way"') == 2
+    assert re.search(r'<tr class="other-way"><th scope="row">T18</th>', page)
+
+    agree = api_compare(world, ids["A"], ids["C"], metric="AP", cid=cid, role="admin")
+    assert agree["p_adjusted"] < 0.05 and agree["difference"]["t_low"] > 0 and agree["explanation"] is None
+    page = compare_page(world, ids["A"], ids["C"], metric="AP", cid=cid, role="admin")
+    assert 'id="disagreement"' not in page and "disagree" not in page and "other-way" not in page
