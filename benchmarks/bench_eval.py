@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Speed benchmark: Cranfield against pytrec_eval and ranx, in one process.
 
     python benchmarks/bench_eval.py [--runs 100 --topics 50 --depth 1000 --repeat 3]
@@ -15,6 +14,11 @@ What it does (see benchmarks/README.md):
    ranx on the same files.
 3. Checks that the tools agree on the metrics they share, so that the
    benchmark times the same work.
+4. Times whole processes side by side, best of ``--whole-repeat``: ``cranfield eval``
+   against a pytrec-eval-terrier script doing the same job (qrels and runs read with
+   ``line.split()``, every run evaluated), alternating, with the ratio of their wall
+   times; and a cold process that only reads, for the reading speed in MB/s. The same
+   on the real TREC DL 2019/2020 passage runs (``--dl``, shared/data/trec-dl-passage).
 
 This is a script, not a test: it prints a report and exits 0.
 """
@@ -23,8 +27,12 @@ from __future__ import annotations
 
 import argparse
 import gc
+import gzip
 import os
 import platform
+import resource
+import shutil
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -273,6 +281,176 @@ def ranx_compute(qrels, runs):  # type: ignore[no-untyped-def]
     return [ranx.evaluate(qrels, run, RANX_METRICS) for run in runs]
 
 
+# ============================================================================ whole processes
+
+# A pytrec_eval user's script: the qrels and each run read with line.split() into dicts,
+# RelevanceEvaluator built once, every run evaluated. "stream" evaluates each run as soon as
+# it is read (the faster and leaner way, so the stricter peer); "all" reads every run first,
+# as the in-process timing above does.
+PYTREC_SCRIPT = """
+import sys
+import pytrec_eval
+
+mode, qrels_path, run_paths = sys.argv[1], sys.argv[2], sys.argv[3:]
+qrels = {}
+with open(qrels_path) as f:
+    for line in f:
+        topic, _, docno, rel = line.split()
+        qrels.setdefault(topic, {})[docno] = int(rel)
+evaluator = pytrec_eval.RelevanceEvaluator(qrels, MEASURES)
+
+
+def read(path):
+    run = {}
+    with open(path) as f:
+        for line in f:
+            topic, _, docno, _, score = line.split()[:5]
+            run.setdefault(topic, {})[docno] = float(score)
+    return run
+
+
+if mode == "stream":
+    for path in run_paths:
+        evaluator.evaluate(read(path))
+else:
+    runs = [read(path) for path in run_paths]
+    results = [evaluator.evaluate(run) for run in runs]
+""".replace("MEASURES", repr(sorted(PYTREC_MEASURES)))
+
+# Reading alone in a fresh process, as `cranfield eval` reads (allocator tuning, then the
+# qrels and every run in turn): prints the seconds spent reading runs, and reading qrels.
+READ_SCRIPT = """
+import sys
+import time
+
+try:
+    from service.runtime import tune_allocator
+    tune_allocator()
+except ImportError:
+    pass
+from service.formats.readers import read_qrels, read_run
+
+t0 = time.perf_counter()
+read_qrels(sys.argv[1])
+t1 = time.perf_counter()
+runs = [read_run(p) for p in sys.argv[2:]]
+t2 = time.perf_counter()
+print(t2 - t1, t1 - t0)
+"""
+
+
+def cranfield_command() -> list[str]:
+    """The ``cranfield`` command of this tree: ``python -m service.cli`` run in ROOT (what the
+    installed ``cranfield`` script runs, but from the tree the in-process timings import)."""
+    return [sys.executable, "-m", "service.cli"]
+
+
+def run_process(cmd: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds (user + system), stdout) of one child process; fails loudly."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:4])} ... failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.stdout
+
+
+def whole_processes(label: str, qrels_path: Path, run_paths: list[Path], repeat: int,
+                    with_pytrec: bool) -> list[str]:
+    """Whole-process timings side by side, alternating tools within each repeat, best of ``repeat``."""
+    files = [str(qrels_path)] + [str(p) for p in run_paths]
+    size = sum(p.stat().st_size for p in run_paths)
+    tools: dict[str, list[str]] = {
+        "cranfield eval": [*cranfield_command(), "eval", "--qrels", *files],
+        "cranfield read only": [sys.executable, "-c", READ_SCRIPT, *files],
+    }
+    if with_pytrec:
+        tools["pytrec_eval (stream)"] = [sys.executable, "-c", PYTREC_SCRIPT, "stream", *files]
+        tools["pytrec_eval (all runs first)"] = [sys.executable, "-c", PYTREC_SCRIPT, "all", *files]
+    wall: dict[str, list[float]] = defaultdict(list)
+    cpu: dict[str, list[float]] = defaultdict(list)
+    reads: list[float] = []
+    qrels_reads: list[float] = []
+    for rep in range(repeat):
+        for name, cmd in tools.items():
+            w, c, out = run_process(cmd)
+            wall[name].append(w)
+            cpu[name].append(c)
+            if name == "cranfield read only":
+                runs_s, qrels_s = (float(x) for x in out.split())
+                reads.append(runs_s)
+                qrels_reads.append(qrels_s)
+        print(f"  [{label} whole processes, repeat {rep + 1}] "
+              + ", ".join(f"{n} {wall[n][-1]:.2f} s" for n in tools), flush=True)
+    lines = [(f"whole processes, {label}: {len(run_paths)} runs, {size / 1e6:.0f} MB; best of {repeat}, "
+              "alternating (wall s; CPU s = user + system of the child)"),
+             f"  {'process':<30} {'best wall s':>11} {'its CPU s':>10}   all walls"]
+    for name in tools:
+        i = min(range(repeat), key=lambda j: wall[name][j])
+        lines.append(f"  {name:<30} {wall[name][i]:>11.2f} {cpu[name][i]:>10.2f}   "
+                     + ", ".join(f"{w:.2f}" for w in wall[name]))
+    best_read = min(reads)
+    lines.append(f"  reading runs in a fresh process (inside 'cranfield read only'): best {best_read:.2f} s = "
+                 f"{size / 1e6 / best_read:.0f} MB/s (all: " + ", ".join(f"{r:.2f}" for r in reads)
+                 + f"); qrels {min(qrels_reads):.3f} s")
+    if with_pytrec:
+        cran = min(wall["cranfield eval"])
+        for peer in ("pytrec_eval (stream)", "pytrec_eval (all runs first)"):
+            lines.append(f"  ratio cranfield eval / {peer} (best walls) = {cran / min(wall[peer]):.3f}")
+    return lines
+
+
+def dl_collections(dl_root: Path) -> list[tuple[str, Path, list[Path]]]:
+    """TREC DL 2019/2020 passage qrels and runs, the runs un-gzipped once into benchmarks/data/."""
+    out = []
+    for year in ("dl19-passage", "dl20-passage"):
+        src = dl_root / year
+        if not (src / "qrels.txt").exists():
+            continue
+        dest = DATA_DIR / "trec-dl-passage" / year
+        runs_dir = dest / "runs"
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src / "qrels.txt", dest / "qrels.txt")
+        paths = []
+        for gz in sorted((src / "runs").glob("*.txt.gz")):
+            plain = runs_dir / gz.name[: -len(".gz")]
+            if not plain.exists() or plain.stat().st_mtime < gz.stat().st_mtime:
+                with gzip.open(gz, "rb") as f:
+                    plain.write_bytes(f.read())
+            paths.append(plain)
+        out.append((year, dest / "qrels.txt", paths))
+    return out
+
+
+def in_process_reading(label: str, qrels_path: Path, run_paths: list[Path], repeat: int,
+                       with_pytrec: bool) -> list[str]:
+    """Best-of-``repeat`` reading of the runs in this (warm) process: Cranfield and the
+    peer's Python parse, in MB/s."""
+    from service.formats.readers import read_qrels, read_run
+
+    size = sum(p.stat().st_size for p in run_paths)
+    qrels = read_qrels(qrels_path)
+    del qrels
+    best_c = best_p = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        runs, t = timed(lambda: [read_run(p) for p in run_paths])
+        best_c = min(best_c, t)
+        del runs
+        if with_pytrec:
+            runs, t = timed(lambda: [python_run(p) for p in run_paths])
+            best_p = min(best_p, t)
+            del runs
+    line = (f"reading runs in this process, {label} ({len(run_paths)} files, {size / 1e6:.0f} MB), best of {repeat}: "
+            f"cranfield {best_c:.2f} s = {size / 1e6 / best_c:.0f} MB/s")
+    if with_pytrec:
+        line += f"; pytrec_eval's Python parse {best_p:.2f} s = {size / 1e6 / best_p:.0f} MB/s"
+    return [line]
+
+
 # ============================================================================ report
 
 
@@ -311,14 +489,13 @@ def machine_facts() -> list[str]:
     except ImportError:
         lines.append("threadpoolctl: not installed (BLAS thread pools not inspected; "
                      "no BLAS call is on the timed paths)")
-    try:
-        import pytrec_eval  # noqa: F401
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         lines.append(f"pytrec-eval-terrier {version('pytrec-eval-terrier')}, ranx {version('ranx')}, "
                      f"numba {version('numba')}")
-    except Exception:  # pragma: no cover - informative only
-        pass
+    except PackageNotFoundError as exc:  # informative only
+        lines.append(f"peer versions: {exc.name} is not installed")
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         if var in os.environ:
             lines.append(f"{var}={os.environ[var]}")
@@ -401,10 +578,10 @@ def agreement(qrels_path: Path, run_paths: list[Path], which: list[int]) -> list
                 diff_ranx[c] = max(diff_ranx[c], abs(ours - rx["raw"][r][topic]))
                 diff_ranx_judged[c] = max(diff_ranx_judged[c], abs(ours - rx["judged"][r][topic]))
     out = [
-        f"agreement on runs {', '.join(runs[k].tag for k in range(len(which)))} "
-        f"({len(ev.topics)} topics each; Cranfield with EvalSettings(missing='skip', no_relevant='count')):",
-        f"  {'Cranfield':<10} {'pytrec_eval':<12} {'ranx':<13} {'max|d| pytrec':>14} {'max|d| ranx':>12} "
-        f"{'ranx, -1 dropped':>17}",
+        (f"agreement on runs {', '.join(runs[k].tag for k in range(len(which)))} "
+         f"({len(ev.topics)} topics each; Cranfield with EvalSettings(missing='skip', no_relevant='count')):"),
+        (f"  {'Cranfield':<10} {'pytrec_eval':<12} {'ranx':<13} {'max|d| pytrec':>14} {'max|d| ranx':>12} "
+         f"{'ranx, -1 dropped':>17}"),
     ]
     for c, p, r in SHARED:
         out.append(
@@ -431,6 +608,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="leave a peer out (quick runs)")
     ap.add_argument("--default-allocator", action="store_true",
                     help="do not apply the CLI's allocator tuning (service.runtime.tune_allocator)")
+    ap.add_argument("--whole-repeat", type=int, default=3,
+                    help="repeats of the whole-process comparison (0 leaves it out)")
+    ap.add_argument("--dl", type=Path, default=ROOT.parent / "shared" / "data" / "trec-dl-passage",
+                    help="TREC DL passage data (dl19-passage/, dl20-passage/); a missing folder is skipped")
+    ap.add_argument("--whole-only", action="store_true",
+                    help="only the reading speeds and the whole-process comparisons (quick)")
     args = ap.parse_args(argv)
 
     print("== Cranfield speed benchmark ==")
@@ -448,12 +631,19 @@ def main(argv: list[str] | None = None) -> int:
     qrels_path, run_paths, took = ensure_collection(args.topics, args.runs, args.depth, args.seed)
     size = sum(p.stat().st_size for p in run_paths)
     n_lines = args.runs * args.topics * args.depth
-    n_qrels = sum(1 for _ in open(qrels_path, "rb"))
+    with open(qrels_path, "rb") as f:
+        n_qrels = sum(1 for _ in f)
     print()
     print(f"collection: {qrels_path.parent.relative_to(ROOT)} "
-          f"({'generated in %.1f s' % took if took is not None else 'cached'})")
+          f"({f'generated in {took:.1f} s' if took is not None else 'cached'})")
     print(f"  qrels: {n_qrels:,} judgments (TREC format, levels -1..3), {args.topics} topics")
     print(f"  runs: {args.runs} files, {n_lines:,} lines, {size / 1e6:.0f} MB")
+
+    with_pytrec = "pytrec_eval" not in args.skip
+    if args.whole_only:
+        print()
+        report_whole(args, qrels_path, run_paths, with_pytrec)
+        return 0
 
     from service.metrics import DEFAULT_MEASURES
 
@@ -474,9 +664,9 @@ def main(argv: list[str] | None = None) -> int:
         gc.collect()
         (qrels, runs), t = timed(lambda: cranfield_parse(qrels_path, run_paths, 2))
         best.add("cran_parse_2t", t)
-        _, t = timed(lambda: cranfield_compute(qrels, runs, DEFAULT_MEASURES))
+        _, t = timed(lambda q=qrels, r=runs: cranfield_compute(q, r, DEFAULT_MEASURES))
         best.add("cran_compute", t)
-        _, t = timed(lambda: cranfield_compute(qrels, runs, shared5))
+        _, t = timed(lambda q=qrels, r=runs: cranfield_compute(q, r, shared5))
         best.add("cran_compute5", t)
         del qrels, runs
         print(f"  [cranfield repeat {rep + 1}] parse seq {best.times['cran_parse_seq'][-1]:.2f} s, "
@@ -490,7 +680,7 @@ def main(argv: list[str] | None = None) -> int:
             gc.collect()
             (pq, pruns), t = timed(lambda: pytrec_parse(qrels_path, run_paths))
             best.add("pytrec_parse", t)
-            _, t = timed(lambda: pytrec_compute(pq, pruns))
+            _, t = timed(lambda q=pq, r=pruns: pytrec_compute(q, r))
             best.add("pytrec_compute", t)
             del pq, pruns
             print(f"  [pytrec_eval repeat {rep + 1}] parse {best.times['pytrec_parse'][-1]:.2f} s, "
@@ -505,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
             gc.collect()
             (rq, rruns), t = timed(lambda: ranx_parse(qrels_path, run_paths))
             best.add("ranx_parse", t)
-            _, t = timed(lambda: ranx_compute(rq, rruns))
+            _, t = timed(lambda q=rq, r=rruns: ranx_compute(q, r))
             best.add("ranx_compute", t)
             del rq, rruns
             print(f"  [ranx repeat {rep + 1}] parse {best.times['ranx_parse'][-1]:.2f} s, "
@@ -546,6 +736,10 @@ def main(argv: list[str] | None = None) -> int:
               f"compute only: {best['cran_compute'] / best['pytrec_compute']:.3f}; "
               f"5 shared metrics: {(ref_row[1] + best['cran_compute5']) / pyt:.3f})")
     print("all repeats (s): " + "; ".join(f"{k} [{best.all(k)}]" for k in best.times))
+    print(f"cranfield reading (qrels + runs, warm process): sequential {size / 1e6 / best['cran_parse_seq']:.0f} MB/s, "
+          f"2 threads {size / 1e6 / best['cran_parse_2t']:.0f} MB/s"
+          + (f"; pytrec_eval's Python parse {size / 1e6 / best['pytrec_parse']:.0f} MB/s"
+             if "pytrec_parse" in best.times else ""))
 
     # ---------------------------------------------------------- agreement
     if not args.skip:
@@ -553,7 +747,36 @@ def main(argv: list[str] | None = None) -> int:
         which = sorted({0, len(run_paths) // 2, len(run_paths) - 1})
         for line in agreement(qrels_path, run_paths, which):
             print(line)
+    print()
+    report_whole(args, qrels_path, run_paths, with_pytrec)
     return 0
+
+
+def report_whole(args: argparse.Namespace, qrels_path: Path, run_paths: list[Path], with_pytrec: bool) -> None:
+    """Reading speeds and whole processes side by side: the generated collection, then TREC DL."""
+    if with_pytrec:
+        try:
+            import pytrec_eval  # noqa: F401
+        except ImportError:
+            print("pytrec_eval is not installed: whole-process comparisons without it")
+            with_pytrec = False
+    sets = [(f"generated {args.runs} x {args.topics} x {args.depth}", qrels_path, run_paths)]
+    dl = dl_collections(args.dl) if args.dl.exists() else []
+    if not dl:
+        print(f"no TREC DL data under {args.dl}: skipped")
+    sets += [(f"TREC {year}", q, r) for year, q, r in dl]
+    for label, q, r in sets:
+        for line in in_process_reading(label, q, r, max(args.repeat, 1), with_pytrec):
+            print(line)
+    if args.whole_repeat <= 0:
+        return
+    print(f"whole processes, in {ROOT}: {Path(sys.executable).name} -m service.cli eval --qrels QRELS RUN... "
+          "(= cranfield eval: default metrics, tsv to a pipe); 'cranfield read only' = a fresh Python that reads "
+          "as cranfield eval does, nothing else")
+    for label, q, r in sets:
+        print()
+        for line in whole_processes(label, q, r, args.whole_repeat, with_pytrec):
+            print(line)
 
 
 if __name__ == "__main__":

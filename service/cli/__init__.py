@@ -5,6 +5,7 @@ its own, and :func:`main` builds argparse from the registry and runs the chosen 
 
   evaluate.py    eval, metrics             (the computation core on files)
   stats.py       compare, metaeval         (significance tests, meta-evaluation)
+  topicsize.py   topicsize                 (Sakai's topic set size design)
   processes.py   db, worker, beat, serve, demo
   organising.py  load, qrels add, reevaluate, leaderboard, jobs, token create
   judging.py     pool, judgments add, reusability

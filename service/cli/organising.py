@@ -123,20 +123,32 @@ def _leaderboard_arguments(lb: argparse.ArgumentParser) -> None:
 
 @command("leaderboard", "the stored leaderboard (never computed here)", _leaderboard_arguments)
 def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
+    from service.evaluation.board_intervals import bounds_of, interval_view
     from service.evaluation.reading import leaderboard
 
     with sessions(database_url())() as s:
         metric, rows = leaderboard(s, args.collection, args.metric)
     if args.format == "json":
         return write_json({"collection": args.collection, "metric": metric, "rows": [r.__dict__ for r in rows]}, out)
-    out.write("rank\trun\tteam\tmean\tci_low\tci_high\tn_topics\tqrels_version\n")
+    # As the board's CSV: ci_low/ci_high are the t interval with an end beyond the metric's range
+    # shown at the bound (t_truncated says which); boot_* the stored bootstrap interval. The JSON
+    # keeps the raw figures.
+    out.write("rank\trun\tteam\tmean\tci_low\tci_high\tn_topics\tqrels_version\tt_truncated\tboot_low\t"
+              "boot_high\tboot_method\tboot_resamples\n")
 
     def num(v: float | None) -> str:
         return "" if v is None else f"{v:.6f}"
 
+    limits = bounds_of(metric)
     for r in rows:
-        out.write(f"{r.rank}\t{r.run}\t{r.team}\t{num(r.mean)}\t{num(r.ci_low)}\t{num(r.ci_high)}\t{r.n_topics}\t"
-                  f"{r.qrels_version}\n")
+        v = interval_view(r.__dict__, limits)
+        cut = {(True, True): "both", (True, False): "low", (False, True): "high"}.get(
+            (v["t_low_clipped"], v["t_high_clipped"]), "")
+        boot = v["kind"] == "bootstrap"
+        out.write(f"{r.rank}\t{r.run}\t{r.team}\t{num(r.mean)}\t{num(v['t_low'])}\t{num(v['t_high'])}\t"
+                  f"{r.n_topics}\t{r.qrels_version}\t{cut}\t{num(v['low'] if boot else None)}\t"
+                  f"{num(v['high'] if boot else None)}\t{r.boot_method if boot else ''}\t"
+                  f"{r.boot_resamples if boot else ''}\n")
     return 0
 
 

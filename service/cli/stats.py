@@ -25,6 +25,9 @@ def _compare_arguments(cmp_: argparse.ArgumentParser) -> None:
     cmp_.add_argument("--exact", action="store_true", help="randomisation: enumerate all 2^n sign flips")
     cmp_.add_argument("--alpha", type=float, default=0.05)
     cmp_.add_argument("--correction", choices=("none", "holm", "bh"), default="none")
+    cmp_.add_argument("--baseline", action="append", dest="baselines", metavar="RUN",
+                      help="test each run against this run only (repeatable: against each baseline; "
+                           "--scores: the file's stem); the correction covers the pairs tested")
     cmp_.add_argument("--interval", choices=("t", "anova"), default="t",
                       help="each run's 95%% interval: t from its own scores, or the ANOVA margin of error")
     cmp_.add_argument("--seed", type=int, default=0)
@@ -65,11 +68,18 @@ def _inputs(p: argparse.ArgumentParser, scores: bool = True) -> None:
 
 def _score_tables(args: argparse.Namespace) -> tuple[list[str], dict[str, np.ndarray], list[str]]:
     """(metric names, {metric: (topics, runs) matrix}, run names) from runs or score files."""
+    metrics, tables, runs, _ = _score_tables_with_topics(args)
+    return metrics, tables, runs
+
+
+def _score_tables_with_topics(
+        args: argparse.Namespace) -> tuple[list[str], dict[str, np.ndarray], list[str], list[str]]:
+    """:func:`_score_tables` and the topic of each row of the matrices."""
     if getattr(args, "scores", None):
         if args.qrels or args.runs:
             raise InvalidMeasure("give either --qrels with runs or --scores files, not both")
         names, matrix = read_score_files([Path(p) for p in args.scores])
-        return ["score"], {"score": matrix}, names
+        return ["score"], {"score": matrix}, names, score_file_topics([Path(p) for p in args.scores])
     if not args.qrels or not args.runs:
         raise InvalidMeasure("give --qrels QRELS and at least two RUN files (or --scores FILE...)")
     from service.formats.readers import read_qrels, read_run
@@ -80,7 +90,7 @@ def _score_tables(args: argparse.Namespace) -> tuple[list[str], dict[str, np.nda
     qrels = read_qrels(args.qrels)
     runs = [read_run(p, args.order) for p in args.runs]
     ev = evaluate(qrels, runs, measures, EvalSettings(missing=args.missing, gains=gains))
-    return [str(m) for m in measures], {str(m): ev.per_topic(m).T for m in measures}, list(ev.runs)
+    return [str(m) for m in measures], {str(m): ev.per_topic(m).T for m in measures}, list(ev.runs), list(ev.topics)
 
 
 def _gains(text: str | None) -> tuple[tuple[int, float], ...] | None:
@@ -92,7 +102,12 @@ def _gains(text: str | None) -> tuple[tuple[int, float], ...] | None:
         raise InvalidMeasure(str(exc)) from None
 
 
-def read_score_files(paths: list[Path]) -> tuple[list[str], np.ndarray]:
+def score_file_topics(paths: list[Path]) -> list[str]:
+    """The topics of :func:`read_score_files`' matrix rows, in its order."""
+    return read_score_files(paths, with_topics=True)[2]  # type: ignore[misc]
+
+
+def read_score_files(paths: list[Path], with_topics: bool = False):  # type: ignore[no-untyped-def]
     """Per-topic score files -> run names and a (topics, runs) matrix (NaN where absent)."""
     per_run: list[dict[str, float]] = []
     for path in paths:
@@ -126,68 +141,149 @@ def read_score_files(paths: list[Path]) -> tuple[list[str], np.ndarray]:
         raise InvalidMeasure("two score files have the same name (the system is named by the file's stem)")
     topics = sorted(set().union(*per_run))
     matrix = np.array([[run.get(t, np.nan) for run in per_run] for t in topics])
-    return names, matrix
+    return (names, matrix, topics) if with_topics else (names, matrix)
 
 
 @command("compare", "significance tests between runs", _compare_arguments,
-         description="Test every pair of runs on each metric.")
+         description="Test every pair of runs (or each run against the --baseline runs) on each metric.")
 def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
-    from service.metrics.stats.anova import effect_sizes, run_intervals
+    from service.metrics.stats.anova import run_intervals
     from service.metrics.stats.common import as_score_matrix
-    from service.metrics.stats.pairwise import pairwise
+    from service.metrics.stats.pairwise import pair_effects, pairwise
 
-    metrics, tables, runs = _score_tables(args)
+    metrics, tables, runs, topics = _score_tables_with_topics(args)
     if len(runs) < 2:
         raise InvalidMeasure("compare needs at least two runs")
+    unknown = sorted(set(args.baselines or ()) - set(runs))
+    if unknown:
+        raise InvalidMeasure(f"--baseline {', '.join(unknown)}: not among the runs compared "
+                             f"({', '.join(runs[:5])}{', ...' if len(runs) > 5 else ''})")
     report = []
+    kept_of: dict[str, tuple[np.ndarray, list[str]]] = {}
     for metric in metrics:
         try:
             res = pairwise(tables[metric], runs, args.test, resamples=args.resamples, alpha=args.alpha,
-                           correction=args.correction, seed=args.seed, exact=args.exact)
+                           correction=args.correction, seed=args.seed, exact=args.exact, baselines=args.baselines)
             kept = as_score_matrix(tables[metric], runs).values
+            complete = ~np.isnan(np.asarray(tables[metric], dtype=np.float64)).any(axis=1)
+            kept_of[metric] = (kept, [t for t, keep in zip(topics, complete.tolist()) if keep])
             ci = run_intervals(kept, method=args.interval)
-            eff = effect_sizes(kept, resamples=args.resamples, seed=args.seed)
+            # anova.effect_sizes' values, for the pairs tested only and a block of pairs at a time.
+            eff = pair_effects(kept, res.a, res.b, resamples=args.resamples, seed=args.seed)
         except ValueError as exc:
             raise InvalidMeasure(f"{metric}: {exc}") from None
         report.append((metric, res, ci, eff))
+    explained = {metric: _disagreements(kept_of[metric], res, eff, args) for metric, res, _, eff in report}
     if args.format == "json":
         doc = {
             "test": args.test, "resamples": args.resamples, "alpha": args.alpha, "correction": args.correction,
-            "seed": args.seed, "interval": args.interval,
+            "seed": args.seed, "interval": args.interval, **({"baselines": args.baselines} if args.baselines else {}),
             "metrics": {
                 metric: {
                     "topics": res.n_topics, "notes": list(res.notes),
                     "runs": [{"run": r, "mean": float(ci.mean[i]), "ci_low": float(ci.low[i]),
                               "ci_high": float(ci.high[i])} for i, r in enumerate(res.runs)],
-                    "pairs": [{"run_a": res.runs[a], "run_b": res.runs[b], "mean_a": float(res.mean_a[k]),
-                               "mean_b": float(res.mean_b[k]), "diff": float(res.diff[k]),
-                               "statistic": float(res.statistic[k]), "p": float(res.p[k]),
-                               "p_adjusted": float(res.p_adjusted[k]), "significant": bool(res.significant[k]),
-                               "diff_ci_low": float(eff.ci_low[k]), "diff_ci_high": float(eff.ci_high[k]),
-                               "effect_size": float(eff.standardised[k])}
-                              for k, (a, b) in enumerate(zip(res.a.tolist(), res.b.tolist()))],
+                    "pairs": _PAIRS.format(k),
+                    "disagreements": [{"run_a": a, "run_b": b, "explanation": why, "differences": diffs}
+                                      for a, b, why, diffs in explained[metric]],
                 }
-                for metric, res, ci, eff in report
+                for k, (metric, res, ci, _) in enumerate(report)
             },
         }
-        return write_json(doc, out)
+        return _write_json_streaming_pairs(doc, [(res, eff) for _, res, _, eff in report], out)
     out.write("run\tmetric\tmean\tci_low\tci_high\ttopics\n")
     for metric, res, ci, _ in report:
-        for i, r in enumerate(res.runs):
-            out.write(f"{r}\t{metric}\t{ci.mean[i]:.6f}\t{ci.low[i]:.6f}\t{ci.high[i]:.6f}\t{res.n_topics}\n")
+        out.writelines(f"{r}\t{metric}\t{ci.mean[i]:.6f}\t{ci.low[i]:.6f}\t{ci.high[i]:.6f}\t{res.n_topics}\n"
+                       for i, r in enumerate(res.runs))
     out.write("\nrun_a\trun_b\tmetric\ttest\tmean_a\tmean_b\tdiff\tstatistic\tp\tp_adjusted\tsignificant"
               "\tdiff_ci_low\tdiff_ci_high\teffect_size\n")
     for metric, res, _, eff in report:
-        for k, (a, b) in enumerate(zip(res.a.tolist(), res.b.tolist())):
-            out.write(
-                f"{res.runs[a]}\t{res.runs[b]}\t{metric}\t{res.test}\t{res.mean_a[k]:.6f}\t{res.mean_b[k]:.6f}\t"
-                f"{res.diff[k]:.6f}\t{res.statistic[k]:.6f}\t{res.p[k]:.6g}\t{res.p_adjusted[k]:.6g}\t"
-                f"{'yes' if res.significant[k] else 'no'}\t{eff.ci_low[k]:.6f}\t{eff.ci_high[k]:.6f}\t"
-                f"{eff.standardised[k]:.6f}\n"
-            )
+        out.writelines(f"{ra}\t{rb}\t{metric}\t{res.test}\t{ma:.6f}\t{mb:.6f}\t{d:.6f}\t{st:.6f}\t{p:.6g}\t{pa:.6g}\t"
+                       f"{'yes' if sig else 'no'}\t{lo:.6f}\t{hi:.6f}\t{es:.6f}\n"
+                       for ra, rb, ma, mb, d, st, p, pa, sig, lo, hi, es in _pair_rows(res, eff))
     for metric, res, _, _ in report:
-        for note in res.notes:
-            out.write(f"# {metric}: {note}\n")
+        out.writelines(f"# {metric}: {note}\n" for note in res.notes)
+        for a, b, why, diffs in explained[metric]:
+            out.write(f"# {metric}: {a} vs {b}: {why}\n")
+            if diffs:
+                out.write(f"# {metric}: {a} - {b} per topic, sorted: "
+                          + " ".join(f"{t}:{d:+.4f}" for t, d in sorted(diffs.items(), key=lambda kv: kv[1]))
+                          + "\n")
+    return 0
+
+
+#: At most this many pairs per metric get a written explanation of a test/interval disagreement.
+MAX_EXPLAINED = 50
+
+
+def _disagreements(table: tuple[np.ndarray, list[str]], res, eff,  # type: ignore[no-untyped-def]
+                   args: argparse.Namespace) -> list[tuple[str, str, str, dict[str, float]]]:
+    """(run a, run b, explanation, per-topic differences) for the pairs whose test verdict and
+    interval verdict differ (:func:`service.metrics.stats.differences.explain_disagreement`).
+    Pairs are screened with whole-array operations (the t interval excludes 0 exactly when
+    |t| > t crit, t = effect size x sqrt(n); the printed bootstrap interval excludes 0), so only
+    the candidates are examined."""
+    from scipy import stats as sps
+
+    from service.metrics.stats.differences import explain_disagreement, paired_difference
+
+    kept, topics = table
+    n = kept.shape[0]
+    significant = np.asarray(res.significant)
+    with np.errstate(invalid="ignore"):
+        t_excludes = np.abs(eff.standardised) * np.sqrt(n) > sps.t.ppf(1 - args.alpha / 2, n - 1)
+    boot_excludes = (eff.ci_low > 0) | (eff.ci_high < 0)
+    candidates = np.flatnonzero((significant != t_excludes) | (significant != boot_excludes))
+    out: list[tuple[str, str, str, dict[str, float]]] = []
+    for k in candidates.tolist():
+        a, b = int(res.a[k]), int(res.b[k])
+        d = paired_difference(kept[:, a], kept[:, b], level=1 - args.alpha, resamples=args.resamples,
+                              seed=args.seed, topics=topics)
+        why = explain_disagreement(float(res.p_adjusted[k]), args.alpha, args.test, d,
+                                   correction=args.correction, n_comparisons=len(res.a))
+        if why:
+            diffs = dict(zip(topics, (kept[:, a] - kept[:, b]).tolist()))
+            out.append((res.runs[a], res.runs[b], why, diffs))
+        if len(out) == MAX_EXPLAINED:
+            out.append(("…", "…", f"more pairs may disagree; explanations stop at {MAX_EXPLAINED} per metric", {}))
+            break
+    return out
+
+
+_PAIRS = "@@cranfield-pairs-{}@@"
+_PAIR_KEYS = ("run_a", "run_b", "mean_a", "mean_b", "diff", "statistic", "p", "p_adjusted", "significant",
+              "diff_ci_low", "diff_ci_high", "effect_size")
+
+
+def _pair_rows(res, eff):  # type: ignore[no-untyped-def]
+    """Each pair's output fields as Python values, a block of pairs at a time (the columns are
+    converted once per block, not looked up per pair: ``res.diff`` is a whole-array property)."""
+    step = 65536
+    for lo in range(0, len(res.a), step):
+        sl = slice(lo, lo + step)
+        yield from zip([res.runs[i] for i in res.a[sl].tolist()], [res.runs[i] for i in res.b[sl].tolist()],
+                       res.mean_a[sl].tolist(), res.mean_b[sl].tolist(), res.diff[sl].tolist(),
+                       res.statistic[sl].tolist(), res.p[sl].tolist(), res.p_adjusted[sl].tolist(),
+                       res.significant[sl].tolist(), eff.ci_low[sl].tolist(), eff.ci_high[sl].tolist(),
+                       eff.standardised[sl].tolist())
+
+
+def _write_json_streaming_pairs(doc: dict, pairs: list, out: TextIO) -> int:  # type: ignore[type-arg]
+    """``write_json(doc)`` with each metric's "pairs" list (a placeholder in ``doc``) written one
+    pair at a time: the same text, without a dict per pair of all pairs in memory."""
+    import json
+
+    text = json.dumps(doc, indent=1)
+    for k, (res, eff) in enumerate(pairs):
+        head, text = text.split(json.dumps(_PAIRS.format(k)), 1)
+        out.write(head)
+        first = True
+        for row in _pair_rows(res, eff):
+            item = json.dumps(dict(zip(_PAIR_KEYS, row)), indent=1).replace("\n", "\n    ")
+            out.write(("[\n    " if first else ",\n    ") + item)
+            first = False
+        out.write("[]" if first else "\n   ]")
+    out.write(text + "\n")
     return 0
 
 
@@ -222,18 +318,16 @@ def cmd_metaeval(args: argparse.Namespace, out: TextIO) -> int:
                            "significant_at_0.01_above": threshold}, **reliability,
                            **({"top_heaviness": heaviness} if heaviness is not None else {})}, out)
     out.write("kept\tmetric\tdiscriminative_power\tsignificant_pairs\tpairs\tdifference_required\ttau_vs_full\n")
-    for r in rows:
-        out.write(f"{r['kept']:g}\t{r['metric']}\t{r['power']:.4f}\t{r['significant_pairs']}\t{r['pairs']}\t"
-                  f"{r['difference_required']:.4f}\t{r['tau_vs_full']:.4f}\n")
+    out.writelines(f"{r['kept']:g}\t{r['metric']}\t{r['power']:.4f}\t{r['significant_pairs']}\t{r['pairs']}\t"
+                  f"{r['difference_required']:.4f}\t{r['tau_vs_full']:.4f}\n" for r in rows)
     out.write(f"\n# Kendall's tau between system rankings ({len(runs)} runs; |tau| > {threshold:.3f} "
               "is significant at alpha = 0.01)\nmetric\t" + "\t".join(names) + "\n")
-    for i, n in enumerate(names):
-        out.write(n + "\t" + "\t".join(f"{v:.4f}" for v in tau[i]) + "\n")
+    out.writelines(n + "\t" + "\t".join(f"{v:.4f}" for v in tau[i]) + "\n" for i, n in enumerate(names))
     if "stability" in reliability:
         out.write(f"\n# stability (Buckley & Voorhees; B = {args.resamples} bootstrap samples, fuzziness "
                   f"{args.fuzziness:g})\nmetric\tminority_rate\ttie_rate\tobservations\n")
-        for r in reliability["stability"]:
-            out.write(f"{r['metric']}\t{r['minority_rate']:.4f}\t{r['tie_rate']:.4f}\t{r['observations']}\n")
+        out.writelines(f"{r['metric']}\t{r['minority_rate']:.4f}\t{r['tie_rate']:.4f}\t{r['observations']}\n"
+                       for r in reliability["stability"])
     if "swap" in reliability:
         out.write(f"\n# swap method (Voorhees & Buckley; {args.resamples} trials per size, bin width "
                   f"{args.bin_width:g}, extrapolated to all topics)\nmetric\tdifference_required\tsensitivity\n")
@@ -287,8 +381,8 @@ def _heaviness_rows(args: argparse.Namespace, measures) -> dict:  # type: ignore
 def _write_heaviness(h: dict, out: TextIO) -> None:
     out.write(f"\n# top-heaviness: one relevant document at rank r, R = {h['num_rel']}\nrank\t"
               + "\t".join(h["values"]) + "\n")
-    for i, r in enumerate(h["ranks"]):
-        out.write(f"{r}\t" + "\t".join(f"{v[i]:.4f}" for v in h["values"].values()) + "\n")
+    out.writelines(f"{r}\t" + "\t".join(f"{v[i]:.4f}" for v in h["values"].values()) + "\n"
+                   for i, r in enumerate(h["ranks"]))
 
 
 def _top_heaviness(args: argparse.Namespace, measures, out: TextIO) -> int:  # type: ignore[no-untyped-def]

@@ -199,8 +199,13 @@ def snapshot(s: Session, sid: int, me: Principal) -> dict[str, Any]:
         raise NotFound(f"no snapshot {sid}")
     coll = collections.get(s, snap.collection_id, me)
     policy.require(policy.may_see_snapshot(me, coll, snap), me, f"snapshot {sid}")
+    content = dict(snap.content)
+    if any("shown" not in r for r in content.get("rows", [])):  # frozen before intervals were bounded
+        limits = bounds_of(snap.metric)
+        content["rows"] = [{**r, "shown": r.get("shown") or interval_view(r, limits)} for r in content["rows"]]
+        content.setdefault("interval", interval_label(content["rows"]))
     return {"id": snap.id, "collection_id": coll.id, "label": snap.label, "created_at": iso(snap.created_at),
-            **snap.content}
+            **content}
 
 
 def freeze(s: Session, coll: Collection, me: Principal, metric: str | None, label: str) -> dict[str, Any]:

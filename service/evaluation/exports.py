@@ -88,9 +88,11 @@ def board_latex(doc: dict[str, Any]) -> str:
         low, high = limits
         rng = f"[{low:g}, {high:g}]" if math.isfinite(high) else f"[{low:g}, \\infty)"
         note += f" $^\\dagger$ t interval truncated at the metric's range ${rng}$."
+    if sig:
+        b = f", $B = {sig['resamples']}$" if sig.get("resamples") else ""
+        note += (f" Runs that share a superscript letter are not significantly different ({esc(sig['test'])}{b}, "
+                 f"$\\alpha = {sig['alpha']}$, correction {esc(sig['correction'] or 'none')}); runs with no letter "
+                 "in common are.")
     note = note.replace("%", "\\%")  # the label's "95%"; its math ($^\\dagger$, the range) stays
     lines.append(f"\\par\\smallskip{{\\footnotesize {note}}}")
-    if sig:
-        lines.append(f"% runs sharing a letter are not significantly different ({sig['test']}, "
-                     f"alpha = {sig['alpha']}, correction {sig['correction']})")
     return "\n".join(lines) + "\n"

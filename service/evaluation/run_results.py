@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from service.errors import NotFound
 from service.evaluation import boards, collections, policy, submissions
 from service.evaluation.access import Principal
+from service.evaluation.board_intervals import bounds_of, interval_label, interval_view
 from service.evaluation.reading import StoredTest, complete_version_id, significance_for
 from service.evaluation.results import current_result
 from service.metrics import parse_measure
@@ -186,12 +187,18 @@ def run_metrics(s: Session, rid: int, me: Principal) -> dict[str, Any]:
     row, coll = submissions.get(s, rid, me)
     policy.require(policy.may_see_run_metrics(me, row, coll), me, f"the scores of run {rid}")
     public = policy.sees_visible_topics_only(me, coll)
-    cols = ((Score.metric, Score.public_mean, Score.public_ci_low, Score.public_ci_high, Score.public_n) if public
-            else (Score.metric, Score.mean, Score.ci_low, Score.ci_high, Score.n_topics))
-    found = {m: (mean, lo, hi, n) for m, mean, lo, hi, n in s.execute(select(*cols).join(RunEvaluation).where(
-        RunEvaluation.run_id == row.id, current_result(coll, complete_version_id(s, coll))))}
+    cols = ((Score.metric, Score.public_mean, Score.public_ci_low, Score.public_ci_high, Score.public_n,
+             Score.public_boot_low, Score.public_boot_high) if public
+            else (Score.metric, Score.mean, Score.ci_low, Score.ci_high, Score.n_topics, Score.boot_low,
+                  Score.boot_high))
+    names = ("mean", "ci_low", "ci_high", "n_topics", "boot_low", "boot_high", "boot_method", "boot_resamples")
+    found = {m: dict(zip(names, values)) for m, *values in s.execute(
+        select(*cols, Score.boot_method, Score.boot_resamples).join(RunEvaluation).where(
+            RunEvaluation.run_id == row.id, current_result(coll, complete_version_id(s, coll))))}
     order = list(coll.current_config.metrics)
+    # "shown": the interval drawn (bootstrap when stored, else t) and the t interval, never beyond the
+    # metric's range (board_intervals); the raw figures stay beside it for the API.
     return {"run": submissions.document(row), "collection": collections.document(coll, me),
             "topics": "visible only (public/private split)" if public else "all",
-            "metrics": [{"metric": m, "mean": found[m][0], "ci_low": found[m][1], "ci_high": found[m][2],
-                         "n_topics": found[m][3]} for m in order if m in found]}
+            "metrics": [{"metric": m, **found[m], "shown": interval_view(found[m], bounds_of(m)),
+                         "interval": interval_label([found[m]])} for m in order if m in found]}

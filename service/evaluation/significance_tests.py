@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -165,8 +165,12 @@ def _read(factory: sessionmaker[Session], claim: _Round) -> tuple[dict[str, Any]
         sig = dict(config.significance)
         # Every metric of the collection is tested unless the organisers named some.
         metrics = list(sig.get("metrics") or config.metrics)
-        tables = stored_scores(s, claim.collection_id, claim.qrels_id, config.settings_hash, metrics)
         all_tables = stored_scores(s, claim.collection_id, claim.qrels_id, config.settings_hash, list(config.metrics))
+        # the tested metrics' tables are the same objects when they are among the collection's (read once)
+        missing = [m for m in metrics if m not in all_tables]
+        tables = {**{m: all_tables[m] for m in metrics if m in all_tables},
+                  **(stored_scores(s, claim.collection_id, claim.qrels_id, config.settings_hash, missing)
+                     if missing else {})}
         settings = {"sig": sig, "metrics": metrics, "settings_hash": config.settings_hash,
                     "hidden": set(config.evaluation.get("hidden_topics") or []), "all_metrics": list(all_tables)}
     return settings, tables, all_tables
@@ -192,8 +196,11 @@ def _compute(settings: dict[str, Any], tables: ScoreTables,
                 errors[metric if subset == "all" else f"{metric} (visible topics)"] = str(exc)
                 continue
             results.append((metric, run_ids, res, subset, stored_letters(res, x)))
+    # The bootstrap's ASLs of a metric tested on all topics are the meta-evaluation's own: not counted twice.
+    asl = {metric: res.p for metric, _, res, subset, _ in results
+           if subset == "all" and res.test == "bootstrap" and tables[metric][2] is all_tables.get(metric, (0, 0, None))[2]}
     meta = meta_evaluation({m: (ids, matrix) for m, (ids, _, matrix) in all_tables.items()},
-                           alpha=float(sig["alpha"]), resamples=int(sig["resamples"]), seed=int(sig["seed"]))
+                           alpha=float(sig["alpha"]), resamples=int(sig["resamples"]), seed=int(sig["seed"]), asl=asl)
     return results, errors, meta
 
 
@@ -217,6 +224,13 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
                     Significance.test == res.test, Significance.runs_hash == rhash,
                     Significance.params_hash == phash, Significance.subset == subset))
                 if exists is None:
+                    # A test of the same key over an earlier set of runs is superseded: boards read the
+                    # newest, and at 1,000 runs each one is megabytes per metric (docs/statistics.md).
+                    s.execute(delete(Significance).where(
+                        tested_under(claim.qrels_id, settings_hash), Significance.metric == metric,
+                        Significance.test == res.test, Significance.params_hash == phash,
+                        Significance.subset == subset, Significance.runs_hash != rhash)
+                        .execution_options(synchronize_session=False))
                     s.add(Significance(
                         collection_id=claim.collection_id, qrels_version_id=claim.qrels_id, metric=metric,
                         test=res.test, subset=subset, settings_hash=settings_hash,

@@ -1,13 +1,14 @@
 """64-bit keys for (topic, document) pairs and a vectorised hash table over them.
 
 Matching five million run lines against the qrels, and checking them for
-duplicate documents, with string comparisons or sorts costs seconds. Here a
-document id is hashed once (a few whole-array passes over its bytes read as
-64-bit words), combined with a topic number, and looked up in an
-open-addressing table with linear probing, probed for all keys at once; each
-round handles only the keys still unresolved. Callers confirm every hash match
-on the bytes, so a collision can never change a result (it only sends the
-caller to a slower exact path).
+duplicate documents, with string comparisons or sorts of strings costs seconds.
+Here a document id is hashed once (a few whole-array passes over its bytes read
+as 64-bit words) and combined with a topic number; the readers find repeated
+keys by sorting them (integers: a vectorised sort), and the scoring looks them
+up in an open-addressing table with linear probing, probed for all keys at
+once; each round handles only the keys still unresolved. Callers confirm every
+hash match on the bytes, so a collision can never change a result (it only
+sends the caller to a slower exact path).
 """
 
 from __future__ import annotations
@@ -87,23 +88,28 @@ def topic_keys(doc_hashes: np.ndarray, topic_index: np.ndarray) -> np.ndarray:
 
 
 class KeyTable:
-    """An open-addressing table of uint64 keys, built and probed with array operations."""
+    """An open-addressing table of uint64 keys, built and probed with array operations.
+
+    Each round of probing handles only the keys still unresolved; the first round, which
+    resolves most of them, works on the whole arrays without index arrays.
+    """
 
     def __init__(self, keys: np.ndarray) -> None:
         n = keys.shape[0]
         # Load factor <= 1/8: linear probing then needs few rounds (each round is a
-        # handful of whole-array passes), at 64 bytes of table per key.
+        # handful of whole-array passes), at 32 bytes of table per key (int32 slots).
         bits = max(4, int(np.ceil(np.log2(8 * n + 1))))
         self.mask = np.uint64((1 << bits) - 1)
         self.keys = keys
-        self.slots = np.full(1 << bits, -1, dtype=np.int64)
+        slot_type = np.int32 if n < 2**31 else np.int64
+        self.slots = np.full(1 << bits, -1, dtype=slot_type)
         #: (i, j) pairs with keys[i] == keys[j], i inserted first; empty when all distinct.
         self.equal_pairs: list[tuple[int, int]] = []
         pending = np.arange(n, dtype=np.int64)
         pos = (keys & self.mask).astype(np.int64)
+        at = pos  # the slot each pending key tries this round
         mask = int(self.mask)
         while pending.shape[0]:
-            at = pos[pending]
             occupant = self.slots[at]
             free = occupant == -1
             # Several pending keys may claim one free slot: the last write wins.
@@ -118,20 +124,27 @@ class KeyTable:
             if same.any():
                 self.equal_pairs.extend(zip(holder[same].tolist(), lost[same].tolist()))
             pending = lost[~same]
-            pos[pending] = (pos[pending] + 1) & mask
+            at = (pos[pending] + 1) & mask
+            pos[pending] = at
 
     def find(self, queries: np.ndarray) -> np.ndarray:
         """Index into ``keys`` of each query, -1 where absent."""
-        out = np.full(queries.shape[0], -1, dtype=np.int64)
-        active = np.arange(queries.shape[0], dtype=np.int64)
+        if self.keys.shape[0] == 0:
+            return np.full(queries.shape[0], -1, dtype=np.int64)
         pos = (queries & self.mask).astype(np.int64)
+        holder = self.slots[pos].astype(np.int64)
+        empty = holder < 0
+        hit = self.keys[holder] == queries  # an empty slot reads keys[-1]: masked next
+        hit &= ~empty
+        out = np.where(hit, holder, -1)
+        active = np.flatnonzero(~(hit | empty))
         mask = int(self.mask)
         while active.shape[0]:
-            holder = self.slots[pos[active]]
-            empty = holder == -1
-            found = ~empty
-            found[found] = self.keys[holder[found]] == queries[active[found]]
-            out[active[found]] = holder[found]
-            active = active[~(empty | found)]
-            pos[active] = (pos[active] + 1) & mask
+            at = (pos[active] + 1) & mask
+            pos[active] = at
+            holder = self.slots[at].astype(np.int64)
+            empty = holder < 0
+            hit = (self.keys[holder] == queries[active]) & ~empty
+            out[active[hit]] = holder[hit]
+            active = active[~(hit | empty)]
         return out

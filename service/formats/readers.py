@@ -49,19 +49,33 @@ def _read_bytes(path: str | os.PathLike[str]) -> bytes:
         raise InvalidInput(str(path), None, f"cannot read the file: {exc.strerror}") from None
 
 
-def _group_consecutive(table: TokenTable, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _group_consecutive(table: TokenTable, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Codes of field ``k`` via its runs of equal consecutive values.
 
     Files are grouped by topic, so only the group heads (a handful) are copied
-    out of the file and sorted by ``np.unique``, instead of every line.
-    Returns (sorted unique, codes).
+    out of the file and sorted, instead of every line.
+    Returns (sorted unique, codes, the first row of each run of equal values).
     """
-    starts, ends = table.starts[:, k], table.ends[:, k]
+    starts, ends, _ = table.column(k)
     n = starts.shape[0]
     heads = np.flatnonzero(consecutive_heads(table.buffer, starts, ends))
-    uniq, inv = np.unique(gather_fixed_width(table.buffer, starts[heads], ends[heads]), return_inverse=True)
+    values = gather_fixed_width(table.buffer, starts[heads], ends[heads])
+    if heads.shape[0] <= _FEW_GROUPS:
+        # A few dozen topics: sorting them in Python costs less than np.unique's set-up.
+        # (bytes sort as numpy's bytes_ do: tokens hold no NUL byte.)
+        listed = values.tolist()
+        uniq_list = sorted(set(listed))
+        code_of = {v: i for i, v in enumerate(uniq_list)}
+        uniq = np.array(uniq_list, dtype=values.dtype)
+        inv = np.array([code_of[v] for v in listed], dtype=np.int64)
+    else:
+        uniq, inv = np.unique(values, return_inverse=True)
     codes = np.repeat(inv.reshape(-1), np.diff(np.append(heads, n)))
-    return uniq, codes
+    return uniq, codes, heads
+
+
+#: Up to this many groups of consecutive equal values, :func:`_group_consecutive` sorts them in Python.
+_FEW_GROUPS = 256
 
 
 def _decode_all(values: np.ndarray) -> tuple[str, ...]:
@@ -160,7 +174,7 @@ def _build_qrels(table: TokenTable, doc_k: int, levels: np.ndarray) -> Qrels:
         raise InvalidInput(table.source, int(table.line_numbers[r]),
                            f"relevance level {int(levels[r])} is above the largest supported level {MAX_LEVEL}")
     docnos = table.field_bytes(doc_k)
-    uniq, codes = _group_consecutive(table, 0)
+    uniq, codes, _ = _group_consecutive(table, 0)
     order = np.lexsort((docnos, codes))
     codes_s, docs_s, levels_s = codes[order], docnos[order], levels[order]
     same = (codes_s[1:] == codes_s[:-1]) & (docs_s[1:] == docs_s[:-1])
@@ -204,7 +218,7 @@ def parse_run(
     order = RunOrder(order)
     table = tokenize(data, source, 6)
     _check_ids(table, 2, 5)
-    other_tag = np.flatnonzero(~spans_equal_to(table.buffer, table.starts[:, 5], table.ends[:, 5], 0))
+    other_tag = np.flatnonzero(~spans_equal_to(table.buffer, *table.column(5)[:2], 0))
     if other_tag.shape[0]:
         r = int(other_tag[0])
         raise InvalidInput(
@@ -214,15 +228,18 @@ def parse_run(
             "on the first line: one file holds one run",
         )
     scores = parse_floats(table, 4, "score")
-    uniq, codes = _group_consecutive(table, 0)
+    uniq, codes, heads = _group_consecutive(table, 0)
 
     # Duplicate (topic, docno) pairs: equal 64-bit keys, confirmed on the bytes.
-    doc_words, width = gather_words(table.buffer, table.starts[:, 2], table.ends[:, 2])
+    doc_words, width = gather_words(table.buffer, *table.column(2)[:2])
     docnos = words_to_bytes(doc_words, width)
     doc_hashes = hash_words(doc_words, table.field_lengths(2))
-    del doc_words
-    keys = KeyTable(topic_keys(doc_hashes, codes))
-    dup = _first_duplicate(keys.equal_pairs, codes, docnos)
+    keys = topic_keys(doc_hashes, codes)
+    ordered = np.sort(keys)  # a vectorised sort of integers: faster here than a hash table
+    dup = None
+    if bool(np.any(ordered[1:] == ordered[:-1])):  # a document retrieved twice, or a 64-bit collision
+        dup = _first_duplicate(KeyTable(keys).equal_pairs, codes, docnos)
+    del keys, ordered
     if dup is not None:
         a, b = dup
         raise InvalidInput(
@@ -232,7 +249,8 @@ def parse_run(
             f"{table.field_text(b, 0)!r} (first on line {int(table.line_numbers[a])})",
         )
 
-    perm = _rank_order(order, table, codes, scores, docnos)
+    perm = _rank_order(order, table, codes, heads, scores, docnos, doc_words)
+    del doc_words
     if perm is not None:
         codes, scores, docnos, doc_hashes = codes[perm], scores[perm], docnos[perm], doc_hashes[perm]
     offsets = np.searchsorted(codes, np.arange(uniq.shape[0] + 1)).astype(np.int64)
@@ -261,43 +279,69 @@ def _first_duplicate(
 
 
 def _rank_order(
-    order: RunOrder, table: TokenTable, codes: np.ndarray, scores: np.ndarray, docnos: np.ndarray
+    order: RunOrder,
+    table: TokenTable,
+    codes: np.ndarray,
+    heads: np.ndarray,
+    scores: np.ndarray,
+    docnos: np.ndarray,
+    doc_words: np.ndarray,
 ) -> np.ndarray | None:
-    """Permutation into (topic, rank) order, or None when the file already is."""
+    """Permutation into (topic, rank) order, or None when the file already is.
+
+    ``heads`` are the first lines of the runs of equal topic codes. The usual file holds
+    each topic in one block, in rank order (it may list the topics in any order): its
+    permutation only moves whole blocks, and, for ``score``, the tied scores within them.
+    """
     n = codes.shape[0]
+    blocks = heads.shape[0] == int(codes.max(initial=-1)) + 1  # each topic in one block
+    in_topic_order = blocks and bool(np.all(codes[heads[1:]] > codes[heads[:-1]]))
     if order is RunOrder.FILE:
-        if np.all(codes[1:] >= codes[:-1]):
+        if in_topic_order:
             return None
-        return np.argsort(codes, kind="stable")
+        return _block_order(codes, heads) if blocks else np.argsort(codes, kind="stable")
+    same = codes[1:] == codes[:-1]
     if order is RunOrder.RANK:
         ranks = parse_ints(table, 3, "rank")
-        ok = (codes[1:] > codes[:-1]) | ((codes[1:] == codes[:-1]) & (ranks[1:] >= ranks[:-1]))
-        if np.all(ok):
-            return None
+        if blocks and bool(np.all(~same | (ranks[1:] >= ranks[:-1]))):
+            return None if in_topic_order else _block_order(codes, heads)
         return np.lexsort((ranks, codes))
     # trec_eval: score descending, ties broken by docno descending.
-    same = codes[1:] == codes[:-1]
-    grouped = bool(np.all(codes[1:] >= codes[:-1]))
-    if grouped and bool(np.all(~same | (scores[1:] <= scores[:-1]))):
-        # The usual file: topics grouped, scores already descending. Only blocks of
-        # tied scores may need re-ordering (by docno descending).
-        perm = np.arange(n)
+    if blocks and bool(np.all(~same | (scores[1:] <= scores[:-1]))):
+        # Scores already descending within each topic's block: only blocks of tied
+        # scores may need re-ordering (by docno descending), and the blocks themselves.
+        perm = None
         tied = same & (scores[1:] == scores[:-1])
-        if not np.any(tied) or bool(np.all(docnos[1:][tied] < docnos[:-1][tied])):
-            return None
-    else:
-        perm = np.lexsort((-scores, codes))
-        cs, ss = codes[perm], scores[perm]
-        tied = (cs[1:] == cs[:-1]) & (ss[1:] == ss[:-1])
-        if not np.any(tied):
-            return perm
-    return _order_ties_by_docno_desc(perm, tied, docnos)
+        if np.any(tied) and not bool(np.all(docnos[1:][tied] < docnos[:-1][tied])):
+            perm = _order_ties_by_docno_desc(np.arange(n), tied, doc_words)
+        if not in_topic_order:
+            by_topic = _block_order(codes, heads)
+            perm = by_topic if perm is None else perm[by_topic]
+        return perm
+    perm = np.lexsort((-scores, codes))
+    cs, ss = codes[perm], scores[perm]
+    tied = (cs[1:] == cs[:-1]) & (ss[1:] == ss[:-1])
+    if not np.any(tied):
+        return perm
+    return _order_ties_by_docno_desc(perm, tied, doc_words)
 
 
-def _order_ties_by_docno_desc(perm: np.ndarray, tied: np.ndarray, docnos: np.ndarray) -> np.ndarray:
+def _block_order(codes: np.ndarray, heads: np.ndarray) -> np.ndarray:
+    """The permutation that puts blocks of equal codes (one per code, starting at ``heads``)
+    in code order, keeping the order within each block."""
+    n = codes.shape[0]
+    by_code = np.argsort(codes[heads])
+    sizes = np.diff(np.append(heads, n))[by_code]
+    shift = heads[by_code] - (np.cumsum(sizes) - sizes)  # old start - new start of each block
+    return np.repeat(shift, sizes) + np.arange(n)
+
+
+def _order_ties_by_docno_desc(perm: np.ndarray, tied: np.ndarray, doc_words: np.ndarray) -> np.ndarray:
     """Within each block of equal (topic, score) in ``perm``, put docnos in descending byte order.
 
-    ``tied[i]`` says that positions i and i + 1 of ``perm`` hold equal scores.
+    ``tied[i]`` says that positions i and i + 1 of ``perm`` hold equal scores. Docnos are
+    compared as their big-endian 64-bit words (``doc_words``, zero past each docno's end,
+    byte-swapped), which orders them as their bytes do.
     """
     n = perm.shape[0]
     in_block = np.zeros(n, dtype=bool)
@@ -307,8 +351,11 @@ def _order_ties_by_docno_desc(perm: np.ndarray, tied: np.ndarray, docnos: np.nda
     block_head = np.ones(idx.shape[0], dtype=bool)
     block_head[1:] = ~tied[idx[1:] - 1]
     block_id = np.cumsum(block_head)
-    # lexsort: block descending, docno ascending; reversed: block ascending, docno descending.
-    sub = np.lexsort((docnos[perm[idx]], -block_id))[::-1]
+    words = doc_words[perm[idx]]
+    # lexsort's last key is the primary one: block ascending, then docno descending
+    # (the complement of each big-endian word, most significant word last).
+    keys = [~words[:, j].byteswap() for j in range(words.shape[1] - 1, -1, -1)]
+    sub = np.lexsort((*keys, block_id))
     perm = perm.copy()
     perm[idx] = perm[idx][sub]
     return perm

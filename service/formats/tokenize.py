@@ -17,11 +17,19 @@ Every pass is linear in the file's size whatever its shape (long whitespace
 gaps, long tokens): fields are copied into fixed-width arrays only after the
 readers have checked their lengths against the limits below, so a copy costs
 at most rows x limit bytes.
+
+The usual file (every line exactly the expected tokens, one space or tab between
+them, LF line ends, no blank or comment line) is recognised in a few whole-file
+passes and its token table is the array of separator offsets reshaped, with no
+per-token gather (:func:`_rectangular`); scores of at most 8 bytes are parsed a
+word at a time (:func:`_floats_in_a_word`). Anything else, and any row those
+fast paths cannot take, goes the general way: the fast paths never give a
+different table, value or error, only the same one sooner.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -56,9 +64,28 @@ class TokenTable:
     ends: np.ndarray  # int64 (n, fields)
     field_counts: np.ndarray  # int64 (n,): tokens on each data line
     longest_token: int | None = None  # bytes of the file's longest token (None: not known)
+    _columns: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def __len__(self) -> int:
         return int(self.line_numbers.shape[0])
+
+    def column(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Field ``k``'s (starts, ends, lengths) as contiguous read-only arrays, made once.
+
+        ``starts[:, k]`` is a strided view, and every whole-array pass over a strided
+        view costs several times one over a contiguous copy.
+        """
+        got = self._columns.get(k)
+        if got is None:
+            starts = np.ascontiguousarray(self.starts[:, k])
+            ends = np.ascontiguousarray(self.ends[:, k])
+            got = (starts, ends, ends - starts)
+            for a in got:
+                a.flags.writeable = False
+            self._columns[k] = got
+        return got
 
     def field_bytes(self, k: int, rows: np.ndarray | None = None) -> np.ndarray:
         """Field ``k`` of every data line (or of ``rows``) as a ``bytes_`` array.
@@ -66,8 +93,7 @@ class TokenTable:
         Check the field's length first (:func:`check_lengths`): the array is
         rows x the widest value.
         """
-        starts = self.starts[:, k]
-        ends = self.ends[:, k]
+        starts, ends, _ = self.column(k)
         if rows is not None:
             starts, ends = starts[rows], ends[rows]
         return gather_fixed_width(self.buffer, starts, ends)
@@ -78,7 +104,7 @@ class TokenTable:
         return self.buffer[lo:hi].tobytes().decode("utf-8")
 
     def field_lengths(self, k: int) -> np.ndarray:
-        return self.ends[:, k] - self.starts[:, k]
+        return self.column(k)[2]
 
 
 #: The widest field :func:`gather_words` copies; callers check the limits above
@@ -106,14 +132,17 @@ def gather_words(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tu
     words = _Words(buffer)
     rows: np.ndarray | None = None  # the rows still being copied (None: all)
     pos, rest = np.ascontiguousarray(starts), lengths
+    shortest = int(lengths.min())  # of the rows still being copied
     for k in range(out.shape[1]):
         if k:
-            pos, rest = pos + 8, rest - 8
-            if int(rest.min()) <= 0:  # drop the spans copied to their end
+            pos, rest, shortest = pos + 8, rest - 8, shortest - 8
+            if shortest <= 0:  # drop the spans copied to their end
                 keep = rest > 0
                 rows = np.flatnonzero(keep) if rows is None else rows[keep]
                 pos, rest = pos[keep], rest[keep]
-        value = words.read(pos, rest)
+                shortest = int(rest.min())
+        # A whole word for every row (one scalar mask, or none) when no span ends inside it.
+        value = words.read(pos, 8 if shortest >= 8 else shortest if shortest == width - 8 * k else rest)
         if rows is None:
             out[:, k] = value
         else:
@@ -185,6 +214,10 @@ class _Words:
             out = self.words[np.minimum(pos, self.last)] >> (past * np.uint64(8))
         else:
             out = self.words[pos]
+        if isinstance(length, (int, np.integer)):  # one length for every span: one mask
+            if length < 8:
+                out &= self._ONES >> np.uint64(8 * (8 - length))
+            return out
         keep = np.minimum(length, 8)
         if np.any(keep < 8):
             out &= self._ONES >> (np.uint64(8) * (8 - keep).astype(np.uint64))
@@ -201,13 +234,16 @@ def spans_equal_to(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray, ref
     same = lengths == length
     if length == 0:
         return same
-    rows = np.flatnonzero(same)
-    first = np.ascontiguousarray(starts) if rows.shape[0] == starts.shape[0] else starts[rows]
+    every = bool(same.all())  # the usual column (one run tag): no row selection
+    rows = None if every else np.flatnonzero(same)
+    first = np.ascontiguousarray(starts) if rows is None else starts[rows]
     words = _Words(buffer)
     equal = np.ones(first.shape[0], dtype=bool)
     lo = np.array([starts[ref]], dtype=np.int64)
     for k in range(0, length, 8):
         equal &= words.read(first + k, length - k) == words.read(lo + k, length - k)[0]
+    if rows is None:
+        return equal
     same[rows] = equal
     return same
 
@@ -282,7 +318,8 @@ def tokenize(data: bytes, source: str, fields: int, *, exact: bool = False) -> T
         # A UTF-8 byte-order mark is not part of the first topic id. Blanked rather than cut,
         # so byte offsets (and line numbers) stay those of the file.
         data = b"   " + data[3:]
-    if not data.isascii():
+    ascii_only = data.isascii()
+    if not ascii_only:
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -292,6 +329,9 @@ def tokenize(data: bytes, source: str, fields: int, *, exact: bool = False) -> T
     buf = np.frombuffer(data, dtype=np.uint8)
     if buf.shape[0] == 0:
         raise InvalidInput(source, None, "the file is empty")
+    table = _rectangular(buf, source, fields, ascii_only)
+    if table is not None:
+        return table
     spans = _regular_spans(buf)
     if spans is None:
         spans = _general_spans(data, buf, source)
@@ -324,6 +364,57 @@ def tokenize(data: bytes, source: str, fields: int, *, exact: bool = False) -> T
 
 
 _Spans = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]
+
+
+def _rectangular(buf: np.ndarray, source: str, fields: int, ascii_only: bool) -> TokenTable | None:
+    """The token table of the most common file, with no per-token gather: every line holds
+    exactly ``fields`` tokens separated by one space or tab, ends with LF (the last one too),
+    and none is blank or a comment.
+
+    The separators are then ``fields`` per line, the last of them the LF, so the array of
+    separator offsets reshaped to (lines, fields) *is* the table of token ends. Returns None
+    for any other file (which the general paths read), never a different table.
+    """
+    seps = np.flatnonzero(buf <= 32)
+    n_seps = seps.shape[0]
+    if n_seps == 0 or n_seps % fields or buf[0] <= 32 or buf[-1] != 10:
+        return None
+    lines = n_seps // fields
+    ends = seps.reshape(lines, fields)
+    # The fields-th separator of each line is an LF...
+    if not bool(np.all(buf[ends[:, -1]] == 10)):
+        return None
+    # ... and all the others are spaces or tabs: no other LF, no CR, VT, FF or other control
+    # byte (each is <= 32, so one of `seps`, and not counted here). Then every line has
+    # exactly `fields` tokens (with the gap check below, no blank line either). The file's
+    # first separator's kind is counted first: the other one is usually absent.
+    kinds = (9, 32) if buf[seps[0]] == 9 else (32, 9)
+    others = n_seps - lines - np.count_nonzero(buf == kinds[0])
+    if others and others != np.count_nonzero(buf == kinds[1]):
+        return None
+    if int(buf.max()) == 127 if ascii_only else bool(np.any(buf == 127)):  # DEL
+        return None
+    step = np.diff(seps)
+    if int(step.min()) < 2:
+        return None
+    longest = max(int(seps[0]), int(step.max()) - 1)
+    del step
+    # Each token starts one byte after the previous token's end (the file's first at 0).
+    flat = np.empty(n_seps, dtype=np.int64)
+    flat[0] = 0
+    np.add(seps[:-1], 1, out=flat[1:])
+    starts = flat.reshape(lines, fields)
+    if bool(np.any(buf[starts[:, 0]] == ord("#"))):
+        return None  # comment lines: the general path drops them
+    return TokenTable(
+        source=source,
+        buffer=buf,
+        line_numbers=np.arange(1, lines + 1, dtype=np.int64),
+        starts=starts,
+        ends=ends,
+        field_counts=np.full(lines, fields, dtype=np.int64),
+        longest_token=longest,
+    )
 
 
 def _regular_spans(buf: np.ndarray) -> _Spans | None:
@@ -428,26 +519,117 @@ def _only_allowed_controls(buf: np.ndarray) -> bool:
 
 
 _POW10 = 10.0 ** np.arange(23)
-#: The longest token the column-wise float parser can take: a sign, 15 digits, a dot.
-_FAST_FLOAT_BYTES = 17
+
+
+def _extended_division_is_exact_enough() -> bool:
+    """Whether ``numpy.longdouble`` arithmetic carries at least 64 significant bits here (x87
+    extended precision on x86-64 Linux, IEEE quad elsewhere; not where it is plain double)."""
+    one = np.longdouble(1)
+    return np.finfo(np.longdouble).nmant >= 63 and bool(one + np.ldexp(one, -63) != one)
+
+
+#: Mantissas of 16 to 18 digits are divided in extended precision and checked for a double
+#: rounding (see :func:`_floats_by_column`); without extended precision they go to numpy.
+_LONG_FLOATS = _extended_division_is_exact_enough()
+_MAX_DIGITS = 18 if _LONG_FLOATS else 15
+_POW10_LONG = np.cumprod(np.full(23, 10, dtype=np.longdouble)) / 10  # 10**0 .. 10**22, exact
+#: The longest token the column-wise float parser can take: a sign, the digits, a dot.
+_FAST_FLOAT_BYTES = _MAX_DIGITS + 2
+
+_U8 = np.uint64(8)
+_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+_ZEROS8 = np.uint64(0x3030303030303030)  # eight ASCII '0'
+_DOTS8 = np.uint64(0x2E2E2E2E2E2E2E2E)  # eight '.'
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_NIBBLE_HI = np.uint64(0xF0F0F0F0F0F0F0F0)
+_SIXES = np.uint64(0x0606060606060606)
 
 
 def parse_floats(table: TokenTable, k: int, what: str) -> np.ndarray:
     """Field ``k`` as float64, exactly as ``float()`` would parse it.
 
-    Plain decimals (``-12.345``) with at most 15 significant digits are parsed
-    column by column as an integer mantissa and a power of ten; one IEEE
-    division of two exactly representable numbers is correctly rounded, so the
-    result equals ``strtod``'s (Clinger's fast path). Anything else (exponents,
-    ``inf``, long mantissas) goes through numpy's own conversion. A token longer
-    than ``MAX_NUMBER_BYTES`` is refused with its line.
+    Plain decimals (``-12.345``) with at most 15 digits are parsed as an integer
+    mantissa and a power of ten; one IEEE division of two exactly representable
+    numbers is correctly rounded, so the result equals ``strtod``'s (Clinger's
+    fast path). Tokens of at most 8 bytes, the usual score, are parsed a whole
+    8-byte word at a time (:func:`_floats_in_a_word`), the others column by
+    column; mantissas of 16 to 18 digits (``repr`` of a double) are divided in
+    extended precision (:func:`_long_quotients`). Anything else (exponents,
+    ``inf``, longer mantissas) goes through numpy's own conversion. A token
+    longer than ``MAX_NUMBER_BYTES`` is refused with its line.
     """
     check_lengths(table, [(k, what, MAX_NUMBER_BYTES)])
-    starts = table.starts[:, k]
-    ends = table.ends[:, k]
+    starts, ends, lengths = table.column(k)
     buf = table.buffer
+    values = np.zeros(starts.shape[0])
+    rest = _floats_in_a_word(buf, starts, ends, lengths, values)  # the rows it could not parse
+    if rest is None or rest.shape[0]:
+        if rest is None:
+            values, slow = _floats_by_column(buf, starts, lengths)
+        else:
+            values[rest], slow = _floats_by_column(buf, starts[rest], lengths[rest])
+            slow = rest[slow]
+        if slow.shape[0]:
+            values[slow] = _floats_by_numpy(table, k, what, slow)
+    if not np.all(np.isfinite(values)):
+        r = int(np.flatnonzero(~np.isfinite(values))[0])
+        raise InvalidInput(
+            table.source, int(table.line_numbers[r]), f"{what} {table.field_text(r, k)!r} is not a finite number"
+        )
+    return values
+
+
+def _floats_in_a_word(
+    buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, lengths: np.ndarray, out: np.ndarray
+) -> np.ndarray | None:
+    """Parse the tokens of at most 8 bytes shaped ``[+-]digits[.digits]`` (at least one digit)
+    into ``out``, from the 8-byte word that ends where each token ends: a few dozen whole-array
+    passes, whatever the tokens' lengths. Returns the rows left to the column path (None: all).
+
+    In the word, the token's bytes are the top ones: the bytes below it and a sign become
+    ASCII zeros, the dot is taken out by moving the bytes before it up by one, every byte is
+    then checked to be a digit, and the eight digits are summed in the usual SWAR steps
+    (pairs, quads, the whole word). The mantissa has at most 8 digits, so it and the power
+    of ten are exact and their quotient is ``float()``'s value.
+    """
+    n = ends.shape[0]
+    if n == 0 or 2 * int(np.count_nonzero(lengths <= 8)) < n:
+        return None  # mostly long tokens: the column path reads them all at once
+    first = buf[starts]
+    negative = first == 45
+    body = (lengths - (negative | (first == 43))).astype(np.uint64)  # the bytes after a sign
+    word = _Words(buf).words[ends - 8 if int(ends.min()) >= 8 else np.maximum(ends - 8, 0)]
+    with np.errstate(over="ignore"):
+        keep = _ONES << (_U8 * (_U8 - np.minimum(body, _U8)))  # the body's bytes: the top ones
+        word &= keep
+        word |= _ZEROS8 & ~keep
+        x = word ^ _DOTS8  # a zero byte where the word holds '.': the exact zero-byte test
+        dots = ~(((x & _LOW7) + _LOW7) | x | _LOW7)
+        n_dots = np.bitwise_count(dots)
+        dot_low = dots >> np.uint64(7)  # 0x01 in the dot's byte
+        below = dot_low - (dot_low != 0)  # the bytes before a dot (none without one)
+        moved = below | (dot_low * np.uint64(0xFF))
+        word = ((word & below) << _U8) | (word & ~moved) | (moved & np.uint64(0x30))
+        ok = ((word & _NIBBLE_HI) == _ZEROS8) & (((word + _SIXES) & _NIBBLE_HI) == _ZEROS8)  # all digits
+        ok &= (n_dots <= 1) & (body > n_dots) & (lengths <= 8) & (ends >= 8)
+        digits = word - _ZEROS8
+        digits = (digits * np.uint64(10) + (digits >> _U8)) & np.uint64(0x00FF00FF00FF00FF)
+        digits = (digits * np.uint64(100) + (digits >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
+        digits = (digits * np.uint64(10000) + (digits >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
+    # Digits after the dot: the bytes above it (7 - its byte index), none without a dot.
+    frac = np.bitwise_count(below) >> np.uint8(3)
+    np.subtract(7, frac, out=frac)
+    frac *= n_dots == 1
+    values = digits.astype(np.float64) / np.take(_POW10, frac)
+    np.negative(values, out=values, where=negative)
+    np.copyto(out, values, where=ok)
+    return np.flatnonzero(~ok)
+
+
+def _floats_by_column(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Plain decimals of at most ``_FAST_FLOAT_BYTES`` bytes, one byte column at a time:
+    (values, the rows it could not parse)."""
     n = starts.shape[0]
-    lengths = ends - starts
     width = min(int(lengths.max()) if n else 0, _FAST_FLOAT_BYTES)
     last = buf.shape[0] - 1
     mant = np.zeros(n, dtype=np.int64)
@@ -461,7 +643,7 @@ def parse_floats(table: TokenTable, k: int, what: str) -> np.ndarray:
         c = buf[np.minimum(starts + j, last)].astype(np.int64)
         is_digit = present & (c >= 48) & (c <= 57)
         is_dot = present & (c == 46)
-        is_sign = present & (j == 0) & ((c == 45) | (c == 43))
+        is_sign = present & ((c == 45) | (c == 43)) if j == 0 else np.zeros(n, dtype=bool)
         negative |= is_sign & (c == 45)
         slow |= present & ~(is_digit | is_dot | is_sign)
         slow |= is_dot & seen_dot
@@ -469,29 +651,48 @@ def parse_floats(table: TokenTable, k: int, what: str) -> np.ndarray:
         mant = np.where(is_digit, mant * 10 + (c - 48), mant)
         digits += is_digit
         frac += is_digit & seen_dot
-    slow |= (digits == 0) | (digits > 15) | (frac > 22)
+    slow |= (digits == 0) | (digits > _MAX_DIGITS) | (frac > 22)
     values = mant.astype(np.float64) / _POW10[np.minimum(frac, 22)]
+    long_rows = np.flatnonzero(~slow & (digits > 15))
+    if long_rows.shape[0]:
+        values[long_rows], hazard = _long_quotients(mant[long_rows], frac[long_rows])
+        slow[long_rows[hazard]] = True
     values = np.where(negative, -values, values)
-    slow_rows = np.flatnonzero(slow)
-    if slow_rows.shape[0]:
-        raw = gather_fixed_width(buf, starts[slow_rows], ends[slow_rows])
-        try:
-            values[slow_rows] = raw.astype(np.float64)
-        except ValueError:
-            for r, text in zip(slow_rows.tolist(), raw.tolist()):
-                try:
-                    float(text)
-                except ValueError:
-                    raise InvalidInput(
-                        table.source, int(table.line_numbers[r]), f"{what} {text.decode('utf-8')!r} is not a number"
-                    ) from None
-            raise
-    if not np.all(np.isfinite(values)):
-        r = int(np.flatnonzero(~np.isfinite(values))[0])
-        raise InvalidInput(
-            table.source, int(table.line_numbers[r]), f"{what} {table.field_text(r, k)!r} is not a finite number"
-        )
-    return values
+    return values, np.flatnonzero(slow)
+
+
+def _long_quotients(mant: np.ndarray, frac: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``mant / 10**frac`` rounded to float64 for mantissas of 16 to 18 digits: (values, hazard).
+
+    Both are exact in extended precision (``mant`` < 2**63, ``10**frac`` = 5**frac 2**frac with
+    5**22 < 2**64) and their quotient is rounded once to it (64 significant bits or more),
+    then to 53. That double rounding gives the correctly rounded double unless the extended
+    quotient lies exactly on a midpoint between two doubles (rounding is monotonic and the
+    midpoints are representable): those rows are flagged (``hazard``) for numpy's
+    conversion, as are the ones a quarter ulp away (the lower midpoint next to a power of two).
+    """
+    exact = mant.astype(np.longdouble) / _POW10_LONG[frac]
+    values = exact.astype(np.float64)
+    off = np.abs(exact - values.astype(np.longdouble))  # exact (Sterbenz)
+    ulp = np.spacing(np.abs(values)).astype(np.longdouble)
+    hazard = (off == ulp / 2) | (off == ulp / 4)
+    return values, hazard
+
+
+def _floats_by_numpy(table: TokenTable, k: int, what: str, rows: np.ndarray) -> np.ndarray:
+    """The tokens the fast paths leave (exponents, long mantissas, errors), by numpy's conversion."""
+    raw = gather_fixed_width(table.buffer, table.starts[rows, k], table.ends[rows, k])
+    try:
+        return raw.astype(np.float64)
+    except ValueError:
+        for r, text in zip(rows.tolist(), raw.tolist()):
+            try:
+                float(text)
+            except ValueError:
+                raise InvalidInput(
+                    table.source, int(table.line_numbers[r]), f"{what} {text.decode('utf-8')!r} is not a number"
+                ) from None
+        raise
 
 
 def parse_ints(table: TokenTable, k: int, what: str) -> np.ndarray:

@@ -244,9 +244,21 @@ def test_significance_exports_diffs_and_per_topic_views(world: World) -> None:
     assert c.get(f"/api/collections/{cid}/qrels/diff?old=1&new=2", headers=auth(t["alpha"])).status_code == 403
 
 
-def test_every_metric_is_tested_and_letters_match_the_stored_tests(world: World) -> None:
+def test_every_metric_is_tested_and_letters_match_the_stored_tests(world: World, backend: Backend) -> None:
     """Every metric of the collection has a stored test by default; on each board two runs
-    share a letter exactly when the stored p-value of the pair is at least alpha."""
+    share a letter exactly when the stored p-value of the pair is at least alpha; a test over
+    an earlier set of runs is replaced, not kept beside the new one."""
+    from collections import Counter
+
+    from sqlalchemy import select
+
+    from service.store.models import Significance
+
+    with backend.factory()() as s:
+        keys = Counter(s.execute(select(Significance.qrels_version_id, Significance.settings_hash,
+                                        Significance.metric, Significance.test, Significance.params_hash,
+                                        Significance.subset)).all())
+    assert keys and max(keys.values()) == 1
     c, t, cid = world.client, world.tokens, world.cid
     org = auth(t["organiser"])
     metrics = c.get(f"/api/collections/{cid}", headers=org).json()["metrics"]

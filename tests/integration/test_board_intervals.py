@@ -204,3 +204,27 @@ def test_a_topic_split_stores_and_serves_the_public_topics_bootstrap_interval(wo
     for tag, score in scores.items():
         assert (rows[tag]["boot_low"], rows[tag]["boot_high"]) == (score.public_boot_low, score.public_boot_high)
         assert (rows[tag]["ci_low"], rows[tag]["ci_high"]) == (score.public_ci_low, score.public_ci_high)
+
+
+def test_run_and_snapshot_pages_never_print_an_impossible_value(world: World, bounded: int) -> None:
+    """The run page's metric table and a frozen snapshot show the same bounded intervals."""
+    c, admin = world.client, auth(world.tokens["admin"])
+    board = c.get(f"/api/collections/{bounded}/leaderboard", params={"metric": "RR"}, headers=admin).json()
+    ids = {r["run"]: r["run_id"] for r in board["rows"]}
+    for tag in ("HIGH", "LOW"):
+        page = c.get(f"/runs/{ids[tag]}", headers=admin)
+        assert page.status_code == 200
+        text = html.unescape(page.text)
+        table = re.sub(r"<[^>]+>", " ", text[text.index('id="metrics"'):text.index("</table>", text.index('id="metrics"'))])
+        rr = next(line for line in table.splitlines() if line.strip().startswith("RR"))
+        assert all(0.0 <= x <= 1.0 for x in _numbers(rr)), rr
+        assert "BCa bootstrap interval" in table
+        assert "1.1776" not in text and "-0.0071" not in text
+    r = c.post(f"/api/collections/{bounded}/snapshots", json={"metric": "RR", "label": "frozen"}, headers=admin)
+    assert r.status_code == 201, r.text
+    snap = c.get(f"/snapshots/{r.json()['id']}", headers=admin)
+    assert snap.status_code == 200
+    text = html.unescape(snap.text)
+    body = re.sub(r"<[^>]+>", " ", text[text.index('id="snapshot"'):text.index("</table>", text.index('id="snapshot"'))])
+    assert _numbers(body) and all(0.0 <= x <= 1.0 for x in _numbers(body)), body
+    assert "BCa bootstrap interval" in text and "not significantly different" in text

@@ -125,10 +125,12 @@ def test_load_evaluate_correct_qrels_and_rank_changes(backend: Backend) -> None:
         assert {r.qrels_version for r in rows} == {2}
         by_run = {r["run"]: r for r in report["runs"]}
         assert all(by_run[r.run]["new_rank"] == r.rank for r in rows)
-        # The pairwise tests of the official metric, for both versions.
-        sig = list(s.scalars(select(Significance).order_by(Significance.qrels_version_id)))
-        assert [(x.metric, x.test) for x in sig] == [("AP", "bootstrap"), ("AP", "bootstrap")]
-        assert unpack(sig[1].p).shape == (len(runs) * (len(runs) - 1) // 2,)
+        # The pairwise tests of every metric of the collection, for both versions.
+        sig = list(s.scalars(select(Significance).order_by(Significance.qrels_version_id, Significance.metric)))
+        metrics = sorted(s.scalar(select(CollectionConfig.metrics).order_by(CollectionConfig.id.desc()).limit(1)))
+        assert [(x.metric, x.test) for x in sig] == [(m, "bootstrap") for m in metrics] * 2
+        assert unpack(sig[-1].p).shape == (len(runs) * (len(runs) - 1) // 2,)
+        assert all(x.letters for x in sig)  # each test's compact letter display is stored with it
         stored_v1 = s.scalar(select(QrelsVersion).where(QrelsVersion.version == 1))
         assert zlib.decompress(stored_v1.file) == qrels1.encode()  # kept verbatim
 
@@ -162,8 +164,9 @@ def test_sigkill_mid_reevaluation_loses_and_duplicates_nothing(backend: Backend)
         n_scores = s.scalar(select(func.count()).select_from(Score).join(RunEvaluation).join(QrelsVersion)
                             .where(QrelsVersion.version == 2))
         assert n_scores == len(runs) * (len(METRICS) + 1)  # + Judged@10
-        assert s.scalar(select(func.count()).select_from(Significance).where(
-            Significance.qrels_version_id == done.qrels_version_id)) == 1
+        tested = s.execute(select(Significance.metric).where(
+            Significance.qrels_version_id == done.qrels_version_id)).scalars().all()
+        assert sorted(tested) == sorted(METRICS)  # one test per metric, none twice
         retaken = s.scalars(select(JobItem.attempts).where(JobItem.job_id == job2, JobItem.attempts > 1)).all()
         assert retaken, "no item of the killed worker was taken over"
 
@@ -253,7 +256,10 @@ def test_embedded_default_commands(tmp_path: Path) -> None:
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait()
     rows = [line.split("\t") for line in cli("leaderboard", "--collection", "demo").strip().splitlines()]
-    assert rows[0] == ["rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "qrels_version"]
+    assert rows[0] == ["rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "qrels_version", "t_truncated",
+                       "boot_low", "boot_high", "boot_method", "boot_resamples"]
+    assert all(0.0 <= float(r[i]) <= 1.0 for r in rows[1:] for i in (4, 5, 9, 10))  # AP's range, never beyond
+    assert {r[11] for r in rows[1:]} == {"bca"}
     assert [r[1] for r in rows[1:3]] == ["RUN-01", "RUN-02"] and len(rows) == 9
     assert (tmp_path / "cranfield.sqlite").exists() and (tmp_path / "cranfield-broker").is_dir()
 

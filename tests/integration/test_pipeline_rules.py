@@ -249,7 +249,8 @@ def test_one_round_of_tests_serves_every_job_waiting_for_it(backend: Backend) ->
         done = [s.get(Job, j) for j, _ in jobs]
         assert {j.status for j in done} == {"done"} and len({j.finished_at for j in done}) == 1
         assert all(j.report["meta"] == done[0].report["meta"] for j in done)
-        assert [len(x.run_ids) for x in s.scalars(select(Significance))] == [5]  # one round, of all five runs
+        # one round, of all five runs: one test per metric of the collection (AP, P@5)
+        assert sorted((x.metric, len(x.run_ids)) for x in s.scalars(select(Significance))) == [("AP", 5), ("P@5", 5)]
 
 
 def test_changed_test_settings_make_the_tests_stale(backend: Backend) -> None:
@@ -264,7 +265,7 @@ def test_changed_test_settings_make_the_tests_stale(backend: Backend) -> None:
     assert [f.task for f in followups] == [TaskName.RUN_TESTS]  # scores are current; only the tests are not
     run_tests(backend.factory(), followups[0].id)
     with backend.factory()() as s:
-        assert [x.test for x in s.scalars(select(Significance).order_by(Significance.id))] == ["bootstrap", "t"]
+        assert [x.test for x in s.scalars(select(Significance).order_by(Significance.id))] == ["bootstrap"] * 2 + ["t"] * 2
     assert refresh_stale(backend.factory()) == []
 
 

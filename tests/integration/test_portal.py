@@ -309,6 +309,8 @@ def test_snapshots_analysis_and_significance_pages(world: World) -> None:
     analysis = c.get(f"/c/{cid}/analysis", headers=org).text
     assert 'id="power"' in analysis and "AP" in analysis and "Kendall" in analysis
     assert analysis.count("<svg") == 2  # the ASL curves and the tau heat map
+    # Sakai's topic set size design from the stored scores, per metric, with its citation
+    assert 'id="topicsize"' in analysis and "doi:10.1007/s10791-015-9273-z" in analysis
     sig = c.get(f"/c/{cid}/significance", headers=org).text
     assert 'id="p-matrix"' in sig and "<svg" in sig and 'aria-label="heat map' in sig
 
@@ -590,9 +592,10 @@ def test_review_fixes_significance_labels_empty_pages_compare_default_and_latex(
                 headers=org)
     assert r.status_code == 200
     now = c.get(f"/api/collections/{cid}/leaderboard", headers=org).json()["significance"]
-    assert now == {"test": "t", "alpha": 0.1, "correction": "holm"}
+    assert now == {"test": "t", "alpha": 0.1, "correction": "holm", "resamples": None, "n_topics": 5}
     old = c.get(f"/api/collections/{cid}/leaderboard?test=bootstrap", headers=org).json()["significance"]
-    assert old == {"test": "bootstrap", "alpha": 0.05, "correction": "none"}  # as that test was run
+    assert old == {"test": "bootstrap", "alpha": 0.05, "correction": "none", "resamples": 1000,
+                   "n_topics": 5}  # as that test was run
     # the significance page of a collection with no stored test is a notice, not a 404
     other_org = as_role(world, "other_organiser")
     page = c.get(f"/c/{world.other_cid}/significance", headers=other_org)

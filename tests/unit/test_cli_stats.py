@@ -26,7 +26,9 @@ def test_compare_tsv_tables(capsys) -> None:  # type: ignore[no-untyped-def]
                            "-m", "nDCG@10", "--test", "t", "--correction", "holm")
     assert code == 0
     runs_table, pairs_table = out.strip().split("\n\n")
-    header, *rows = pairs_table.splitlines()
+    header, *rows = [line for line in pairs_table.splitlines() if not line.startswith("#")]
+    # Holm-adjusted p-values with unadjusted intervals: each disagreement is explained in a note
+    assert all("Holm" in line or "per topic" in line for line in pairs_table.splitlines() if line.startswith("#"))
     assert header.split("\t") == ["run_a", "run_b", "metric", "test", "mean_a", "mean_b", "diff", "statistic", "p",
                                   "p_adjusted", "significant", "diff_ci_low", "diff_ci_high", "effect_size"]
     assert len(rows) == 2 * 6  # 2 metrics x C(4, 2) pairs
@@ -84,3 +86,35 @@ def test_compare_friedman_reports_the_omnibus_test(capsys) -> None:  # type: ign
     assert "# AP: Friedman chi-square" in out
     pairs = [line for line in out.splitlines() if "\tfriedman\t" in line]
     assert len(pairs) == 28
+
+
+def test_compare_explains_a_test_and_interval_that_disagree(capsys) -> None:  # type: ignore[no-untyped-def]
+    """The sample's RUN-01 vs RUN-07 on AP: the studentised bootstrap's p is above 0.05 while
+    both intervals of the difference exclude 0; `compare` says why and shows the differences."""
+    sample = Path(__file__).resolve().parents[2] / "samples" / "ntcir-like"
+    runs = sorted(str(p) for p in (sample / "runs").iterdir())
+    code, out, _ = run_cli(capsys, "compare", "--qrels", str(sample / "qrels.ntcir"), *runs, "-m", "AP",
+                           "--format", "json")
+    assert code == 0
+    doc = json.loads(out)["metrics"]["AP"]
+    pair = {(p["run_a"], p["run_b"]): p for p in doc["pairs"]}[("RUN-01", "RUN-07")]
+    assert 0.05 < pair["p"] < 0.07 and pair["diff_ci_low"] > 0
+    said = {(d["run_a"], d["run_b"]): d for d in doc["disagreements"]}
+    why = said[("RUN-01", "RUN-07")]
+    assert "2 the other" in why["explanation"] and "excludes 0" not in why["explanation"].split(".")[0][:10]
+    assert len(why["differences"]) == 19 and sum(v < 0 for v in why["differences"].values()) == 2
+    # every pair explained really disagrees: its test verdict differs from its t interval's
+    # (checked here with scipy) or from its bootstrap interval's (named first in the text)
+    pairs = {(x["run_a"], x["run_b"]): x for x in doc["pairs"]}
+    for (a, b), d in said.items():
+        p = pairs[(a, b)]["p_adjusted"]
+        diffs = np.array(list(d["differences"].values()))
+        t_low, t_high = stats.ttest_1samp(diffs, 0.0).confidence_interval(0.95)
+        t_disagrees = (p < 0.05) != (t_low > 0 or t_high < 0)
+        assert t_disagrees or "bootstrap interval" in d["explanation"].split("This is not an error")[0], (a, b)
+    # clearly significant pairs (both intervals far from 0) are not explained
+    clear = [k for k, x in pairs.items() if x["p"] < 0.01 and x["diff_ci_low"] > 0.05]
+    assert clear and not set(clear) & set(said)
+    code, text, _ = run_cli(capsys, "compare", "--qrels", str(sample / "qrels.ntcir"), *runs, "-m", "AP")
+    assert "# AP: RUN-01 vs RUN-07: The paired bootstrap test" in text
+    assert "# AP: RUN-01 - RUN-07 per topic, sorted: " in text

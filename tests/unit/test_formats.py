@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from service.errors import InvalidInput
+from service.formats import tokenize as tokenize_module
+from service.formats.keys import KeyTable
 from service.formats.readers import parse_qrels, parse_run
 from service.formats.tokenize import parse_floats, tokenize
 from service.formats.types import UNJUDGED
@@ -117,7 +121,8 @@ def test_extra_columns_crlf_and_exotic_numbers() -> None:
         (run_bytes("t Q0 a 1 1 tag", "t Q0 b 2 1"), 2, "at least 6"),
         (run_bytes("t Q0 a 1 1 tag", "t Q0 b 2 high tag"), 2, "score 'high' is not a number"),
         (run_bytes("t Q0 a 1 1 tag", "t Q0 b 2 nan tag"), 2, "not a finite number"),
-        (run_bytes("t Q0 a 1 1 tag", "u Q0 a 1 1 tag", "t Q0 a 2 0.5 tag"), 3, "retrieved twice for topic 't' (first on line 1)"),
+        (run_bytes("t Q0 a 1 1 tag", "u Q0 a 1 1 tag", "t Q0 a 2 0.5 tag"), 3,
+         "retrieved twice for topic 't' (first on line 1)"),
         (run_bytes("t Q0 a 1 1 tagA", "t Q0 b 2 1 tagB"), 2, "run tag 'tagB' differs from 'tagA'"),
         (b"t Q0 a 1 1 tag\nt Q0 \xc3\x28 2 1 tag\n", 2, "not UTF-8"),
     ],
@@ -151,8 +156,212 @@ decimal_text = st.builds(
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(decimal_text, st.floats(allow_nan=False, allow_infinity=False).map(repr)), min_size=1, max_size=30))
+@given(st.lists(st.one_of(decimal_text, st.floats(allow_nan=False, allow_infinity=False).map(repr)),
+                min_size=1, max_size=30))
 def test_scores_parse_exactly_like_python_float(texts: list[str]) -> None:
     data = "".join(f"t Q0 d{i} {i} {t} tag\n" for i, t in enumerate(texts)).encode()
     table = tokenize(data, "x", 6)
     assert parse_floats(table, 4, "score").tolist() == [float(t) for t in texts]
+
+
+# ------------------------------------------------------- fast paths vs the careful ones
+# The common file (six tokens a line, single spaces or tabs, LF ends) is read by
+# tokenize._rectangular, and scores of at most 8 bytes by tokenize._floats_in_a_word. Both
+# must give exactly what the general paths give, or hand the file (the rows) over to them.
+def _outcome(data: bytes, order: str = "score") -> tuple[object, ...]:
+    try:
+        r = parse_run(data, "r", order)
+    except InvalidInput as exc:
+        return ("refused", exc.line, exc.reason)
+    return (r.tag, r.topics, r.offsets.tolist(), r.docnos.tolist(), r.docnos.dtype.str, r.scores.tobytes(),
+            None if r.doc_hashes is None else r.doc_hashes.tolist())
+
+
+def _careful(data: bytes, order: str = "score") -> tuple[object, ...]:
+    """The outcome with both fast paths switched off."""
+    with mock.patch.object(tokenize_module, "_rectangular", lambda *a: None), \
+            mock.patch.object(tokenize_module, "_floats_in_a_word", lambda *a: None):
+        return _outcome(data, order)
+
+
+run_token = st.sampled_from(["t1", "t2", "10", "d", "doc-1", "doc-2", "DOC-1", "x" * 9, "Q0", "1", "2", "0.5",
+                             "-1.25", "7", "+3.", ".5", "1e3", "tag", "tag2", "#", "#c", "ä", "\x7f", "1.2.3"])
+separator = st.sampled_from([" ", " ", " ", "\t", "  ", " \t", "\x0b", "\x0c"])
+line_end = st.sampled_from(["\n", "\n", "\n", "\r\n", "\r", "\n\n", " \n"])
+
+
+@st.composite
+def run_files(draw: st.DrawFn) -> bytes:
+    """Mostly well-formed 6-column runs, with now and then an odd separator, line end,
+    column count, comment, token or final line end."""
+    rows = draw(st.integers(1, 12))
+    tag = draw(st.sampled_from(["tag", "tag", "a-long-run-tag", "ä"]))
+    out = []
+    for i in range(rows):
+        cols = [draw(st.sampled_from(["t1", "t2", "10"])), "Q0", f"d{draw(st.integers(0, 15))}", str(i + 1),
+                draw(st.sampled_from(["1", "0.5", "-2.25", "3.125", "10", "0.5", "1e-3", "12345678", "123456789",
+                                      "-0", "+.5", "0.123456789012345678"])), tag]
+        if draw(st.integers(0, 9)) == 0:  # an odd line: a token replaced, dropped or added
+            k = draw(st.integers(0, 5))
+            what = draw(st.integers(0, 2))
+            if what == 0:
+                cols[k] = draw(run_token)
+            elif what == 1:
+                del cols[k]
+            else:
+                cols.insert(k, draw(run_token))
+        sep = " " if draw(st.integers(0, 4)) else draw(separator)
+        end = "\n" if draw(st.integers(0, 6)) else draw(line_end)
+        out.append(sep.join(cols) + end)
+    text = "".join(out)
+    if draw(st.integers(0, 9)) == 0:
+        text = text.rstrip("\n")
+    return text.encode()
+
+
+@settings(max_examples=400, deadline=None)
+@given(run_files(), st.sampled_from(["score", "rank", "file"]))
+def test_fast_paths_read_every_file_as_the_careful_paths_do(data: bytes, order: str) -> None:
+    assert _outcome(data, order) == _careful(data, order)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"t Q0 a 1 1 tag\n# a comment line of six tokens\nt Q0 b 2 0.5 tag\n",
+        b"t Q0 a 1 1 tag extra\nt Q0 b 2 tag\n",  # 7 + 5 tokens: 12 separators, but not 6 a line
+        b"t Q0 a 1 1 tag\r\nt Q0 b 2 0.5 tag\r\n",
+        b"t Q0 a 1 1 tag\nt Q0 b 2 0.5 tag",  # no final line end
+        b"t Q0 a 1 1 tag\nt  Q0 b 2 0.5 tag\n",  # two spaces
+        b"t Q0 a 1 1 tag\nt\x0bQ0 b 2 0.5 tag\n",  # vertical tab: whitespace
+        b"t Q0 a 1 1 tag\nt Q0 b\x7f 2 0.5 tag\n",  # DEL: refused
+        "t Q0 a\x7f\u00e4 1 1 tag\n".encode(),  # DEL in a non-ASCII file
+        b"\xef\xbb\xbft Q0 a 1 1 tag\n",  # byte-order mark
+        b"t Q0 a 1 1 tag\n\nt Q0 b 2 0.5 tag\n",  # blank line
+        b" t Q0 a 1 1 tag\n",  # leading space
+        b"t Q0 a 1 1 tag\nt\tQ0\tb\t2\t0.5\ttag\n",  # tabs and spaces
+        b"t Q0 a 1 1 tag\nt Q0 b 2 0.5 tag\x01\n",  # control byte
+    ],
+)
+def test_files_the_fast_tokenizer_hands_over(data: bytes) -> None:
+    assert _outcome(data) == _careful(data)
+
+
+def test_the_fast_tokenizer_table_is_the_general_one() -> None:
+    data = b"t1 Q0 a 1 1 tag\nt1\tQ0\tbb\t2\t0.5\ttag\n10 Q0 c 3 -2 tag\n"
+    fast = tokenize(data, "x", 6)
+    with mock.patch.object(tokenize_module, "_rectangular", lambda *a: None):
+        general = tokenize(data, "x", 6)
+    for name in ("line_numbers", "starts", "ends", "field_counts"):
+        assert getattr(fast, name).tolist() == getattr(general, name).tolist(), name
+    assert fast.longest_token == general.longest_token
+
+
+short_number = st.from_regex(r"[+-]?[0-9]{0,8}(\.[0-9]{0,8})?", fullmatch=True).filter(
+    lambda t: 0 < len(t) <= 9 and any(c.isdigit() for c in t))
+odd_short = st.sampled_from(["1.2.3", "--1", "1-", ".", "-", "+", "1e5", "0x10", "1_0", "١", "(1234567", "1234567)",
+                             "12 34", "+-1", "1..", "inf", "nan", "-.", "00000000", "99999999", "-9999999", "9999999."])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(short_number, short_number, odd_short), min_size=1, max_size=20))
+def test_word_at_a_time_scores_match_float_and_the_column_parser(texts: list[str]) -> None:
+    texts = [t for t in texts if " " not in t] or ["1"]
+    data = "".join(f"t Q0 d{i} {i} {t} tag\n" for i, t in enumerate(texts)).encode()
+    table = tokenize(data, "x", 6)
+    try:
+        fast: object = parse_floats(table, 4, "score").view(np.uint64).tolist()
+    except InvalidInput as exc:
+        fast = (exc.line, exc.reason)
+    with mock.patch.object(tokenize_module, "_floats_in_a_word", lambda *a: None):
+        try:
+            careful: object = parse_floats(table, 4, "score").view(np.uint64).tolist()
+        except InvalidInput as exc:
+            careful = (exc.line, exc.reason)
+    assert fast == careful
+    if isinstance(fast, list):
+        assert fast == np.array([float(t) for t in texts]).view(np.uint64).tolist()  # -0.0 included
+
+
+@st.composite
+def blocked_runs(draw: st.DrawFn) -> list[tuple[str, str, int, float]]:
+    """(topic, docno, rank, score) lines, each topic one block, the blocks in any order,
+    scores descending or not, with many ties."""
+    topics = draw(st.lists(st.sampled_from(["1", "2", "10", "b", "a", "ab"]), min_size=1, max_size=5, unique=True))
+    lines = []
+    for t in topics:
+        n = draw(st.integers(1, 8))
+        docs = draw(st.lists(st.sampled_from(["d1", "d2", "d10", "x", "xy", "doc-000001", "doc-000002", "D"]),
+                             min_size=n, max_size=n, unique=True))
+        scores = draw(st.lists(st.sampled_from([3.0, 2.5, 2.5, 1.0, 1.0, 1.0, 0.0]), min_size=n, max_size=n))
+        if draw(st.booleans()):
+            scores.sort(reverse=True)
+        ranks = draw(st.permutations(range(1, n + 1))) if draw(st.booleans()) else list(range(1, n + 1))
+        lines += [(t, d, r, s) for d, r, s in zip(docs, ranks, scores)]
+    return lines
+
+
+@settings(max_examples=300, deadline=None)
+@given(blocked_runs())
+def test_orders_of_runs_with_topic_blocks_in_any_order(lines: list[tuple[str, str, int, float]]) -> None:
+    data = "".join(f"{t} Q0 {d} {r} {s} tag\n" for t, d, r, s in lines).encode()
+    by_topic: dict[str, list[tuple[str, str, int, float]]] = {}
+    for line in lines:
+        by_topic.setdefault(line[0], []).append(line)
+    expected = {
+        "file": {t: [d for _, d, _, _ in ls] for t, ls in by_topic.items()},
+        "rank": {t: [d for _, d, _, _ in sorted(ls, key=lambda x: x[2])] for t, ls in by_topic.items()},
+        # trec_eval: score descending, ties by docno descending (bytes): two stable sorts
+        "score": {t: [d for _, d, _, _ in sorted(sorted(ls, key=lambda x: x[1].encode(), reverse=True),
+                                                 key=lambda x: -x[3])]
+                  for t, ls in by_topic.items()},
+    }
+    for order, want in expected.items():
+        run = parse_run(data, "r", order)
+        assert run.to_rankings() == want, order
+        assert list(run.topics) == sorted(by_topic, key=str.encode)
+        assert _outcome(data, order) == _careful(data, order)
+
+
+def test_key_table_finds_what_a_dict_finds() -> None:
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 2**63, 5_000, dtype=np.int64).astype(np.uint64)
+    keys[100] = keys[7]  # a repeated key
+    table = KeyTable(keys)
+    assert [tuple(sorted(p)) for p in table.equal_pairs] == [(7, 100)]
+    present = set(keys.tolist())
+    queries = np.concatenate([keys[::3], rng.integers(0, 2**63, 3_000, dtype=np.int64).astype(np.uint64)])
+    found = table.find(queries)
+    assert [int(keys[i]) if i >= 0 else None for i in found.tolist()] == [
+        q if q in present else None for q in queries.tolist()]
+    assert KeyTable(np.zeros(0, dtype=np.uint64)).find(queries[:5]).tolist() == [-1] * 5
+
+
+long_decimal = st.builds(
+    lambda sign, digits, dot: sign + digits[:dot] + "." + digits[dot:],
+    st.sampled_from(["", "-", "+"]),
+    st.from_regex(r"[0-9]{16,18}", fullmatch=True),
+    st.integers(0, 18),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(long_decimal, st.floats(allow_nan=False, allow_infinity=False).map(repr),
+                          st.floats(-1, 1).map(lambda x: f"{x:.17g}")), min_size=1, max_size=40))
+def test_scores_of_16_to_18_digits_parse_exactly_like_python_float(texts: list[str]) -> None:
+    data = "".join(f"t Q0 d{i} {i} {t} tag\n" for i, t in enumerate(texts)).encode()
+    values = parse_floats(tokenize(data, "x", 6), 4, "score")
+    assert values.view(np.uint64).tolist() == np.array([float(t) for t in texts]).view(np.uint64).tolist()
+
+
+@pytest.mark.parametrize(
+    "text",
+    # exact midpoints between two doubles (2**53 + 1, 2**54 + 2, ...) and their neighbours: the
+    # extended-precision quotient lies on the midpoint, so numpy's conversion decides
+    ["9007199254740993", "9007199254740995", "18014398509481986", "9007199254740992.5", "90071992547409930",
+     "9007199254740993.0", "0.9007199254740993", "72057594037927937", "-9007199254740993", "36028797018963970"],
+)
+def test_long_mantissas_on_a_double_midpoint_round_like_python_float(text: str) -> None:
+    data = f"t Q0 a 1 {text} tag\nt Q0 b 2 {text}1 tag\n".encode()
+    values = parse_floats(tokenize(data, "x", 6), 4, "score")
+    assert values.view(np.uint64).tolist() == np.array([float(text), float(text + "1")]).view(np.uint64).tolist()

@@ -248,9 +248,11 @@ def test_level_length_limits() -> None:
     assert parse_qrels(b"1 0 a " + b"0" * (MAX_NUMBER_BYTES - 1) + b"2\n").to_mapping() == {"1": {"a": 2}}
     assert parse_qrels(b"1 a L" + b"0" * (MAX_NUMBER_BYTES - 2) + b"2\n").to_mapping() == {"1": {"a": 2}}
     err = refused(lambda: parse_qrels(b"1 0 b 1\n1 0 a " + b"0" * MAX_NUMBER_BYTES + b"2\n"))
-    assert (err.line, err.reason) == (2, f"relevance label is {MAX_NUMBER_BYTES + 1} bytes long; the limit is {MAX_NUMBER_BYTES}")
+    assert (err.line, err.reason) == (
+        2, f"relevance label is {MAX_NUMBER_BYTES + 1} bytes long; the limit is {MAX_NUMBER_BYTES}")
     err = refused(lambda: parse_qrels(b"1 b L1\n1 a L" + b"0" * (MAX_NUMBER_BYTES - 1) + b"2\n"))
-    assert (err.line, err.reason) == (2, f"relevance label is {MAX_NUMBER_BYTES + 1} bytes long; the limit is {MAX_NUMBER_BYTES}")
+    assert (err.line, err.reason) == (
+        2, f"relevance label is {MAX_NUMBER_BYTES + 1} bytes long; the limit is {MAX_NUMBER_BYTES}")
 
 
 def test_every_value_within_the_limits_fits_its_column() -> None:
@@ -388,3 +390,52 @@ def test_document_hashes_are_keyed_per_process() -> None:
     ids = np.array([b"a", b"bb", b"a"], dtype="S2")
     h = hash_ids(ids)
     assert h[0] == h[2] and h[0] != h[1]
+
+
+# ------------------------------------------------------------- the fast path's bounds
+def test_colliding_keys_never_refuse_a_run_nor_hide_a_duplicate() -> None:
+    """Duplicates are found by sorting the 64-bit (topic, docno) keys; equal keys are then
+    confirmed on the bytes. With every key forced equal, a run without duplicates is still
+    read, and a real duplicate is still named at its line."""
+    from unittest import mock
+
+    from service.formats import readers
+
+    lines = run_lines(2_000)
+    with mock.patch.object(readers, "topic_keys", lambda hashes, codes: np.zeros_like(hashes)):
+        assert parse_run(b"\n".join(lines) + b"\n").to_rankings() == parse_run(b"\n".join(lines) + b"\n").to_rankings()
+        lines[1_500] = lines[1_500].replace(b"doc-0001500", b"doc-0000020")  # topic 0, as line 21
+        err = refused(lambda: parse_run(b"\n".join(lines) + b"\n", "dup.run"))
+    assert (err.line, err.reason) == (
+        1_501, "document 'doc-0000020' is retrieved twice for topic '0' (first on line 21)")
+
+
+def test_the_fast_path_peak_memory_is_a_small_multiple_of_the_file() -> None:
+    data = b"\n".join(run_lines(200_000)) + b"\n"
+    run, peak = peak_memory(lambda: parse_run(data, "big.run"))
+    assert run.docnos.shape[0] == 200_000
+    assert peak < 12 * len(data), peak / len(data)
+
+
+@pytest.mark.parametrize("bad", [b"\r", b"\x7f", b"  ", b" extra", b"\t\t"])
+def test_one_odd_byte_deep_in_a_large_regular_file(bad: bytes) -> None:
+    """A file that is regular but for one line is read (or refused) as the careful path reads it."""
+    lines = run_lines(100_000)
+    lines[77_777] = lines[77_777].replace(b" Q0 ", b" Q0" + bad + b" ") if bad != b" extra" else lines[77_777] + bad
+    data = b"\n".join(lines) + b"\n"
+    try:
+        outcome: object = parse_run(data).to_rankings()
+    except InvalidInput as exc:
+        outcome = (exc.line, exc.reason)
+    from unittest import mock
+
+    from service.formats import tokenize as tokenize_module
+
+    with mock.patch.object(tokenize_module, "_rectangular", lambda *a: None):
+        try:
+            careful: object = parse_run(data).to_rankings()
+        except InvalidInput as exc:
+            careful = (exc.line, exc.reason)
+    assert outcome == careful
+    if bad == b"\x7f":
+        assert outcome == (77_778, "control character 0x7f in the line")

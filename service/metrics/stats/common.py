@@ -3,7 +3,9 @@
 Score matrices are (topics, runs): one row per topic, one column per run, as in
 Sakai's textbook and the tools that read a topic-by-run matrix. Every test of
 all pairs works on the (topics, pairs) matrix of per-topic differences
-``x[:, a] - x[:, b]`` for a < b, in ``pair_indices`` order.
+``x[:, a] - x[:, b]`` for a < b, in ``pair_indices`` order (or the pairs with a
+baseline run, ``baseline_pairs``), made a block of pairs at a time
+(``column_blocks``) so that memory stays bounded however many pairs there are.
 """
 
 from __future__ import annotations
@@ -17,6 +19,17 @@ import numpy as np
 #: float sums of the same numbers in another order differ in the last bits, so a
 #: bare ``>=`` would count those ties at random.
 TIE_RTOL = 1e-9
+
+#: The largest float64 block a test over many pairs holds at once, in bytes: a resampling
+#: test's (B, pairs in the block) replicates, or a classic test's (topics, pairs in the block)
+#: differences. Temporaries of the same shape come on top (a few of them).
+BLOCK_BYTES = 64 * 2**20
+
+#: The narrowest block (unless there is a single pair). A block of one column would make
+#: numpy take other code paths (a matrix-vector product, a pairwise summation) whose last
+#: bits differ from those of the same column in a wider block; blocks of 2 columns or more
+#: give every pair exactly the same values as one block of all pairs.
+MIN_BLOCK = 3
 
 
 @dataclass(frozen=True)
@@ -36,7 +49,9 @@ class ScoreMatrix:
         return int(self.values.shape[1])
 
 
-def as_score_matrix(scores: np.ndarray, runs: tuple[str, ...] | list[str] | None = None, *, min_runs: int = 2) -> ScoreMatrix:
+def as_score_matrix(
+    scores: np.ndarray, runs: tuple[str, ...] | list[str] | None = None, *, min_runs: int = 2
+) -> ScoreMatrix:
     x = np.asarray(scores, dtype=np.float64)
     if x.ndim != 2:
         raise ValueError(f"scores must be a (topics, runs) matrix, got shape {x.shape}")
@@ -63,6 +78,46 @@ def pair_indices(n_runs: int) -> tuple[np.ndarray, np.ndarray]:
     return a.astype(np.int64), b.astype(np.int64)
 
 
+def baseline_pairs(n_runs: int, baselines: list[int] | tuple[int, ...] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b), a < b, for every pair with at least one baseline run (indices ``baselines``):
+    the pairs of ``pair_indices`` that involve a baseline, in the same order and orientation
+    (so every test gives them the values of the all-pairs result). Memory is linear in the
+    number of pairs returned (about baselines x runs)."""
+    base = np.unique(np.asarray(baselines, dtype=np.int64))
+    if not len(base):
+        raise ValueError("no baseline run given")
+    if base[0] < 0 or base[-1] >= n_runs:
+        raise ValueError(f"baseline index out of range for {n_runs} runs")
+    everyone = np.arange(n_runs, dtype=np.int64)
+    keys = []
+    for s in base.tolist():  # one vector per baseline run: (s, j > s) and (i < s, s)
+        keys.append(s * n_runs + everyone[s + 1:])
+        keys.append(everyone[:s] * n_runs + s)
+    key = np.unique(np.concatenate(keys))  # sorted: row-major (pair_indices) order, pairs of two baselines once
+    return key // n_runs, key % n_runs
+
+
+def block_width(rows: int, block_bytes: int = BLOCK_BYTES) -> int:
+    """Columns per block so that a (rows, width) float64 block stays within ``block_bytes``
+    (never below ``MIN_BLOCK``: with a huge ``rows`` one block of 3 columns may exceed it)."""
+    if block_bytes <= 0:
+        raise ValueError("block_bytes must be positive")
+    return max(MIN_BLOCK, block_bytes // (8 * max(int(rows), 1)))
+
+
+def column_blocks(total: int, width: int) -> list[tuple[int, int]]:
+    """[lo, hi) ranges covering range(total) in order, each at most ``width`` columns wide and,
+    unless ``total`` is 1, at least 2 wide (see ``MIN_BLOCK``): a last block of a single
+    column is merged with the one before, and the two split in halves."""
+    width = max(MIN_BLOCK, int(width))
+    bounds = [(lo, min(lo + width, total)) for lo in range(0, total, width)]
+    if len(bounds) >= 2 and bounds[-1][1] - bounds[-1][0] == 1:
+        lo = bounds[-2][0]
+        mid = lo + (total - lo) // 2
+        bounds[-2:] = [(lo, mid), (mid, total)]
+    return bounds
+
+
 def as_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
     """A Generator from a seed (or the Generator itself); never the global state."""
     if isinstance(seed, np.random.Generator):
@@ -70,12 +125,24 @@ def as_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def at_least(stat: np.ndarray, observed: np.ndarray) -> np.ndarray:
-    """stat >= observed, counting values equal up to float round-off as ties."""
+def tie_threshold(observed: np.ndarray) -> np.ndarray:
+    """The smallest value counted as "at least ``observed``": observed minus the tie tolerance."""
     observed = np.asarray(observed, dtype=np.float64)
     finite = np.isfinite(observed)
     tol = np.where(finite, TIE_RTOL * np.maximum(np.abs(np.where(finite, observed, 0.0)), 1e-12), 0.0)
-    return stat >= observed - tol
+    return observed - tol
+
+
+def at_least(stat: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """stat >= observed, counting values equal up to float round-off as ties."""
+    return stat >= tie_threshold(observed)
+
+
+def count_at_least(sorted_stat: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """``at_least(stat, observed).sum()`` for each observed value, from the statistics sorted
+    in increasing order (no NaN): how many lie at or above the tie threshold, by binary search."""
+    idx = np.searchsorted(sorted_stat, tie_threshold(observed), side="left")
+    return sorted_stat.shape[0] - idx
 
 
 def monte_carlo_p(count: np.ndarray, b: int) -> np.ndarray:

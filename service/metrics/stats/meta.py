@@ -16,6 +16,11 @@ share of pairs with ASL < alpha. Difference required: for each pair, sort the B
 replicates of the shifted differences by |t*| in decreasing order, take the
 ceil(B * alpha)-th, and record |mean| of that replicate; the estimate is the
 largest of these over all pairs (as the MATTERS toolkit's discriminativePower).
+Both are computed a block of pairs at a time from the one count matrix (memory linear in
+the pairs; the same values whatever the block size). A caller that already has the
+bootstrap ASLs (``pairwise(..., "bootstrap")`` with the same B and seed on the same
+matrix) passes them as ``asl``: the ASL counting is skipped and the replicates are only
+made for the difference required.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ import numpy as np
 from scipy import stats
 
 from service.formats.types import Qrels, Run
-from service.metrics.stats.common import as_rng, as_score_matrix, pair_indices
-from service.metrics.stats.pairwise import bootstrap
+from service.metrics.stats.common import BLOCK_BYTES, as_rng, as_score_matrix, monte_carlo_p, pair_indices
+from service.metrics.stats.pairwise import Differences, bootstrap_blocks, resampling_counts
 
 if TYPE_CHECKING:
     from service.metrics.scoring import EvalSettings
@@ -54,20 +59,52 @@ def discriminative_power(
     alpha: float = 0.05,
     resamples: int = 1000,
     seed: int | np.random.Generator | None = None,
+    asl: np.ndarray | None = None,
+    block_bytes: int = BLOCK_BYTES,
 ) -> DiscriminativePower:
+    """Sakai's discriminative power and the difference required (see the module's notes).
+
+    ``asl``: the pairs' bootstrap ASLs already computed by the same procedure (B = ``resamples``,
+    the same seed, the complete topics of ``scores``, pairs in ``pair_indices`` order); then
+    they are used as they are and not counted again.
+    """
     x = as_score_matrix(scores).values
-    a, b = pair_indices(x.shape[1])
-    draws = bootstrap(x[:, a] - x[:, b], resamples=resamples, seed=as_rng(seed))
+    n, m = x.shape
+    a, b = pair_indices(m)
+    if asl is not None:
+        asl = np.asarray(asl, dtype=np.float64)
+        if asl.shape != a.shape:
+            raise ValueError(f"{asl.shape[0] if asl.ndim else 0} ASLs given for {len(a)} pairs of runs")
+    counts = resampling_counts(n, resamples, as_rng(seed))
     k = max(1, math.ceil(resamples * alpha))
-    # Per pair, the replicate with the k-th largest |t*|.
-    order = np.argsort(-np.abs(draws.t_star), axis=0, kind="stable")
-    chosen = order[k - 1]
-    required = np.abs(draws.mean_star[chosen, np.arange(chosen.shape[0])])
-    significant = int((draws.p < alpha).sum())
+    p = np.empty(len(a)) if asl is None else asl
+    required = np.empty(len(a))
+    for blk in bootstrap_blocks(Differences(x, a, b), counts, block_bytes, reuse=True):
+        if asl is None:
+            p[blk.lo : blk.hi] = monte_carlo_p(blk.extreme_counts(), resamples)
+        chosen = kth_largest_index(blk.abs_t_star, k)
+        required[blk.lo : blk.hi] = np.abs(blk.mean_star[chosen, np.arange(chosen.shape[0])])
+    significant = int((p < alpha).sum())
     return DiscriminativePower(
         alpha=alpha, power=significant / len(a), significant_pairs=significant, pairs=len(a),
-        difference_required=float(required.max()), asl=draws.p, resamples=resamples,
+        difference_required=float(required.max()), asl=p, resamples=resamples,
     )
+
+
+def kth_largest_index(key: np.ndarray, k: int) -> np.ndarray:
+    """Per column of ``key`` (B, columns; no NaN), the row that ``np.argsort(-key, axis=0,
+    kind="stable")[k - 1]`` gives: the k-th largest value, ties taken in row order. By a
+    partial sort (linear in B) instead of a full sort of every column."""
+    rows = key.shape[0]
+    kth = np.partition(key, rows - k, axis=0)[rows - k]  # the k-th largest value of each column
+    tied = key == kth
+    rank = k - 1 - (key > kth).sum(axis=0)  # the wanted row's place among the tied rows (0-based)
+    chosen = np.argmax(tied, axis=0)  # the first tied row: right when rank is 0
+    more = np.flatnonzero(rank > 0)
+    if len(more):
+        t = tied[:, more]
+        chosen[more] = np.argmax(t & (np.cumsum(t, axis=0) == rank[more] + 1), axis=0)
+    return chosen
 
 
 def kendall_tau(x: np.ndarray, y: np.ndarray, variant: str = "b") -> float:
@@ -143,7 +180,8 @@ def reduce_qrels(qrels: Qrels, percent: float, seed: int = 0) -> Qrels:
         keep = np.sort(np.concatenate([keep_rel, keep_non]))
         docs_out.append(docs[keep])
         levels_out.append(levels[keep])
-    return Qrels(topics=qrels.topics, docnos=tuple(docs_out), levels=tuple(levels_out), source=f"{qrels.source}@{percent}%")
+    return Qrels(topics=qrels.topics, docnos=tuple(docs_out), levels=tuple(levels_out),
+                 source=f"{qrels.source}@{percent}%")
 
 
 def reduction_experiment(qrels: Qrels, runs: Sequence[Run], measures: Sequence[object], settings: object,
@@ -210,7 +248,8 @@ class MetaEvaluation:
 
 
 def meta_evaluation(scores: Mapping[str, tuple[Sequence[Hashable], np.ndarray]], *, alpha: float = 0.05,
-                    resamples: int = 1000, seed: int = 0) -> MetaEvaluation:
+                    resamples: int = 1000, seed: int = 0,
+                    asl: Mapping[str, np.ndarray] | None = None) -> MetaEvaluation:
     """The meta-evaluation of a collection's metrics on their per-topic scores.
 
     ``scores`` maps each metric to (run keys, (topics, runs) matrix). For every metric with
@@ -219,6 +258,11 @@ def meta_evaluation(scores: Mapping[str, tuple[Sequence[Hashable], np.ndarray]],
     their rankings of the runs both scored (means over the scored topics, NaN ignored), where
     at least two such runs exist; and the |tau| significant at 0.01 (:func:`kendall_threshold`)
     for the runs of the first metric (at least 2).
+
+    ``asl`` maps a metric to its pairs' bootstrap ASLs when the caller already has them
+    (``pairwise(matrix, runs, "bootstrap")`` with this ``resamples`` and ``seed``; p in pair
+    order): they are used instead of counting again (see :func:`discriminative_power`).
+    Without it (or for the metrics it leaves out), the same values are computed here.
     """
     power: dict[str, MetricPower] = {}
     errors: dict[str, str] = {}
@@ -227,7 +271,8 @@ def meta_evaluation(scores: Mapping[str, tuple[Sequence[Hashable], np.ndarray]],
         if len(runs) < 2:
             continue
         try:
-            dp = discriminative_power(matrix, alpha=alpha, resamples=resamples, seed=seed)
+            dp = discriminative_power(matrix, alpha=alpha, resamples=resamples, seed=seed,
+                                      asl=None if asl is None else asl.get(metric))
         except ValueError as exc:
             errors[metric] = str(exc)
             continue

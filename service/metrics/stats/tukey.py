@@ -6,7 +6,9 @@ scores of each topic are exchangeable across runs. For each of B trials the
 scores are permuted within every topic, the run means recomputed, and the
 statistic is the largest minus the smallest mean. A pair's p-value is the share
 of trials whose range is at least the pair's observed |mean difference|
-(ties counted, with a float tolerance), with the +1 correction.
+(ties counted, with a float tolerance), with the +1 correction. The B ranges are
+sorted once and each pair's count is a binary search (``tukey_p``), so only the
+pairs asked cost anything: memory and time are linear in them, never pairs x B.
 
 This is not scipy's ``tukey_hsd``, which is the one-way test for independent
 groups (unpaired); ranx's "tukey" is that unpaired test too.
@@ -19,7 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from service.metrics.stats.common import as_rng, as_score_matrix, at_least, monte_carlo_p, pair_indices
+from service.metrics.stats.common import as_rng, as_score_matrix, count_at_least, monte_carlo_p, pair_indices
+
+#: Cells of the (trials, topics, runs) permutation arrays made at once: bounds the memory of
+#: the draws (a few arrays of 8 bytes per cell) without changing them (trials are drawn in
+#: order from one generator, whatever the number per chunk).
+MAX_CELLS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -29,14 +36,15 @@ class TukeyResult:
     resamples: int
 
 
-def randomised_tukey_hsd(
+def tukey_ranges(
     scores: np.ndarray,
     *,
     resamples: int = 1000,
     seed: int | np.random.Generator | None = None,
-    max_cells: int = 20_000_000,
-) -> TukeyResult:
-    """Randomised Tukey HSD on a (topics, runs) matrix (B trials, permutations within topics)."""
+    max_cells: int = MAX_CELLS,
+) -> np.ndarray:
+    """(B,) the range (max - min) of the run means in each of B trials that permute the scores
+    across runs within every topic."""
     x = as_score_matrix(scores).values
     n, m = x.shape
     rng = as_rng(seed)
@@ -47,12 +55,37 @@ def randomised_tukey_hsd(
         # A random permutation of the runs within each (trial, topic): argsort of uniforms.
         perm = np.argsort(rng.random((k, n, m)), axis=2)
         permuted = np.take_along_axis(np.broadcast_to(x, (k, n, m)), perm, axis=2)
+        del perm
         means = permuted.mean(axis=1)  # (k, m)
         ranges[lo : lo + k] = means.max(axis=1) - means.min(axis=1)
-    obs = np.abs(x.mean(axis=0)[:, None] - x.mean(axis=0)[None, :])  # (m, m)
-    count = at_least(ranges[None, None, :], obs[:, :, None]).sum(axis=2)
-    p = monte_carlo_p(count, resamples)
-    np.fill_diagonal(p, 1.0)
+    return ranges
+
+
+def tukey_p(sorted_ranges: np.ndarray, means: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Each pair's p: (#{range >= |mean_a - mean_b|} + 1)/(B + 1), ties counted with the float
+    tolerance of ``common.at_least``; ``sorted_ranges`` in increasing order (binary search, so
+    memory and time are linear in the pairs asked, never pairs x B)."""
+    obs = np.abs(means[a] - means[b])
+    return monte_carlo_p(count_at_least(sorted_ranges, obs), sorted_ranges.shape[0])
+
+
+def randomised_tukey_hsd(
+    scores: np.ndarray,
+    *,
+    resamples: int = 1000,
+    seed: int | np.random.Generator | None = None,
+    max_cells: int = MAX_CELLS,
+) -> TukeyResult:
+    """Randomised Tukey HSD on a (topics, runs) matrix (B trials, permutations within topics)."""
+    x = as_score_matrix(scores).values
+    m = x.shape[1]
+    ranges = tukey_ranges(x, resamples=resamples, seed=seed, max_cells=max_cells)
+    means = x.mean(axis=0)
+    a, b = pair_indices(m)
+    p = np.ones((m, m))
+    pv = tukey_p(np.sort(ranges), means, a, b)
+    p[a, b] = pv
+    p[b, a] = pv
     return TukeyResult(p, ranges, resamples)
 
 
@@ -64,6 +97,29 @@ class FriedmanResult:
     posthoc_p: np.ndarray  # (runs, runs) Nemenyi p-values
 
 
+def friedman_test(scores: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """Friedman's chi-square and p over all runs (scipy's, tie-corrected) and the mean ranks."""
+    x = as_score_matrix(scores, min_runs=3).values
+    res = stats.friedmanchisquare(*x.T)
+    ranks = stats.rankdata(-x, axis=1)  # average ranks within each topic
+    statistic, p = float(res.statistic), float(res.pvalue)
+    if not np.isfinite(statistic):  # every topic ranks all runs equally
+        statistic, p = 0.0, 1.0
+    return statistic, p, ranks.mean(axis=0)
+
+
+def nemenyi_p(mean_ranks: np.ndarray, n_topics: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Nemenyi's p for the pairs (a, b): |R_a - R_b| / sqrt(k(k+1)/(6n)) * sqrt(2) against the
+    studentised range with k groups and infinite df (each distinct value evaluated once)."""
+    k = mean_ranks.shape[0]
+    se = np.sqrt(k * (k + 1) / (6.0 * n_topics))
+    q = np.abs(mean_ranks[a] - mean_ranks[b]) / se * np.sqrt(2.0)
+    if not len(q):
+        return q
+    distinct, inverse = np.unique(q, return_inverse=True)
+    return np.asarray(stats.studentized_range.sf(distinct, k, np.inf), dtype=np.float64)[inverse]
+
+
 def friedman(scores: np.ndarray) -> FriedmanResult:
     """Friedman's test over runs (topics as blocks) with Nemenyi's post-hoc test.
 
@@ -73,17 +129,10 @@ def friedman(scores: np.ndarray) -> FriedmanResult:
     """
     x = as_score_matrix(scores, min_runs=3).values
     n, k = x.shape
-    res = stats.friedmanchisquare(*x.T)
-    ranks = stats.rankdata(-x, axis=1)  # average ranks within each topic
-    mean_ranks = ranks.mean(axis=0)
-    se = np.sqrt(k * (k + 1) / (6.0 * n))
-    q = np.abs(mean_ranks[:, None] - mean_ranks[None, :]) / se * np.sqrt(2.0)
+    statistic, p, mean_ranks = friedman_test(x)
     a, b = pair_indices(k)
     post = np.ones((k, k))
-    pv = stats.studentized_range.sf(q[a, b], k, np.inf)
+    pv = nemenyi_p(mean_ranks, n, a, b)
     post[a, b] = pv
     post[b, a] = pv
-    statistic, p = float(res.statistic), float(res.pvalue)
-    if not np.isfinite(statistic):  # every topic ranks all runs equally
-        statistic, p = 0.0, 1.0
     return FriedmanResult(statistic, p, mean_ranks, post)

@@ -9,7 +9,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from service.errors import NotFound
-from service.evaluation import analyses, boards, policy, run_results
+from service.evaluation import analyses, boards, policy, run_results, topic_sizes
 from service.portal import charts
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, see_other
@@ -42,7 +42,7 @@ class AnalysisController(Controller):
             matrix["stored"] = stored
         return page.show(coll, "significance.html", matrix=matrix, chart=chart, missing=missing, test=test,
                          tests=boards.stored_tests(s, coll), metrics=list(
-                             coll.current_config.significance.get("metrics") or [coll.current_config.official_metric]))
+                             coll.current_config.significance.get("metrics") or coll.current_config.metrics))
 
     @get("/c/{cid:int}/changes", sync_to_thread=True)
     def changes(self, cid: FromPath[int], page: NamedDependency[Page]) -> Template:
@@ -79,7 +79,7 @@ class AnalysisController(Controller):
         reduction_chart = (charts.reduction_chart(reduced["result"]["rows"])
                            if reduced and reduced["status"] == "done" else None)
         return page.show(coll, "analysis.html", meta=meta, tau_chart=tau_chart, asl_chart=asl_chart, reduced=reduced,
-                         reduction_chart=reduction_chart)
+                         reduction_chart=reduction_chart, topic_sizes=topic_sizes.topic_size_table(s, coll, me))
 
     @post("/c/{cid:int}/analysis", sync_to_thread=True)
     def request_reduction(self, cid: FromPath[int], page: NamedDependency[Page],

@@ -1,0 +1,204 @@
+"""The all-pairs significance engine at scale (issue 14): seconds and peak memory per case.
+
+    python benchmarks/bench_stats_scale.py [--runs 1000] [--topics 50] [--B 1000] [--cores 2]
+        [--baseline-runs 10000] [--baselines 3] [--cli-runs 400] [--only CASE ...]
+
+Each case runs in a process of its own, pinned to --cores CPUs (and OpenBLAS to as many
+threads), so its peak resident memory (ru_maxrss from wait4, the child's own) is the case's
+alone. Library cases time the call only (imports and data generation excluded); the
+``cranfield compare`` cases time the whole process (start to exit, score files read, output
+written to /dev/null). The table gives each case's seconds, peak RSS and goal; the script
+exits 1 when a goal is missed. The machine is shared and noisy: expect 10-30% variation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GB = 1024**3
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    kind: str  # "library" (a call in a child) or "cli" (a whole cranfield process)
+    test: str
+    runs: int
+    baselines: int  # 0: all pairs
+    max_seconds: float
+    max_bytes: int = int(1.5 * GB)
+
+
+def cases(args: argparse.Namespace) -> list[Case]:
+    r, b = args.runs, args.baseline_runs
+    return [
+        Case(f"bootstrap, all pairs, {r} runs", "library", "bootstrap", r, 0, 60.0),
+        Case(f"tukey, all pairs, {r} runs", "library", "tukey", r, 0, 60.0),
+        Case(f"t-test, all pairs, {r} runs", "library", "t", r, 0, 2.0),
+        Case(f"randomisation, all pairs, {r} runs", "library", "randomisation", r, 0, 60.0),
+        Case(f"discriminative power (meta), {r} runs", "library", "power", r, 0, 60.0),
+        Case(f"bootstrap vs {args.baselines} baselines, {b} runs", "library", "bootstrap", b, args.baselines, 10.0),
+        Case(f"t-test vs {args.baselines} baselines, {b} runs", "library", "t", b, args.baselines, 10.0),
+        Case(f"cranfield compare --scores, {args.cli_runs} runs", "cli", "bootstrap", args.cli_runs, 0, 60.0),
+        Case(f"cranfield compare --scores --baseline x{args.baselines}, {b} runs", "cli", "bootstrap", b,
+             args.baselines, 60.0),
+    ]
+
+
+def scores(topics: int, runs: int, seed: int = 20261124):  # type: ignore[no-untyped-def]
+    """A (topics, runs) matrix like a metric's: topic difficulty + run quality + noise, 4 decimals."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    topic = rng.beta(2, 3, size=(topics, 1))
+    quality = np.linspace(0.15, -0.15, runs)[None, :]
+    return np.clip(topic + quality + rng.normal(0, 0.12, size=(topics, runs)), 0, 1).round(4)
+
+
+def child(args: argparse.Namespace) -> None:
+    """One library case, in this process: print the call's seconds and what it returned."""
+    import numpy as np
+
+    from service.metrics.stats.pairwise import pairwise
+
+    x = scores(args.topics, args.child_runs)
+    runs = [f"run{i:05d}" for i in range(args.child_runs)]
+    baselines = runs[: args.child_baselines] if args.child_baselines else None
+    t0 = time.perf_counter()
+    if args.child_test == "power":  # meta.discriminative_power: ASLs and the difference required
+        from service.metrics.stats.meta import discriminative_power
+
+        dp = discriminative_power(x, resamples=args.B, seed=1)
+        p, significant = dp.asl, dp.significant_pairs
+    else:
+        res = pairwise(x, runs, args.child_test, resamples=args.B, seed=1, baselines=baselines)
+        p, significant = res.p, int(res.significant.sum())
+    seconds = time.perf_counter() - t0
+    print(json.dumps({"seconds": seconds, "pairs": len(p), "significant": significant, "p_sum": float(np.sum(p))}))
+
+
+def pinned(argv: list[str], cores: int) -> list[str]:
+    """``argv`` started through a launcher that pins itself to ``cores`` CPUs and then execs it
+    (same process id, so wait4 reports the case's own usage)."""
+    launcher = ("import os, sys; cpus = sorted(os.sched_getaffinity(0)); "
+                "os.sched_setaffinity(0, cpus[:int(sys.argv[1])]); os.execv(sys.argv[2], sys.argv[2:])")
+    return [sys.executable, "-c", launcher, str(cores), *argv]
+
+
+def run_child(argv: list[str], cores: int, stdout_path: str | None = None) -> tuple[float, int, int, str]:
+    """Start ``argv``, reap it with wait4 (its own rusage): (wall seconds, peak RSS bytes, status, stdout)."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": str(cores), "OMP_NUM_THREADS": str(cores),
+           "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        sink = open(stdout_path, "w") if stdout_path else out  # noqa: SIM115 (closed below)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(pinned(argv, cores), stdout=sink, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if stdout_path:
+            sink.close()
+        out.seek(0)
+        err.seek(0)
+        text = out.read() + (("\n" + err.read()) if proc.returncode else "")
+    return seconds, usage.ru_maxrss * 1024, proc.returncode, text
+
+
+def write_score_files(folder: Path, topics: int, runs: int) -> list[str]:
+    x = scores(topics, runs)
+    paths = []
+    for j in range(runs):
+        path = folder / f"run{j:05d}.csv"
+        path.write_text("topic,score\n" + "".join(f"q{i:03d},{x[i, j]:.4f}\n" for i in range(topics)))
+        paths.append(str(path))
+    return paths
+
+
+def cranfield_argv() -> list[str]:
+    script = Path(sys.executable).parent / "cranfield"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "service.cli"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=1000, help="runs of the all-pairs cases")
+    ap.add_argument("--topics", type=int, default=50)
+    ap.add_argument("--B", type=int, default=1000)
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--baseline-runs", type=int, default=10_000)
+    ap.add_argument("--baselines", type=int, default=3, help="baseline runs of the versus-baseline cases")
+    ap.add_argument("--cli-runs", type=int, default=400)
+    ap.add_argument("--only", nargs="*", help="run only the cases whose name contains one of these words")
+    ap.add_argument("--child-test", help=argparse.SUPPRESS)
+    ap.add_argument("--child-runs", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--child-baselines", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child_test:
+        return child(args)
+
+    import numpy as np
+
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=False).stdout.strip()
+    print(f"python {platform.python_version()}, numpy {np.__version__}, cpus {len(os.sched_getaffinity(0))} "
+          f"(cases pinned to {args.cores}), load {os.getloadavg()[0]:.2f}, commit {commit} (+ working tree)")
+    print(f"{args.topics} topics, B = {args.B}, seed 1\n")
+    rows, missed = [], 0
+    with tempfile.TemporaryDirectory() as tmp:
+        files: dict[int, list[str]] = {}
+        for case in cases(args):
+            if args.only and not any(w in case.name for w in args.only):
+                continue
+            if case.kind == "library":
+                argv = [sys.executable, str(Path(__file__).resolve()), "--child-test", case.test,
+                        "--child-runs", str(case.runs), "--child-baselines", str(case.baselines),
+                        "--topics", str(args.topics), "--B", str(args.B)]
+                _, peak, status, out = run_child(argv, args.cores)
+                info = json.loads(out.strip().splitlines()[-1]) if status == 0 else {}
+                seconds, pairs = info.get("seconds", float("nan")), info.get("pairs", 0)
+            else:
+                if case.runs not in files:
+                    folder = Path(tmp) / f"scores-{case.runs}"
+                    folder.mkdir()
+                    files[case.runs] = write_score_files(folder, args.topics, case.runs)
+                paths = files[case.runs]
+                extra = [a for j in range(case.baselines) for a in ("--baseline", Path(paths[j]).stem)]
+                argv = [*cranfield_argv(), "compare", "--scores", *paths, "--test", case.test, "--B", str(args.B),
+                        "--seed", "1", *extra]
+                seconds, peak, status, out = run_child(argv, args.cores, stdout_path=os.devnull)
+                m = case.runs
+                pairs = m * (m - 1) // 2 if not case.baselines else case.baselines * (m - 1) - (
+                    case.baselines * (case.baselines - 1) // 2)
+            ok = status == 0 and seconds < case.max_seconds and peak < case.max_bytes
+            missed += not ok
+            rows.append((case, pairs, seconds, peak, ok, status, out if status else ""))
+            print(f"  ... {case.name}: {seconds:.2f} s, {peak / 2**20:.0f} MB{'' if ok else '  MISSED'}", flush=True)
+
+    print()
+    head = f"| {'case':<58} | {'pairs':>9} | {'seconds':>8} | {'peak RSS':>9} | {'goal':<20} | ok  |"
+    print(head)
+    print("|" + "|".join("-" * (len(c) + 0) for c in head.split("|")[1:-1]) + "|")
+    for case, pairs, seconds, peak, ok, status, err in rows:
+        goal = f"< {case.max_seconds:g} s, < {case.max_bytes / GB:.1f} GB"
+        print(f"| {case.name:<58} | {pairs:>9,} | {seconds:>8.2f} | {peak / 2**20:>6.0f} MB | {goal:<20} | "
+              f"{'yes' if ok else 'NO':<3} |")
+        if status:
+            print(f"    exit status {status}: {err.strip()[-500:]}")
+    if missed:
+        print(f"\n{missed} goal(s) missed")
+        sys.exit(1)
+    print("\nevery goal met")
+
+
+if __name__ == "__main__":
+    main()
