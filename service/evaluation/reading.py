@@ -187,7 +187,11 @@ def significance_for(s: Session, coll, metric: str, test: str | None = None,  # 
     key = (str(s.get_bind().url), row_id)  # row ids repeat across databases (one process may serve several)
     cached = _SIG_CACHE.get(key)
     if cached is None:  # stored matrices never change: decode each once per process
-        cached = _stored_test(s, s.get(Significance, row_id), config.significance)
+        # only what boards read: not the diff, statistic and unadjusted p arrays (megabytes at 1,000 runs)
+        row = s.execute(select(Significance.run_ids, Significance.params, Significance.test, Significance.n_topics,
+                               Significance.p_adjusted, Significance.letters)
+                        .where(Significance.id == row_id)).one()
+        cached = _stored_test(s, row, config.significance)
         if len(_SIG_CACHE) > 64:
             _SIG_CACHE.clear()
             _ANNOTATION_CACHE.clear()  # its keys use the identity of the tests cached here
@@ -195,7 +199,9 @@ def significance_for(s: Session, coll, metric: str, test: str | None = None,  # 
     return cached
 
 
-def _stored_test(s: Session, row: Significance, configured: dict[str, Any]) -> StoredTest:
+def _stored_test(s: Session, row: Any, configured: dict[str, Any]) -> StoredTest:
+    """The StoredTest of a significance row (or a row of its run_ids, params, test, n_topics,
+    p_adjusted and letters columns)."""
     tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(row.run_ids))).all())
     names = [tags.get(r, str(r)) for r in row.run_ids]
     params = dict(row.params or {})
@@ -262,7 +268,8 @@ def _board_letters(sig: StoredTest, positions: np.ndarray, different: np.ndarray
         return compact_letters(different)
     where = {int(p): k for k, p in enumerate(positions.tolist())}
     columns = [sum(1 << where[r] for r in letter if r in where) for letter in sig.letters]
-    columns = sweep_letters(columns, len(where))
+    if len(where) < len(sig.runs):  # a part of the tested runs: drop the letters it left redundant
+        columns = sweep_letters(columns, len(where))
     return label_letters(columns, len(where))
 
 

@@ -198,7 +198,8 @@ def _compute(settings: dict[str, Any], tables: ScoreTables,
             results.append((metric, run_ids, res, subset, stored_letters(res, x)))
     # The bootstrap's ASLs of a metric tested on all topics are the meta-evaluation's own: not counted twice.
     asl = {metric: res.p for metric, _, res, subset, _ in results
-           if subset == "all" and res.test == "bootstrap" and tables[metric][2] is all_tables.get(metric, (0, 0, None))[2]}
+           if subset == "all" and res.test == "bootstrap"
+           and tables[metric][2] is all_tables.get(metric, (0, 0, None))[2]}
     meta = meta_evaluation({m: (ids, matrix) for m, (ids, _, matrix) in all_tables.items()},
                            alpha=float(sig["alpha"]), resamples=int(sig["resamples"]), seed=int(sig["seed"]), asl=asl)
     return results, errors, meta

@@ -280,6 +280,14 @@ def test_every_metric_is_tested_and_letters_match_the_stored_tests(world: World,
                 share = bool(set(x["groups"]) & set(y["groups"]))
                 assert share == (p >= sig["alpha"]), (metric, x["run"], y["run"], p)
                 assert (y["run"] in x["tied_with"]) == (p >= sig["alpha"])
+        # a participant's board before release holds its own runs only: the stored letters,
+        # restricted to them, keep the guarantee
+        own = c.get(f"/api/collections/{cid}/leaderboard", params={"metric": metric}, headers=auth(t["alpha"])).json()
+        assert own["ranked_among"] == "team" and len(own["rows"]) == 2
+        x, y = own["rows"]
+        p = matrix["p_adjusted"][where[x["run"]]][where[y["run"]]]
+        assert bool(set(x["groups"]) & set(y["groups"])) == (p >= sig["alpha"])
+        assert x["groups"].startswith("a")
 
 
 def test_snapshots_are_frozen_and_tokens_can_be_revoked(world: World) -> None:

@@ -215,7 +215,8 @@ def test_run_and_snapshot_pages_never_print_an_impossible_value(world: World, bo
         page = c.get(f"/runs/{ids[tag]}", headers=admin)
         assert page.status_code == 200
         text = html.unescape(page.text)
-        table = re.sub(r"<[^>]+>", " ", text[text.index('id="metrics"'):text.index("</table>", text.index('id="metrics"'))])
+        start = text.index('id="metrics"')
+        table = re.sub(r"<[^>]+>", " ", text[start:text.index("</table>", start)])
         rr = next(line for line in table.splitlines() if line.strip().startswith("RR"))
         assert all(0.0 <= x <= 1.0 for x in _numbers(rr)), rr
         assert "BCa bootstrap interval" in table
@@ -225,6 +226,7 @@ def test_run_and_snapshot_pages_never_print_an_impossible_value(world: World, bo
     snap = c.get(f"/snapshots/{r.json()['id']}", headers=admin)
     assert snap.status_code == 200
     text = html.unescape(snap.text)
-    body = re.sub(r"<[^>]+>", " ", text[text.index('id="snapshot"'):text.index("</table>", text.index('id="snapshot"'))])
+    start = text.index('id="snapshot"')
+    body = re.sub(r"<[^>]+>", " ", text[start:text.index("</table>", start)])
     assert _numbers(body) and all(0.0 <= x <= 1.0 for x in _numbers(body)), body
     assert "BCa bootstrap interval" in text and "not significantly different" in text

@@ -265,7 +265,8 @@ def test_changed_test_settings_make_the_tests_stale(backend: Backend) -> None:
     assert [f.task for f in followups] == [TaskName.RUN_TESTS]  # scores are current; only the tests are not
     run_tests(backend.factory(), followups[0].id)
     with backend.factory()() as s:
-        assert [x.test for x in s.scalars(select(Significance).order_by(Significance.id))] == ["bootstrap"] * 2 + ["t"] * 2
+        tests = [x.test for x in s.scalars(select(Significance).order_by(Significance.id))]
+        assert tests == ["bootstrap"] * 2 + ["t"] * 2
     assert refresh_stale(backend.factory()) == []
 
 

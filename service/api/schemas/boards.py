@@ -49,7 +49,8 @@ class TestUsed(Response, kw_only=True):
     alpha: float
     correction: str | None = None
     resamples: Annotated[int | None, Meta(
-        description="B, the test's resamples or permutations as stored; null for a test that does not resample.")] = None
+        description="B, the test's resamples or permutations as stored; null for a test that does not "
+                    "resample.")] = None
     n_topics: Annotated[int | None, Meta(description="Topics the test compared the runs on.")] = None
 
 
