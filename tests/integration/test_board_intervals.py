@@ -148,8 +148,9 @@ def test_the_portal_draws_the_bootstrap_interval_and_clips_the_t_interval(world:
     # the group letters say what they mean, with the stored test's own parameters
     sig = world.client.get(f"/api/collections/{bounded}/leaderboard", params={"metric": "RR"}).json()["significance"]
     assert sig is not None
-    assert (f"runs that share a letter are not significantly different ({sig['test']}, α = {sig['alpha']}, "
-            f"correction {sig['correction']}); runs with no letter in common are.") in html.unescape(text)
+    assert (f"runs that share a letter are not significantly different ({sig['test']}, B = {sig['resamples']}, "
+            f"α = {sig['alpha']}, correction {sig['correction']}, {sig['n_topics']} topics); runs with no letter in "
+            "common are.") in html.unescape(text)
 
 
 def test_files_never_print_an_impossible_value(world: World, bounded: int) -> None:
