@@ -123,7 +123,7 @@ def _leaderboard_arguments(lb: argparse.ArgumentParser) -> None:
 
 @command("leaderboard", "the stored leaderboard (never computed here)", _leaderboard_arguments)
 def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
-    from service.evaluation.board_intervals import bounds_of, interval_view
+    from service.evaluation.board_intervals import bounds_of, interval_view, truncated_ends
     from service.evaluation.reading import leaderboard
 
     with sessions(database_url())() as s:
@@ -142,11 +142,9 @@ def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
     limits = bounds_of(metric)
     for r in rows:
         v = interval_view(r.__dict__, limits)
-        cut = {(True, True): "both", (True, False): "low", (False, True): "high"}.get(
-            (v["t_low_clipped"], v["t_high_clipped"]), "")
         boot = v["kind"] == "bootstrap"
         out.write(f"{r.rank}\t{r.run}\t{r.team}\t{num(r.mean)}\t{num(v['t_low'])}\t{num(v['t_high'])}\t"
-                  f"{r.n_topics}\t{r.qrels_version}\t{cut}\t{num(v['low'] if boot else None)}\t"
+                  f"{r.n_topics}\t{r.qrels_version}\t{truncated_ends(v)}\t{num(v['low'] if boot else None)}\t"
                   f"{num(v['high'] if boot else None)}\t{r.boot_method if boot else ''}\t"
                   f"{r.boot_resamples if boot else ''}\n")
     return 0

@@ -17,11 +17,10 @@ from typing import Any
 
 from service.errors import InvalidMeasure
 from service.metrics import bounds as metric_bounds
+from service.metrics.stats.differences import bootstrap_method_name
 
 LEVEL = 0.95  # the stored intervals' level (t and bootstrap alike)
-TRUNCATED = "†"  # marks a t interval end shown at the metric's bound
 TRUNCATED_NOTE = "† t interval truncated at the metric's range"
-METHOD_NAMES = {"bca": "BCa", "percentile": "percentile"}
 
 
 def bounds_of(metric: str) -> tuple[float, float]:
@@ -69,7 +68,7 @@ def interval_view(row: Mapping[str, Any], bounds: tuple[float, float]) -> dict[s
 
 def bootstrap_name(method: str | None, resamples: int | None) -> str:
     """E.g. "95% BCa bootstrap interval, B = 1000"."""
-    name = METHOD_NAMES.get(method or "", method or "")
+    name = bootstrap_method_name(method or "")
     b = f", B = {resamples}" if resamples else ""
     return f"{LEVEL:.0%} {name} bootstrap interval{b}".replace("  ", " ")
 
@@ -92,16 +91,8 @@ def interval_label(rows: Iterable[Mapping[str, Any]]) -> str:
     return label
 
 
-def number(value: float | None, clipped: bool = False, digits: int = 4) -> str:
-    """A shown interval end: "–" for none, the bound with the truncation mark when clipped."""
-    if value is None:
-        return "–"
-    return f"{value:.{digits}f}{TRUNCATED if clipped else ''}"
-
-
-def interval_text(low: float | None, high: float | None, low_clipped: bool = False, high_clipped: bool = False,
-                  digits: int = 4) -> str:
-    """"[0.6804, 1.0000†]", or "" when there is no interval."""
-    if low is None or high is None:
-        return ""
-    return f"[{number(low, low_clipped, digits)}, {number(high, high_clipped, digits)}]"
+def truncated_ends(view: Mapping[str, Any]) -> str:
+    """Which ends of an :func:`interval_view`'s t interval are shown at the bound: "low",
+    "high", "both" or "" (the ``t_truncated`` column of the CSV and of ``cranfield leaderboard``)."""
+    return {(True, True): "both", (True, False): "low", (False, True): "high"}.get(
+        (bool(view["t_low_clipped"]), bool(view["t_high_clipped"])), "")

@@ -13,7 +13,7 @@ import io
 import math
 from typing import Any
 
-from service.evaluation.board_intervals import bounds_of, interval_label, interval_view
+from service.evaluation.board_intervals import bounds_of, interval_label, interval_view, truncated_ends
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -43,13 +43,11 @@ def board_csv(doc: dict[str, Any]) -> str:
                 "t_truncated", "boot_low", "boot_high", "boot_method", "boot_resamples"])
     for r in doc["rows"]:
         v = interval_view(r, limits)
-        cut = {(True, True): "both", (True, False): "low", (False, True): "high"}.get(
-            (v["t_low_clipped"], v["t_high_clipped"]), "")
         boot = ((v["low"], v["high"], r.get("boot_method"), r.get("boot_resamples")) if v["kind"] == "bootstrap"
                 else (None, None, None, None))
         w.writerow([spreadsheet_safe(cell) for cell in (
             r["rank"], r["run"], r["team"], r["mean"], v["t_low"], v["t_high"], r["n_topics"], r["baseline"],
-            r.get("groups", ""), cut, *boot)])
+            r.get("groups", ""), truncated_ends(v), *boot)])
     return out.getvalue()
 
 

@@ -36,7 +36,7 @@ from service.evaluation.results import evaluated_under, json_safe, tested_under
 from service.evaluation.setup import EVALUATOR_VERSION
 from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, TaskName, patiently
 from service.metrics.pooling import competition_ranks
-from service.metrics.stats.letters import letter_columns
+from service.metrics.stats.letters import letter_columns, members
 from service.metrics.stats.meta import MetaEvaluation, meta_evaluation
 from service.metrics.stats.pairwise import PairwiseResult, pairwise
 from service.store.arrays import pack, unpack
@@ -267,7 +267,7 @@ def stored_letters(res: PairwiseResult, scores: np.ndarray) -> list[list[int]]:
         means = np.nan_to_num(np.nanmean(scores, axis=0), nan=-np.inf)
     order = np.argsort(-means, kind="stable")
     columns = letter_columns(res.p_matrix() < res.alpha, order)
-    return [[int(i) for i in range(c.bit_length()) if c >> i & 1] for c in columns]
+    return [members(c) for c in columns]
 
 
 def meta_document(meta: MetaEvaluation, metrics: Iterable[str]) -> dict[str, Any]:

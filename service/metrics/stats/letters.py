@@ -27,7 +27,8 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def _members(column: int) -> list[int]:
+def members(column: int) -> list[int]:
+    """The runs (indices, ascending) of a letter's bit set."""
     out = []
     while column:
         low = column & -column
@@ -90,7 +91,7 @@ def _sweep(columns: list[int], m: int) -> list[int]:
     ``cover[x, y]`` counts the columns holding both x and y (``cover[x, x]``: x's letters), so
     a removal is allowed when ``cover[x, members] >= 2`` for the column's members.
     """
-    members = [np.array(_members(c), dtype=np.int64) for c in columns]
+    members = [np.array(members(c), dtype=np.int64) for c in columns]
     cover = np.zeros((m, m), dtype=np.int32)
     for mem in members:
         cover[np.ix_(mem, mem)] += 1
@@ -137,7 +138,7 @@ def letter_columns(different: np.ndarray, order: Sequence[int] | None = None) ->
     np.fill_diagonal(same, False)
     columns = _sweep(_cover(same, order), m)
     rank = {run: pos for pos, run in enumerate(order)}
-    return sorted(columns, key=lambda c: sorted(rank[r] for r in _members(c)))
+    return sorted(columns, key=lambda c: sorted(rank[r] for r in members(c)))
 
 
 def letter_labels(count: int) -> list[str]:
@@ -153,12 +154,12 @@ def label_letters(columns: list[int], m: int) -> list[str]:
     Letters of one run are concatenated while every label is one character; once labels
     carry a number (more than 52 letters) they are separated by spaces.
     """
-    ordered = sorted(columns, key=lambda c: _members(c))
+    ordered = sorted(columns, key=lambda c: members(c))
     labels = letter_labels(len(ordered))
     sep = "" if len(ordered) <= 52 else " "
     per_run: list[list[str]] = [[] for _ in range(m)]
     for label, c in zip(labels, ordered):
-        for r in _members(c):
+        for r in members(c):
             per_run[r].append(label)
     return [sep.join(ls) for ls in per_run]
 
