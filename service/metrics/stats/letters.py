@@ -78,8 +78,8 @@ def _cover(same: np.ndarray, order: list[int]) -> list[int]:
                 k = int(idx[np.lexsort((rank[idx], -gain))[0]])
                 clique.append(k)
                 candidates &= same[k]
-            members = np.array(clique)
-            uncovered[np.ix_(members, members)] = False
+            chosen = np.array(clique)
+            uncovered[np.ix_(chosen, chosen)] = False
             columns.append(sum(1 << r for r in clique))
     return columns
 
@@ -91,11 +91,11 @@ def _sweep(columns: list[int], m: int) -> list[int]:
     ``cover[x, y]`` counts the columns holding both x and y (``cover[x, x]``: x's letters), so
     a removal is allowed when ``cover[x, members] >= 2`` for the column's members.
     """
-    members = [np.array(members(c), dtype=np.int64) for c in columns]
+    runs_of = [np.array(members(c), dtype=np.int64) for c in columns]
     cover = np.zeros((m, m), dtype=np.int32)
-    for mem in members:
+    for mem in runs_of:
         cover[np.ix_(mem, mem)] += 1
-    for k, mem in enumerate(members):
+    for k, mem in enumerate(runs_of):
         keep = np.ones(mem.shape[0], dtype=bool)
         for pos, x in enumerate(mem.tolist()):
             held = mem[keep]
@@ -105,7 +105,7 @@ def _sweep(columns: list[int], m: int) -> list[int]:
                 cover[x, x] += 1  # subtracted twice above
                 keep[pos] = False
                 columns[k] &= ~(1 << x)
-        members[k] = mem[keep]
+        runs_of[k] = mem[keep]
     return _absorb(columns)
 
 
