@@ -165,6 +165,13 @@ class Run(Base):
     depth: Mapped[int] = mapped_column(Integer, default=0)
     # TREC's judging priority within the team (1 = judge first); None: the submission order
     judging_priority: Mapped[int | None] = mapped_column(Integer)
+    # How the run was made (automatic | manual | interactive); None below: not stated
+    run_type: Mapped[str] = mapped_column(String(20), default="automatic", server_default="automatic")
+    uses_training_data: Mapped[bool | None] = mapped_column(Boolean)
+    uses_external_resources: Mapped[bool | None] = mapped_column(Boolean)
+    ir_metadata: Mapped[str | None] = mapped_column(Text)  # the ir_metadata (PRIMAD) YAML as submitted
+    # What the submission check warned of (a list of {code, message, ...}); None: submitted before warnings
+    warnings: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
 
     team: Mapped[Team] = relationship()
 
