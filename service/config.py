@@ -31,6 +31,15 @@ per subsystem. A value that does not parse (``CRANFIELD_MAX_UPLOAD=abc``) raises
 | CRANFIELD_API_MAX_IN_FLIGHT | 256 | requests in flight per process; beyond it an immediate 503 with Retry-After |
 | CRANFIELD_API_QUEUE_SECONDS | 2 | longest wait for a database slot before a 503 with Retry-After |
 | CRANFIELD_CALLER_CACHE_SECONDS | 1.0 | seconds a resolved API token is kept in memory (this process's writes clear it) |
+
+The remote client (`cranfield remote`, docs/client.md) is not the service: its settings are
+read apart, by :func:`remote_settings`, so that a bad service variable never stops it.
+
+| variable | default | meaning |
+| --- | --- | --- |
+| CRANFIELD_URL | (the config file's) | the server `cranfield remote` talks to; overrides `remote login` |
+| CRANFIELD_TOKEN | (the config file's) | the bearer token `cranfield remote` sends; overrides `remote login` |
+| XDG_CONFIG_HOME | ~/.config | the folder of `cranfield/remote.json`, where `remote login` keeps URL and token |
 """
 
 from __future__ import annotations
@@ -169,3 +178,23 @@ def load_settings() -> Settings:
 def settings() -> Settings:
     """The process's settings, read once."""
     return load_settings()
+
+
+@dataclass(frozen=True)
+class RemoteSettings:
+    """The remote client's settings: ``url`` and ``token`` from the environment (None when
+    unset), and the folder of its config file."""
+
+    url: str | None
+    token: str | None
+    config_dir: Path
+
+
+def remote_settings() -> RemoteSettings:
+    """Read now (not cached): the client is a short-lived command, and its tests change them."""
+    base = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    # XDG: a relative XDG_CONFIG_HOME is invalid and is ignored
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".config"
+    return RemoteSettings(url=os.environ.get("CRANFIELD_URL", "").strip() or None,
+                          token=os.environ.get("CRANFIELD_TOKEN", "").strip() or None,
+                          config_dir=root / "cranfield")
