@@ -65,14 +65,15 @@ READ_ERRORS = (401, 403, 404)
 WRITE_ERRORS = (400, 401, 403, 404, 409, 422)
 
 
-def upload_body(description: str, *, multipart: bool = False) -> type[Operation]:
+def upload_body(description: str, *, multipart: bool = False,
+                form_fields: dict[str, Schema] | None = None) -> type[Operation]:
     """An Operation class whose request body is a raw text file (and, if ``multipart``, also a
-    multipart form with the file in field ``file``)."""
+    multipart form with the file in field ``file`` and the optional ``form_fields``)."""
     content = {"text/plain": MediaType(schema=Schema(type="string", format="binary"))}  # type: ignore[arg-type]
     if multipart:
+        properties = {"file": Schema(type="string", format="binary"), **(form_fields or {})}  # type: ignore[arg-type]
         content["multipart/form-data"] = MediaType(schema=Schema(
-            type="object", properties={"file": Schema(type="string", format="binary")},  # type: ignore[arg-type]
-            required=["file"]))
+            type="object", properties=properties, required=["file"]))  # type: ignore[arg-type]
 
     @dataclass
     class UploadOperation(Operation):

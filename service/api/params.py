@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from litestar.params import HeaderParameter, Parameter
 
@@ -32,3 +32,16 @@ IdempotencyKeyHeader = Annotated[str | None, HeaderParameter(
     description="Any unique string (a UUID): an upload retried with the same key and body gets the first "
                 "answer again instead of storing a second run or qrels version; the same key with another "
                 "body is refused (422).")]
+
+# The metadata of a run submitted as the raw body (a multipart form sends them as form fields).
+RunDescription = Annotated[str | None, Parameter(description="What the run is (shown on its page).",
+                                                 max_length=20_000)]
+RunType = Annotated[Literal["automatic", "manual", "interactive"] | None, Parameter(
+    description="How the run was made (default automatic): manual or interactive runs had a person in the loop.")]
+UsesTrainingData = Annotated[bool | None, Parameter(
+    description="Whether the run used the collection's training data (left out: not stated).")]
+UsesExternalResources = Annotated[bool | None, Parameter(
+    description="Whether the run used external resources (left out: not stated).")]
+Priority = Annotated[int | None, Parameter(description="TREC's judging priority within the team (1 = judged first).",
+                                           ge=1, le=1000)]
+Primary = Annotated[bool | None, Parameter(description="Whether this is one of the team's primary runs.")]

@@ -6,7 +6,7 @@ from typing import Any
 
 from litestar import Request
 
-from service.errors import BadRequest, TooLarge
+from service.errors import BadRequest, InvalidRequest, TooLarge
 
 
 async def read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
@@ -27,3 +27,32 @@ async def read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
             raise TooLarge(f"the upload is larger than {limit} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def read_run_form(request: Request[Any, Any, Any], limit: int, fields: tuple[str, ...]
+                        ) -> tuple[bytes, dict[str, str], bytes | None, str]:
+    """A run submission: the run (the raw body, or the multipart field ``file``), the text
+    fields named in ``fields`` of a multipart form, and its ``ir_metadata`` (a file or a text
+    field; None when absent) with the file's name. Any other form field is refused (422
+    naming it), as unknown fields of JSON bodies are."""
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        return await read_body(request, limit), {}, None, "ir_metadata"
+    form = await request.form()
+    texts: dict[str, str] = {}
+    metadata: bytes | None = None
+    name = "ir_metadata"
+    for key, value in form.multi_items():
+        if key == "file":
+            continue
+        if key == "ir_metadata":
+            if isinstance(value, str):
+                metadata = value.encode()
+            else:
+                metadata, name = await value.read(), value.filename or name
+        elif key in fields and isinstance(value, str):
+            if key in texts:
+                raise InvalidRequest(f"{key}: given twice")
+            texts[key] = value
+        else:
+            raise InvalidRequest(f"{key}: not a field of a run submission (file, ir_metadata, {', '.join(fields)})")
+    return await read_body(request, limit), texts, metadata, name

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,7 +23,9 @@ from service.evaluation.planning import plan_job
 from service.evaluation.setup import add_run, audit
 from service.evaluation.teams import team_named
 from service.evaluation.work import Followup, Outcome
+from service.formats import ir_metadata, run_checks
 from service.formats.readers import parse_run
+from service.metrics import parse_measure
 from service.store.db import as_utc
 from service.store.models import Collection, Run, Team, Topic
 
@@ -38,10 +41,15 @@ def get(s: Session, rid: int, me: Principal) -> tuple[Run, Collection]:
 
 
 def document(row: Run) -> dict[str, Any]:
+    """A run as the API and the pages show it: its file's summary, status and metadata, and the
+    warnings it was accepted with (``[]`` for runs submitted before there were any)."""
     return {"id": row.id, "collection_id": row.collection_id, "tag": row.tag, "team": row.team.name,
             "status": row.status, "reason": row.status_reason, "submitted_at": collections.iso(row.submitted_at),
             "topics": row.n_topics, "depth": row.depth, "lines": row.n_lines, "baseline": row.is_baseline,
-            "primary": row.is_primary, "description": row.description, "priority": row.judging_priority}
+            "primary": row.is_primary, "description": row.description, "priority": row.judging_priority,
+            "run_type": row.run_type or "automatic", "uses_training_data": row.uses_training_data,
+            "uses_external_resources": row.uses_external_resources, "has_ir_metadata": row.ir_metadata is not None,
+            "warnings": list(row.warnings or [])}
 
 
 def listed(s: Session, coll: Collection, me: Principal) -> list[Run]:
@@ -58,9 +66,18 @@ def file_text(s: Session, rid: int, me: Principal) -> bytes:
     return zlib.decompress(row.file)
 
 
+def ir_metadata_text(s: Session, rid: int, me: Principal) -> str:
+    """The run's ir_metadata YAML as submitted (whoever may see the run); 404 when it has none."""
+    row, _ = get(s, rid, me)
+    if row.ir_metadata is None:
+        raise NotFound(f"run {rid} has no ir_metadata")
+    return row.ir_metadata
+
+
 def update(s: Session, rid: int, me: Principal, changes: Mapping[str, Any]) -> Run:
-    """Description, primary flag and judging priority (its team, organisers); baseline
-    (organisers). Only the fields present in ``changes`` change."""
+    """Description, primary flag, judging priority, run type and the two resource statements
+    (its team, organisers); baseline (organisers). Only the fields present in ``changes``
+    change; ``None`` clears description, priority and the statements (not stated)."""
     row, coll = get(s, rid, me)
     policy.require(policy.may_edit_run(me, row, coll), me, f"changing run {rid}")
     if changes.get("baseline") is not None:
@@ -71,11 +88,110 @@ def update(s: Session, rid: int, me: Principal, changes: Mapping[str, Any]) -> R
     if "description" in changes:
         row.description = str(changes["description"] or "")
     if "priority" in changes:  # TREC's judging priority within the team (1 = judge first)
-        priority = changes["priority"]
-        if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool) or priority < 1):
-            raise BadRequest("priority is a positive integer or null")
-        row.judging_priority = priority
+        row.judging_priority = _priority(changes["priority"])
+    if changes.get("run_type") is not None:
+        row.run_type = _run_type(changes["run_type"])
+    for name in ("uses_training_data", "uses_external_resources"):
+        if name in changes:
+            setattr(row, name, _statement(name, changes[name]))
     return row
+
+
+# ---------------------------------------------------------------------- run metadata
+RUN_TYPES = ("automatic", "manual", "interactive")
+MAX_DESCRIPTION = 20_000
+#: The metadata fields a submission may carry besides the file (form fields or query parameters).
+METADATA_FIELDS = ("description", "run_type", "uses_training_data", "uses_external_resources", "priority", "primary")
+
+
+@dataclass(frozen=True)
+class RunMetadata:
+    """What a team states about a run when it submits it (TREC's submission form): how it was
+    made, whether it used the collection's training data or external resources (None: not
+    stated), its judging priority and primary flag, and optionally an ir_metadata (PRIMAD) file."""
+
+    description: str = ""
+    run_type: str = "automatic"
+    uses_training_data: bool | None = None
+    uses_external_resources: bool | None = None
+    priority: int | None = None
+    primary: bool = False
+    ir_metadata: bytes | None = None
+    ir_metadata_source: str = "ir_metadata"  # the file's name in errors
+
+    def request_key(self) -> tuple[object, ...]:
+        """What an Idempotency-Key's body comparison adds to the file: nothing for the defaults
+        (so keys of earlier versions compare as before), else every field."""
+        if self.ir_metadata is None and self == RunMetadata(description=self.description):
+            return ()
+        return (self.run_type, self.uses_training_data, self.uses_external_resources, self.priority, self.primary,
+                self.ir_metadata)
+
+
+def metadata_from_fields(fields: Mapping[str, object], ir_metadata_file: bytes | None = None,
+                         ir_metadata_source: str = "ir_metadata") -> RunMetadata:
+    """A submission's metadata from form fields or query parameters (text, or values already
+    typed); blank means the default. A bad value is a 400 naming the field."""
+    def text(name: str) -> str:
+        value = fields.get(name)
+        return "" if value is None else str(value).strip()
+
+    description = text("description")
+    if len(description) > MAX_DESCRIPTION:
+        raise BadRequest(f"description: at most {MAX_DESCRIPTION} characters")
+    return RunMetadata(
+        description=description, run_type=_run_type(fields.get("run_type") or "automatic"),
+        uses_training_data=_statement("uses_training_data", fields.get("uses_training_data")),
+        uses_external_resources=_statement("uses_external_resources", fields.get("uses_external_resources")),
+        priority=_priority(fields.get("priority")), primary=bool(_statement("primary", fields.get("primary"))),
+        ir_metadata=ir_metadata_file or None, ir_metadata_source=ir_metadata_source)
+
+
+_YES = ("true", "yes", "1", "on")
+_NO = ("false", "no", "0", "off")
+
+
+def _statement(name: str, value: object) -> bool | None:
+    """true / false, or None when not stated (blank)."""
+    if value is None or isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if not word:
+        return None
+    if word in _YES or word in _NO:
+        return word in _YES
+    raise BadRequest(f"{name} is true or false, not {str(value)[:40]!r}")
+
+
+def _run_type(value: object) -> str:
+    word = str(value).strip().lower()
+    if word not in RUN_TYPES:
+        raise BadRequest(f"run_type is {', '.join(RUN_TYPES[:-1])} or {RUN_TYPES[-1]}, not {str(value)[:40]!r}")
+    return word
+
+
+def _priority(value: object) -> int | None:
+    """TREC's judging priority within the team: a whole number from 1 (judged first) to 1000."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()
+                                                                    and value.strip().isascii())):
+        raise BadRequest(f"priority is a whole number from 1 to 1000, not {str(value)[:40]!r}")
+    number = int(value)
+    if not 1 <= number <= 1000:
+        raise BadRequest(f"priority is a whole number from 1 to 1000, not {number}")
+    return number
+
+
+def _check_settings(coll: Collection) -> tuple[str, int, int | None]:
+    """The collection's order, warning depth and tie cutoff (:mod:`service.formats.run_checks`)."""
+    config = coll.current_config
+    evaluation = (config.evaluation if config else None) or {}
+    depth = evaluation.get("depth")
+    cutoffs = [parse_measure(m).cutoff for m in (config.metrics if config else [])]
+    official = parse_measure(config.official_metric).cutoff if config else None
+    return (evaluation.get("order", "score"), run_checks.warning_depth(depth, cutoffs),
+            run_checks.tie_cutoff(official, depth))
 
 
 def delete(s: Session, rid: int, me: Principal) -> int:
@@ -120,9 +236,13 @@ def check_quota(s: Session, coll: Collection, team_id: int) -> None:
 # ------------------------------------------------------------------------------ submit
 def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, team_param: str | None = None,
            source: str = "run upload", description: str = "",
-           idempotency_key: str | None = None) -> Outcome[dict[str, Any]]:
+           idempotency_key: str | None = None, metadata: RunMetadata | None = None) -> Outcome[dict[str, Any]]:
     """Validate and store a run and plan its evaluation (participants: window and quota
     apply). ``me_of(session)`` gives the caller. Commits; the follow-ups are for the workers.
+
+    ``metadata`` (or just a ``description``) is stored with the run; its ir_metadata (or one in
+    the run file's comment header) is checked first. The run's warnings
+    (:func:`service.formats.run_checks.check_run`) are stored with it and returned.
 
     Three steps, so that the expensive one holds no connection and no lock: a short read
     (who submits what to which collection, in which order), the parse (no session open),
@@ -139,9 +259,15 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, te
         coll = collections.get(s, cid, me)
         # a closed window refuses before the parse; not a keyed request, which may be a retry
         _may_submit(s, me, coll, team_param, window=idempotency_key is None)
-        order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
-    digest = idempotency.request_hash(body, team_param, description)
-    parsed = parse_run(body, source, order)  # InvalidInput with the line before anything is stored
+        order, depth, cutoff = _check_settings(coll)
+    meta = metadata if metadata is not None else RunMetadata(description=description)
+    digest = idempotency.request_hash(body, team_param, meta.description, *meta.request_key())
+    if meta.ir_metadata is not None:
+        ir_text: str | None = ir_metadata.read(meta.ir_metadata, meta.ir_metadata_source)
+    else:  # repro_eval's form: the metadata as the run file's comment header
+        embedded = ir_metadata.embedded_in_run(body)
+        ir_text = ir_metadata.read(embedded, source).strip("\n") + "\n" if embedded is not None else None
+    parsed = parse_run(body, source, order, keep_ranks=True)  # InvalidInput with the line before anything is stored
 
     def store(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
         team = _may_submit(s, me, coll, team_param, now=True)
@@ -152,8 +278,12 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, te
         if unknown:
             raise InvalidInput(source, None, f"unknown topics: {', '.join(unknown[:20])}")
         row = add_run(s, coll, body, source, team=team.name, actor=me.name, parsed=parsed)
-        if description:
-            row.description = description
+        row.description = meta.description
+        row.run_type, row.is_primary, row.judging_priority = meta.run_type, meta.primary, meta.priority
+        row.uses_training_data, row.uses_external_resources = meta.uses_training_data, meta.uses_external_resources
+        row.ir_metadata = ir_text
+        row.warnings = [w.as_dict() for w in run_checks.check_run(parsed, known, depth=depth, cutoff=cutoff,
+                                                                   ranked_by_score=order == "score")]
         followups: list[Followup] = []
         job_id = None
         if coll.current_qrels_id is not None:  # before any judgment the run waits for the pool's qrels

@@ -129,6 +129,8 @@ class Run:
     scores: np.ndarray  # float64 (lines,)
     source: str = "<run>"
     doc_hashes: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # the file's rank column aligned with ``docnos`` (float64), kept only for the submission checks
+    ranks: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def hashes(self) -> np.ndarray:
         """64-bit hashes of the docnos (computed by the reader, or here on demand)."""

@@ -6,7 +6,7 @@ wherever it is (module top, inside a function, under ``if TYPE_CHECKING``), and 
 the file, the line and the forbidden import.
 
   (a) the core (service.metrics, service.formats) imports only the standard library, numpy,
-      scipy, service.errors and the core itself;
+      scipy, service.errors and the core itself (the ir_metadata reader also PyYAML and jsonschema);
   (b) the store never imports the web layer, the use cases, the CLI, the workers, Litestar or Celery;
   (c) the web layer (service.api, service.portal, service.http) never imports the workers or Celery;
   (d) the use cases (service.evaluation) never import the web layer, the CLI, the workers or Litestar;
@@ -14,6 +14,9 @@ the file, the line and the forbidden import.
   (f) only the composition root (service.asgi) imports both the web layer and the workers;
   (g) the CLI's modules import only the standard library, numpy, service.errors and the CLI at
       their top (the rest inside handlers), so ``cranfield eval`` starts fast.
+  (h) the remote client (service.client) speaks only HTTP: it imports the standard library,
+      httpx, service.errors and itself; ``cranfield remote`` (service.cli.remote) adds only the
+      CLI and the settings (service.config), never the service's use cases, store or web layer.
 """
 
 from __future__ import annotations
@@ -177,9 +180,18 @@ def test_every_layer_has_files() -> None:
     assert sum(len(v) for v in modules.values()) > 200  # imports seen, functions' included
 
 
+#: Core modules that read a text format with a pure parser (no I/O, no database, no HTTP): the
+#: ir_metadata reader uses PyYAML's safe loader and jsonschema (docs/decisions.md).
+CORE_PARSERS = {"service.formats.ir_metadata": ("yaml", "jsonschema")}
+
+
 def test_core_imports_only_the_standard_library_numpy_scipy_and_itself() -> None:
-    problems = outside(layer(CORE), (*CORE, "service.errors", "numpy", "scipy"))
+    problems = []
+    for module, imports in project().items():
+        if within(module, CORE):
+            problems += outside(imports, (*CORE, "service.errors", "numpy", "scipy", *CORE_PARSERS.get(module, ())))
     assert not problems, "\n".join(problems)
+    assert all(m in project() for m in CORE_PARSERS)  # the exception names a module that exists
 
 
 @pytest.mark.parametrize("rule", sorted(RULES))
@@ -204,6 +216,19 @@ def test_only_the_composition_root_imports_both_the_web_layer_and_the_workers() 
 def test_cli_modules_import_only_light_modules_at_their_top() -> None:
     top = [imp for imp in layer(("service.cli",)) if imp.top]
     problems = outside(top, ("service.cli", "service.errors", "numpy"))
+    assert not problems, "\n".join(problems)
+
+
+CLIENT = "service.client"
+REMOTE_CLI = "service.cli.remote"
+
+
+def test_the_remote_client_speaks_only_http() -> None:
+    modules = project()
+    assert any(within(m, (CLIENT,)) for m in modules) and REMOTE_CLI in modules
+    problems = outside(layer((CLIENT,)), (CLIENT, "service.errors", "httpx"))
+    # every import of the remote commands, their handlers' included
+    problems += outside(modules[REMOTE_CLI], (CLIENT, "service.cli", "service.errors", "service.config"))
     assert not problems, "\n".join(problems)
 
 

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from service.api.schemas import Items, Request, Response
+
+RunTypeName = Literal["automatic", "manual", "interactive"]
+
+
+class RunWarning(Response, kw_only=True):
+    """A likely mistake in a valid run, found when it was submitted (the run is stored all the same)."""
+
+    code: Annotated[str, Meta(description="missing_topics, short_lists, ties_at_cutoff or rank_disagrees.")]
+    message: str
+    topics: Annotated[list[str], Meta(description="The first topics concerned (at most 20; `count` says how many).")]
+    count: Annotated[int, Meta(description="How many topics are concerned.")]
 
 
 class RunOut(Response, kw_only=True):
@@ -27,6 +38,17 @@ class RunOut(Response, kw_only=True):
     primary: bool
     description: str | None
     priority: Annotated[int | None, Meta(description="TREC's judging priority within the team (1 = first).")] = None
+    # defaults: the stored answers of idempotent retries from before run metadata lack them
+    run_type: Annotated[str, Meta(description="automatic, manual or interactive.")] = "automatic"
+    uses_training_data: Annotated[bool | None, Meta(
+        description="Whether the run used the collection's training data (null: not stated).")] = None
+    uses_external_resources: Annotated[bool | None, Meta(
+        description="Whether the run used external resources (null: not stated).")] = None
+    has_ir_metadata: Annotated[bool, Meta(
+        description="Whether an ir_metadata file came with the run (GET /api/runs/{rid}/ir_metadata).")] = False
+    warnings: Annotated[list[RunWarning], Meta(
+        description="What the submission check warned of (empty for runs submitted before the checks).")] = \
+        msgspec.field(default_factory=list)
 
 
 class Submitted(RunOut, kw_only=True):
@@ -47,13 +69,17 @@ class RunPage(Response, kw_only=True):
 
 
 class RunUpdate(Request, kw_only=True):
-    """Changes to a run. Its team and organisers change the description, primary flag and
-    priority; organisers mark baselines. A field left out stays as it is."""
+    """Changes to a run. Its team and organisers change the description, primary flag,
+    priority, run type and resource statements; organisers mark baselines. A field left out
+    stays as it is; ``null`` clears description, priority and the statements."""
 
     primary: bool | UnsetType = UNSET
     description: Annotated[str, Meta(max_length=20_000)] | None | UnsetType = UNSET
     priority: Annotated[int, Meta(ge=1, le=1000)] | None | UnsetType = UNSET
     baseline: bool | UnsetType = UNSET
+    run_type: RunTypeName | UnsetType = UNSET
+    uses_training_data: bool | None | UnsetType = UNSET
+    uses_external_resources: bool | None | UnsetType = UNSET
 
 
 class Deleted(Response, kw_only=True):

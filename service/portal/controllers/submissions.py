@@ -1,8 +1,10 @@
-"""Submitting a run, the visitor's runs (all runs for organisers), and the progress document
+"""Submitting a run (with its metadata), the visitor's runs (all runs for organisers) with the
+warnings of the run just submitted and a form to mark primary runs, and the progress document
 the live displays poll."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from litestar import Controller, get, post
@@ -11,6 +13,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 from sqlalchemy import select
 
+from service.errors import NotFound
 from service.evaluation import boards, jobs, judging, policy, submissions, teams
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, Refusal, attempt, see_other
@@ -29,19 +32,35 @@ class SubmissionController(Controller):
         """Validate and store the run (its evaluation goes to the workers); a refused file comes
         back on the form with its line."""
         upload = form.upload("file", "run")
+        ir = form.upload("ir_metadata", "ir_metadata")  # optional: an empty file input is no file
         doc, refused = attempt(page.uow, lambda: submissions.submit(
             page.uow.factory, lambda _s: page.me, cid, upload.required(), team_param=form.optional("team"),
-            source=upload.name, description=form.text("description")))
+            source=upload.name, metadata=submissions.metadata_from_fields(
+                {name: form.text(name) for name in submissions.METADATA_FIELDS}, ir.body, ir.name)))
         if doc is None:
-            return _submit_page(page, page.collection(cid), refused)
+            return _submit_page(page, page.collection(cid), refused, form.fields)
         return see_other(f"/c/{cid}/runs?submitted={doc['id']}")
+
+    @post("/c/{cid:int}/runs/{rid:int}/primary", sync_to_thread=True)
+    def mark_primary(self, cid: FromPath[int], rid: FromPath[int], page: NamedDependency[Page],
+                     form: NamedDependency[PostedForm]) -> Redirect:
+        """``policy.may_edit_run``: a team marks its own runs primary (or not), organisers any run."""
+        primary = submissions.metadata_from_fields({"primary": form.text("primary")}).primary
+        row, _ = submissions.get(page.session, rid, page.me)
+        if row.collection_id != cid:
+            raise NotFound(f"no run {rid} in collection {cid}")
+        submissions.update(page.session, rid, page.me, {"primary": primary})
+        return see_other(f"/c/{cid}/runs")
 
     @get("/c/{cid:int}/runs", sync_to_thread=True)
     def runs(self, cid: FromPath[int], page: NamedDependency[Page], submitted: FromQuery[int | None] = None
              ) -> Template:
         """Signed-in readers: their team's runs (organisers: every run), with rank and official score."""
         coll = page.collection(cid)
-        return page.show(coll, "runs.html", runs=runs_with_ranks(page, coll), submitted=submitted,
+        runs = runs_with_ranks(page, coll)
+        # the run just submitted, with the warnings it was accepted with
+        just = next((r for r in runs if r["id"] == submitted), None) if submitted is not None else None
+        return page.show(coll, "runs.html", runs=runs, submitted=submitted, just=just,
                          **submissions.quota_document(page.session, coll, page.me))
 
     @get("/c/{cid:int}/progress.json", sync_to_thread=True)
@@ -67,10 +86,13 @@ def runs_with_ranks(page: Page, coll: Collection) -> list[dict[str, Any]]:
     if coll.current_qrels_id is not None and policy.may_see_board(me, coll):
         ranks = {r["run"]: r for r in boards.leaderboard_doc(s, coll, me)["rows"]}
     return [{**submissions.document(r), "rank": ranks.get(r.tag, {}).get("rank"),
-             "mean": ranks.get(r.tag, {}).get("mean")} for r in submissions.listed(s, coll, me)]
+             "mean": ranks.get(r.tag, {}).get("mean"), "editable": policy.may_edit_run(me, r, coll)}
+            for r in submissions.listed(s, coll, me)]
 
 
-def _submit_page(page: Page, coll: Collection, refused: Refusal | None) -> Template:
+def _submit_page(page: Page, coll: Collection, refused: Refusal | None,
+                 values: Mapping[str, str] | None = None) -> Template:
+    """The form; after a refusal, with the values the visitor entered (the files must be chosen again)."""
     s, me = page.session, page.me
     policy.require(policy.may_submit(me, coll), me, f"submitting to collection {coll.id} (teams take part by "
                    "enrolment)")
@@ -79,4 +101,4 @@ def _submit_page(page: Page, coll: Collection, refused: Refusal | None) -> Templ
     topics = sorted(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
     return page.show(coll, "submit.html", status=refused.status if refused else 200, error=refused, teams=names,
                      topics=topics, order=(coll.current_config.evaluation or {}).get("order", "score"),
-                     **submissions.quota_document(s, coll, me))
+                     run_types=submissions.RUN_TYPES, values=values or {}, **submissions.quota_document(s, coll, me))
