@@ -48,7 +48,7 @@ def document(row: Run) -> dict[str, Any]:
             "topics": row.n_topics, "depth": row.depth, "lines": row.n_lines, "baseline": row.is_baseline,
             "primary": row.is_primary, "description": row.description, "priority": row.judging_priority,
             "run_type": row.run_type or "automatic", "uses_training_data": row.uses_training_data,
-            "uses_external_resources": row.uses_external_resources, "has_ir_metadata": row.ir_metadata is not None,
+            "uses_external_resources": row.uses_external_resources, "has_ir_metadata": bool(row.has_ir_metadata),
             "warnings": list(row.warnings or [])}
 
 

@@ -28,7 +28,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column, relationship
 
 # Deterministic constraint names keep Alembic's autogenerate stable across databases.
 NAMING = {
@@ -99,11 +99,16 @@ class CollectionConfig(Base):
 
 
 class Topic(Base):
+    """A topic of a collection: its id (as in runs and qrels) and the texts participants and
+    assessors read (migration 0015; "" when the organisers gave none)."""
+
     __tablename__ = "topics"
     __table_args__ = (UniqueConstraint("collection_id", "topic_id"),)
     id: Mapped[int] = mapped_column(primary_key=True)
     collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
     topic_id: Mapped[str] = mapped_column(String(200))
+    title: Mapped[str] = mapped_column(String(500), default="", server_default="")
+    description: Mapped[str] = mapped_column(Text, default="", server_default="")
 
 
 class QrelsVersion(Base):
@@ -169,9 +174,11 @@ class Run(Base):
     run_type: Mapped[str] = mapped_column(String(20), default="automatic", server_default="automatic")
     uses_training_data: Mapped[bool | None] = mapped_column(Boolean)
     uses_external_resources: Mapped[bool | None] = mapped_column(Boolean)
-    ir_metadata: Mapped[str | None] = mapped_column(Text)  # the ir_metadata (PRIMAD) YAML as submitted
+    # the ir_metadata (PRIMAD) YAML as submitted (up to 256 KB): loaded when read, listings use has_ir_metadata
+    ir_metadata: Mapped[str | None] = mapped_column(Text, deferred=True)
     # What the submission check warned of (a list of {code, message, ...}); None: submitted before warnings
     warnings: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    has_ir_metadata: Mapped[bool] = column_property(ir_metadata.column.is_not(None))
 
     team: Mapped[Team] = relationship()
 
