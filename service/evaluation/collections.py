@@ -31,8 +31,9 @@ CONFIG_FIELDS = ("official_metric", "metrics", "levels", "evaluation", "signific
 
 
 def iso(value: datetime | None) -> str | None:
+    """A stored time as ISO 8601 in UTC (None stays None)."""
     value = as_utc(value)
-    return value.isoformat() if value else None
+    return value.astimezone(UTC).isoformat() if value else None
 
 
 def get(s: Session, cid: int, me: Principal) -> Collection:
@@ -128,7 +129,7 @@ def _apply(s: Session, coll: Collection, data: Mapping[str, Any], me: Principal,
         coll.enrolment = data["enrolment"]
     for key in ("submission_opens_at", "submission_closes_at"):
         if key in data:
-            setattr(coll, key, _time(data[key], key))
+            setattr(coll, key, parse_time(data[key], key))
     if "daily_run_quota" in data:
         quota = data["daily_run_quota"]
         if quota is not None and (not isinstance(quota, int) or isinstance(quota, bool) or quota < 1):
@@ -148,7 +149,8 @@ def _or(value: Any, default: Any) -> Any:
     return default if value is None else value
 
 
-def _time(value: Any, key: str) -> datetime | None:
+def parse_time(value: Any, key: str) -> datetime | None:
+    """An ISO 8601 time (or a datetime) as an aware datetime, UTC when it names no zone; None stays None."""
     if value is None:
         return None
     if isinstance(value, datetime):

@@ -82,6 +82,28 @@ def may_manage_teams(me: Principal, coll: Collection) -> bool:
     return may_organise(me, coll.id)
 
 
+def may_read_topics(me: Principal, coll: Collection) -> bool:
+    """The collection's topics and their texts: whoever reads the collection, and its
+    assessors (their assigned topics only: :func:`may_see_topic_text`)."""
+    return may_read_collection(me, coll) or any(c == coll.id for c, _ in me.assigned)
+
+
+def may_see_topic_text(me: Principal, coll: Collection, topic: str) -> bool:
+    """One topic's title and description. Assessors: their assigned topics (hidden or not:
+    they judge them). Under an unrevealed public/private split the hidden topics' texts are
+    withheld from everyone but the organisers, as their figures are."""
+    if me.role == "assessor":
+        return (coll.id, topic) in me.assigned
+    if not may_read_collection(me, coll):
+        return False
+    return not (topic in hidden_topics(coll) and sees_visible_topics_only(me, coll))
+
+
+def may_see_audit(me: Principal, coll: Collection) -> bool:
+    """The collection's audit log (who did what, when): its organisers."""
+    return may_organise(me, coll.id)
+
+
 def may_enrol_self(me: Principal, coll: Collection) -> bool:
     """A participant enrols its own team in a public collection whose enrolment is open (a
     private collection's teams are enrolled by its organisers: ids are no secret)."""
@@ -236,6 +258,11 @@ def may_create_token(me: Principal, role: str | None, collections: list[int]) ->
 
 
 def may_revoke_token(me: Principal) -> bool:
+    return is_admin(me)
+
+
+def may_list_tokens(me: Principal) -> bool:
+    """Every token's prefix, name, role and team (never a secret: only hashes are stored)."""
     return is_admin(me)
 
 

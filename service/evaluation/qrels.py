@@ -1,4 +1,13 @@
-"""Qrels: upload a new version (validated before it is stored), list versions, diff two."""
+"""Qrels: upload a new version (validated before it is stored), preview what an upload would
+change, list versions, diff two.
+
+An upload may be guarded: with ``max_removal``, one that would remove a larger share of the
+current judgments is refused (409, naming what would go) before anything is stored, so a
+truncated or wrong file does not silently become the version every run is scored on. The
+portal guards every upload at :data:`LARGE_REMOVAL` until the organiser confirms; the API
+guards when the client asks (``?max_removal=0.2``), so scripts that replace whole qrels files
+keep working.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.errors import Conflict
 from service.evaluation import collections, idempotency, policy
 from service.evaluation.access import Principal
 from service.evaluation.planning import plan_job
@@ -14,16 +24,24 @@ from service.evaluation.reading import qrels_diff
 from service.evaluation.setup import add_qrels
 from service.evaluation.work import Outcome
 from service.formats.readers import parse_qrels
-from service.store.models import Collection, QrelsVersion
+from service.formats.types import Qrels
+from service.store.models import Collection, Judgment, QrelsVersion, Topic
+
+LARGE_REMOVAL = 0.2  # share of the current judgments the portal lets an upload remove without a confirmation
 
 
 def upload(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
-           source: str = "qrels upload", idempotency_key: str | None = None) -> Outcome[dict[str, Any]]:
+           source: str = "qrels upload", idempotency_key: str | None = None,
+           max_removal: float | None = None) -> Outcome[dict[str, Any]]:
     """Validate, store as a new qrels version and plan the re-evaluation. The caller is
     authorised and the file parsed before any write lock is taken; ``me_of(session)`` gives
     the caller. The write transaction locks the collection row first (the lock order of
     every write to a collection's runs and qrels; see ``submissions.submit``) and is retried
-    whole if the database undoes it. Commits; the follow-ups are for the workers."""
+    whole if the database undoes it. Commits; the follow-ups are for the workers.
+
+    With ``max_removal``, an upload that removes a larger share of the current judgments is
+    refused (409) before anything is stored; the check is made under the collection's lock,
+    against the version the upload would replace."""
     idempotency.check_key(idempotency_key)
     with factory() as s:
         me = me_of(s)
@@ -34,6 +52,10 @@ def upload(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
 
     def store(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
         previous = coll.current_qrels_id
+        if max_removal is not None and previous is not None:
+            change = summary(s, coll, parsed, max_removal)
+            if change["large_removal"]:
+                raise Conflict(removal_message(change))
         version = add_qrels(s, coll, body, source, me.name, parsed=parsed)
         job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
         return Outcome({"version": version.version, "judgments": version.n_judgments, "job": job.id,
@@ -55,3 +77,76 @@ def versions(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
 def diff(s: Session, coll: Collection, me: Principal, old: int, new: int) -> dict[str, Any]:
     policy.require(policy.may_see_qrels(me, coll), me, f"the qrels of collection {coll.id}")
     return qrels_diff(s, coll.id, old, new)
+
+
+# ------------------------------------------------------------------- what an upload changes
+def preview(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
+            source: str = "qrels upload") -> dict[str, Any]:
+    """What uploading ``body`` would change (:func:`summary`), stored nowhere: the caller is
+    authorised as for an upload, and the file validated as an upload is (422 with the line)."""
+    with factory() as s:
+        me = me_of(s)
+        coll = collections.get(s, cid, me)
+        policy.require(policy.may_upload_qrels(me, coll), me, f"uploading qrels to collection {cid}")
+    parsed = parse_qrels(body, source)  # InvalidInput with the line, as the upload would
+    with factory() as s:
+        return summary(s, collections.get(s, cid, me), parsed)
+
+
+def summary(s: Session, coll: Collection, parsed: Qrels, threshold: float = LARGE_REMOVAL) -> dict[str, Any]:
+    """The judgments ``parsed`` adds, removes and changes per topic against the current
+    version (in the form of :func:`diff`, so a preview and the diff of the stored version
+    agree), the share of the current judgments it removes and whether that is more than
+    ``threshold`` (a large removal: the portal asks for a confirmation)."""
+    current: dict[tuple[str, str], int] = {}
+    if coll.current_qrels_id is not None:
+        current = {(t, d): lv for t, d, lv in s.execute(select(Judgment.topic, Judgment.docno, Judgment.level)
+                                                        .where(Judgment.qrels_version_id == coll.current_qrels_id))}
+    uploaded = {(topic, docno.decode("utf-8")): int(level)
+                for i, topic in enumerate(parsed.topics)
+                for docno, level in zip(parsed.docnos[i].tolist(), parsed.levels[i].tolist())}
+    change = compare(current, uploaded)
+    removed = change["totals"]["removed"]
+    share = removed / len(current) if current else 0.0
+    known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
+    return {"from": coll.current_qrels.version if coll.current_qrels is not None else None,
+            "topics": change["topics"], "totals": change["totals"], "current_judgments": len(current),
+            "judgments": len(uploaded), "removed_share": share, "large_removal": share > threshold,
+            "threshold": threshold, "new_topics": sorted(set(parsed.topics) - known)}
+
+
+def compare(old: dict[tuple[str, str], int], new: dict[tuple[str, str], int]) -> dict[str, Any]:
+    """Judgments added, removed and changed per topic from ``old`` to ``new`` ((topic, docno)
+    -> level), each topic's changes by docno: the form of ``reading.qrels_diff``."""
+    topics: dict[str, dict[str, Any]] = {}
+
+    def entry(t: str) -> dict[str, Any]:
+        return topics.setdefault(t, {"added": 0, "removed": 0, "changed": 0, "changes": []})
+
+    for key in new.keys() - old.keys():
+        e = entry(key[0])
+        e["added"] += 1
+        e["changes"].append({"docno": key[1], "old": None, "new": new[key]})
+    for key in old.keys() - new.keys():
+        e = entry(key[0])
+        e["removed"] += 1
+        e["changes"].append({"docno": key[1], "old": old[key], "new": None})
+    for key in old.keys() & new.keys():
+        if old[key] != new[key]:
+            e = entry(key[0])
+            e["changed"] += 1
+            e["changes"].append({"docno": key[1], "old": old[key], "new": new[key]})
+    for e in topics.values():
+        e["changes"].sort(key=lambda c: c["docno"])
+    return {"topics": dict(sorted(topics.items())),
+            "totals": {k: sum(e[k] for e in topics.values()) for k in ("added", "removed", "changed")}}
+
+
+def removal_message(change: dict[str, Any]) -> str:
+    """Why a large removal is refused, naming the topics that lose the most."""
+    losing = sorted(((e["removed"], t) for t, e in change["topics"].items() if e["removed"]), reverse=True)
+    topics = ", ".join(f"{t} (-{n})" for n, t in losing[:10]) + (" ..." if len(losing) > 10 else "")
+    return (f"this upload removes {change['totals']['removed']} of the {change['current_judgments']} current "
+            f"judgments ({change['removed_share']:.0%}, more than {change['threshold']:.0%}): {topics}. "
+            "Check the file (a preview shows every change); to store it anyway, confirm the upload (API: send it "
+            "without max_removal).")

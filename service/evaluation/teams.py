@@ -20,7 +20,7 @@ from service.evaluation.access import Principal
 from service.evaluation.collections import iso
 from service.evaluation.lookup import existing, new_name
 from service.evaluation.setup import audit
-from service.store.models import ApiToken, Collection, Enrolment, Team
+from service.store.models import ApiToken, AssessorAssignment, Collection, CollectionOrganiser, Enrolment, Team
 
 
 def create_team(s: Session, me: Principal, name: str) -> Team:
@@ -28,17 +28,53 @@ def create_team(s: Session, me: Principal, name: str) -> Team:
     team = Team(name=new_name(s, Team.name, name, "team"))
     s.add(team)
     s.flush()
+    audit(s, me.name, "team.create", None, team=team.name)
     return team
 
 
 def create_token(s: Session, me: Principal, role: str, *, name: str = "", team: str | None = None,
-                 collections: list[int] | None = None, topics: list[str] | None = None) -> tuple[str, ApiToken]:
-    """A new token (the secret is returned once and never stored)."""
+                 collections: list[int] | None = None, topics: list[str] | None = None,
+                 made_for: int | None = None) -> tuple[str, ApiToken]:
+    """A new token (the secret is returned once and never stored). Its creation is in the audit
+    log of every collection it covers, or of ``made_for`` (the collection whose page made it)."""
     policy.require(policy.may_create_token(me, role, list(collections or [])), me,
                    f"creating a {role} token (admins create any token; organisers create participant tokens, "
                    "and assessor tokens for their collections)")
-    return access.create_token(s, role, name=name, team=team, collections=list(collections or []), topics=topics,
-                               actor=me.name)
+    secret, token = access.create_token(s, role, name=name, team=team, collections=list(collections or []),
+                                        topics=topics, actor=me.name)
+    # in the audit log of every collection it covers (the secret never: its prefix names it)
+    for cid in sorted(set(collections or [])) or [made_for]:
+        audit(s, me.name, "token.create", cid, token=token.prefix, role=role, name=name, team=team)
+    return secret, token
+
+
+def list_tokens(s: Session, me: Principal, prefix: str | None = None, team: str | None = None,
+                role: str | None = None, offset: int = 0, limit: int = 100) -> dict[str, Any]:
+    """Tokens (admins), newest first, filtered by the start of their prefix, their team's name
+    and their role: prefix, name, role, team, collections, who made them and when, whether
+    revoked. Never a secret (only hashes are stored)."""
+    policy.require(policy.may_list_tokens(me), me, "listing tokens")
+    q = select(ApiToken, Team.name).outerjoin(Team, Team.id == ApiToken.team_id)
+    if prefix:
+        q = q.where(ApiToken.prefix.startswith(prefix, autoescape=True))
+    if team:
+        q = q.where(Team.name == team)
+    if role:
+        q = q.where(ApiToken.role == role)
+    rows = s.execute(q.order_by(ApiToken.id.desc())).all()
+    page = rows[offset: offset + max(1, min(limit, 500))]
+    ids = [tok.id for tok, _ in page]
+    covers: dict[int, list[int]] = {}
+    for tid, cid in s.execute(select(CollectionOrganiser.token_id, CollectionOrganiser.collection_id)
+                              .where(CollectionOrganiser.token_id.in_(ids))):
+        covers.setdefault(tid, []).append(cid)
+    for tid, cid in s.execute(select(AssessorAssignment.token_id, AssessorAssignment.collection_id).distinct()
+                              .where(AssessorAssignment.token_id.in_(ids))):
+        covers.setdefault(tid, []).append(cid)
+    return {"total": len(rows), "offset": offset, "items": [
+        {"id": tok.id, "prefix": tok.prefix, "name": tok.name, "role": tok.role, "team": team_name_,
+         "collections": sorted(set(covers.get(tok.id, []))), "created_at": iso(tok.created_at),
+         "created_by": tok.created_by, "revoked_at": iso(tok.revoked_at)} for tok, team_name_ in page]}
 
 
 def revoke_token(s: Session, me: Principal, token_id: int) -> ApiToken:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 from litestar import Controller, delete, get, post
-from litestar.params import JSONBody
+from litestar.params import JSONBody, Parameter
 
 from service.api.dependencies import Caller, Coll, Uow
 from service.api.openapi import WRITE_ERRORS, errors
-from service.api.params import CollectionId, TeamName, TokenId
+from service.api.params import CollectionId, Limit, Offset, TeamName, TokenId
 from service.api.schemas import out
 from service.api.schemas.collections import (
     EnrolmentIn,
@@ -18,8 +20,15 @@ from service.api.schemas.collections import (
     TeamsOut,
     TokenCreate,
     TokenOut,
+    TokenPage,
 )
 from service.evaluation import teams
+
+TokenPrefix = Annotated[str | None, Parameter(description="The start of the tokens' prefix (e.g. `cf_AbC`).",
+                                              max_length=16)]
+TeamFilter = Annotated[str | None, Parameter(description="Participant tokens of this team.", max_length=200)]
+RoleFilter = Annotated[Literal["admin", "organiser", "participant", "assessor"] | None,
+                       Parameter(description="Tokens of this role.")]
 
 
 class TeamsController(Controller):
@@ -42,6 +51,14 @@ class TeamsController(Controller):
                                            collections=data.collections, topics=data.topics)
         return TokenOut(id=token.id, token=secret, role=token.role, prefix=token.prefix,
                         note="the token is shown only once")
+
+    @get("/api/tokens", operation_id="listTokens", summary="List tokens", sync_to_thread=True,
+         responses=errors(401, 403, 422))
+    def list_tokens(self, uow: Uow, me: Caller, prefix: TokenPrefix = None, team: TeamFilter = None,
+                    role: RoleFilter = None, offset: Offset = 0, limit: Limit = 100) -> TokenPage:
+        """Admins list tokens, newest first, by the start of their prefix, their team and their
+        role: prefix, name, role, team, collections, creation and revocation. Never a secret."""
+        return out(TokenPage, teams.list_tokens(uow.session, me, prefix, team, role, offset, limit))
 
     @delete("/api/tokens/{tid:int}", operation_id="revokeToken", summary="Revoke a token", sync_to_thread=True,
             status_code=200, responses=errors(401, 403, 404, 422))

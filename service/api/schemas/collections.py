@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from service.api.schemas import Items, Request, Response
+from service.api.schemas.runs import TopicChanges
 
 Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[^/\x00-\x1f]+$", examples=["trec-dl-2019"],
                            description="A unique name (no slash, no control character).")]
@@ -130,14 +132,117 @@ class CollectionPage(Response, kw_only=True):
     items: list[CollectionOut]
 
 
-class TopicsIn(Request, kw_only=True):
-    """Topics registered before any judgment, so runs can be submitted and pooled."""
+class TopicText(Request, kw_only=True):
+    """A topic with the texts participants and assessors read (a text left out stays as it is)."""
 
-    topics: Annotated[list[TopicId], Meta(min_length=1, max_length=100_000)]
+    id: TopicId
+    title: Annotated[str, Meta(max_length=500, description="A short title.")] | None = None
+    description: Annotated[str, Meta(max_length=100_000, description="What is relevant (the narrative).")] | \
+        None = None
+
+
+class TopicsIn(Request, kw_only=True):
+    """Topics registered before any judgment, so runs can be submitted and pooled: ids, or
+    objects with an id and texts (which also set the texts of a known topic)."""
+
+    topics: Annotated[list[TopicId | TopicText], Meta(min_length=1, max_length=100_000)]
 
 
 class TopicsOut(Response, kw_only=True):
-    topics: Annotated[list[str], Meta(description="The topics newly registered.")]
+    topics: Annotated[list[str], Meta(description="Every topic id of the collection, sorted.")]
+
+
+class TopicOut(Response, kw_only=True, omit_defaults=True):
+    """A topic as the caller may read it: its texts null where they are withheld (the hidden
+    part of an unrevealed split, for everyone but the organisers); ``hidden`` for organisers."""
+
+    id: str
+    title: str | None
+    description: str | None
+    hidden: Annotated[bool | None, Meta(description="Organisers: in the unrevealed part of a split.")] = None
+
+
+class TopicList(Items[TopicOut], kw_only=True):
+    """A collection's topics (assessors: their assigned ones)."""
+
+
+# ------------------------------------------------------------------ the organisers' console
+class SettingChange(Response, kw_only=True):
+    setting: Annotated[str, Meta(description="A field of the settings (hidden_topics apart from evaluation).")]
+    old: Any
+    new: Any
+
+
+class ConfigVersions(Response, kw_only=True):
+    current: int | None
+    new: Annotated[int | None, Meta(description="The configuration version the change makes (null: none).")]
+
+
+class BoardOrder(Response, kw_only=True):
+    """The board's order before and after a change of the official metric, from stored results."""
+
+    metric_before: str
+    metric_after: str
+    before: list[str]
+    after: Annotated[list[str] | None, Meta(description="Null: known once the runs are re-evaluated.")]
+    changes: bool | None
+
+
+class SettingsPreview(Response, kw_only=True):
+    """What a change of settings would do; nothing is stored."""
+
+    changes: list[SettingChange]
+    config_version: ConfigVersions
+    runs: Annotated[int, Meta(description="Runs of the collection.")]
+    reevaluated_runs: Annotated[int, Meta(description="Runs the change re-evaluates (the job's total).")]
+    tests_rerun: Annotated[bool, Meta(description="The pairwise tests are run again.")]
+    board_order: BoardOrder | None
+    consequences: Annotated[list[str], Meta(description="The preview in sentences, for a person to read.")]
+
+
+class ReevaluateIn(Request, kw_only=True):
+    retry_failed: Annotated[bool, Meta(description="Runs that failed under the current settings are tried "
+                                                   "again.")] = True
+
+
+class Reevaluation(Response, kw_only=True):
+    job: Annotated[int, Meta(description="The job (read it at /api/jobs/{id}).")]
+    runs: Annotated[int, Meta(description="Runs it evaluates.")]
+    status: str
+
+
+class AuditEventOut(Response, kw_only=True):
+    id: int
+    at: str | None
+    actor: str
+    action: Annotated[str, Meta(examples=["config.update"], description="What was done, e.g. qrels.upload, "
+                                "run.delete, config.update, leaderboard.release, token.create.")]
+    details: dict[str, Any]
+
+
+class AuditPage(Response, kw_only=True):
+    """A collection's audit events, newest first."""
+
+    total: int
+    offset: int
+    limit: int
+    items: list[AuditEventOut]
+
+
+class QrelsPreview(Response, kw_only=True):
+    """What a qrels upload would change against the current version (nothing is stored)."""
+
+    from_: Annotated[int | None, Meta(description="The current version (null: none yet).")] = \
+        msgspec.field(name="from")
+    topics: dict[str, TopicChanges]
+    totals: dict[str, int]
+    current_judgments: int
+    judgments: Annotated[int, Meta(description="Judgments in the upload.")]
+    removed_share: Annotated[float, Meta(description="Share of the current judgments the upload removes.")]
+    large_removal: Annotated[bool, Meta(description="The share is above the threshold (the portal asks for a "
+                                        "confirmation; the API refuses it with max_removal).")]
+    threshold: float
+    new_topics: Annotated[list[str], Meta(description="Topics the upload registers.")]
 
 
 # ------------------------------------------------------------------- teams and tokens
@@ -173,6 +278,26 @@ class TokenOut(Response, kw_only=True):
 
 class Revoked(Response, kw_only=True):
     revoked: int
+
+
+class TokenInfo(Response, kw_only=True):
+    """A token as listed: never its secret (only its hash is stored)."""
+
+    id: int
+    prefix: Annotated[str, Meta(description="The secret's first characters, to recognise it.")]
+    name: str
+    role: str
+    team: str | None
+    collections: Annotated[list[int], Meta(description="Organisers and assessors: the collections it covers.")]
+    created_at: str | None
+    created_by: str
+    revoked_at: str | None
+
+
+class TokenPage(Response, kw_only=True):
+    total: int
+    offset: int
+    items: list[TokenInfo]
 
 
 class EnrolmentIn(Request, kw_only=True):

@@ -1,17 +1,46 @@
-"""Organisers' qrels page: upload a new version, the versions, the diff between two, and the
-latest evaluation job's live progress."""
+"""Organisers' qrels page: upload a new version (or first preview what it changes), the
+versions, the diff between two, and the latest evaluation job's live progress.
+
+The upload form has two buttons: "Preview the change" shows the judgments the file adds,
+removes and changes per topic against the current version (``qrels.preview``, as POST
+``.../qrels/preview``) with a button that stores it; "Upload and re-evaluate" stores it at
+once, unless it removes more than ``qrels.LARGE_REMOVAL`` of the current judgments: then the
+preview is shown (409) and the upload needs a ticked confirmation. The file travels from the
+preview to its confirmation in the page itself (compressed, in a hidden field, validated again
+when it comes back), so the confirmation works without JavaScript and stores nothing before.
+"""
 
 from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import zlib
+from typing import Any
 
 from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
+from service.errors import BadRequest
 from service.evaluation import jobs, qrels
-from service.portal.forms import PostedForm
+from service.evaluation.work import Outcome
+from service.portal.forms import PostedForm, Upload
 from service.portal.pages import Page, Refusal, attempt, see_other
 from service.store.models import Collection
+
+
+def stage(body: bytes) -> str:
+    """An upload carried by the preview page to its confirmation: compressed, as text."""
+    return base64.b64encode(zlib.compress(body, 6)).decode("ascii")
+
+
+def unstage(text: str) -> bytes:
+    try:
+        return zlib.decompress(base64.b64decode(text.encode("ascii"), validate=True))
+    except (binascii.Error, zlib.error, UnicodeEncodeError):
+        raise BadRequest("the previewed file did not come back intact: upload it again") from None
 
 
 class QrelsController(Controller):
@@ -24,11 +53,22 @@ class QrelsController(Controller):
     @post("/c/{cid:int}/qrels", sync_to_thread=True)
     def upload(self, cid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]
                ) -> Redirect | Template:
-        """``policy.may_upload_qrels``: a new version, every run re-evaluated on it by the workers."""
-        upload = form.upload("file", "qrels")
+        """``policy.may_upload_qrels``: ``action=preview`` shows the change; otherwise a new version,
+        every run re-evaluated on it by the workers (a large removal needs ``confirm_removal``).
+        A confirmation of a preview posts the file back in ``staged`` (with ``source``)."""
+        if form.text("staged"):
+            upload = Upload(form.text("source") or "qrels file", unstage(form.text("staged")))
+        else:
+            upload = form.upload("file", "qrels")
+        if form.text("action") == "preview":
+            return _preview(page, cid, upload)
+        confirmed = form.text("confirm_removal") == "1"
         doc, refused = attempt(page.uow, lambda: qrels.upload(page.uow.factory, lambda _s: page.me, cid,
-                                                              upload.required(), source=upload.name))
+                                                              upload.required(), source=upload.name,
+                                                              max_removal=None if confirmed else qrels.LARGE_REMOVAL))
         if doc is None:
+            if refused is not None and refused.status == 409:  # a large removal: show it, ask to confirm
+                return _preview(page, cid, upload, refused)
             return _qrels_page(page, page.collection(cid), refused)
         query = f"uploaded={doc['version']}"
         if doc.get("previous_version"):
@@ -36,8 +76,21 @@ class QrelsController(Controller):
         return see_other(f"/c/{cid}/qrels?{query}")
 
 
+def _preview(page: Page, cid: int, upload: Upload, refused: Refusal | None = None) -> Template:
+    """The change the upload would make, with the form that stores it."""
+    summary, invalid = attempt(page.uow, lambda: Outcome(qrels.preview(page.uow.factory, lambda _s: page.me, cid,
+                                                                       upload.required(), source=upload.name)))
+    coll = page.collection(cid)
+    if summary is None:
+        return _qrels_page(page, coll, invalid)
+    staged = {"staged": stage(upload.body), "source": upload.name,
+              "checksum": hashlib.sha256(upload.body).hexdigest()}
+    return _qrels_page(page, coll, refused, preview=summary, staged=staged)
+
+
 def _qrels_page(page: Page, coll: Collection, refused: Refusal | None, old: int | None = None,
-                new: int | None = None, uploaded: int | None = None) -> Template:
+                new: int | None = None, uploaded: int | None = None, preview: dict[str, Any] | None = None,
+                staged: dict[str, str] | None = None) -> Template:
     s, me = page.session, page.me
     versions = qrels.versions(s, coll, me)  # organisers only
     numbers = [v["version"] for v in versions["items"]]
@@ -48,4 +101,5 @@ def _qrels_page(page: Page, coll: Collection, refused: Refusal | None, old: int 
     diff = qrels.diff(s, coll, me, old, new) if old is not None and new is not None else None
     newest = jobs.of_collection(s, coll, me)
     return page.show(coll, "qrels.html", status=refused.status if refused else 200, error=refused, versions=versions,
-                     diff=diff, old=old, new=new, job=newest[0] if newest else None, uploaded=uploaded)
+                     diff=diff, old=old, new=new, job=newest[0] if newest else None, uploaded=uploaded,
+                     preview=preview, staged=staged)

@@ -1,35 +1,69 @@
-"""Enrolment: the organisers' Teams page (enrol a team by name, remove one) and the
-"Enrol my team" button of a collection whose enrolment is open."""
+"""Teams, enrolment and tokens: the organisers' Teams page (enrol a team by name, remove one,
+create a team, create a participant token for an enrolled team), the "Enrol my team" button
+of a collection whose enrolment is open, and the admins' Tokens page (list by prefix, team and
+role; create a token of any role; revoke one).
+
+A new token's secret is shown once, on the answer to the form that created it (not cached,
+never shown again: only its hash is stored); a copy button is added by the script.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from litestar import Controller, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath
+from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from service.errors import BadRequest
-from service.evaluation import teams
+from service.evaluation import access, policy, teams
+from service.evaluation.work import Outcome
+from service.portal.controllers.console_runs import no_store
 from service.portal.forms import PostedForm
-from service.portal.pages import Page, see_other
+from service.portal.pages import Page, Refusal, attempt, see_other
+from service.store.models import ApiToken, Collection
+
+TOKENS_PAGE = 100
+
+
+def _created(secret: str, token: ApiToken) -> dict[str, Any]:
+    return {"secret": secret, "prefix": token.prefix, "role": token.role, "name": token.name}
 
 
 class TeamController(Controller):
     @get("/c/{cid:int}/teams", sync_to_thread=True)
     def teams_page(self, cid: FromPath[int], page: NamedDependency[Page]) -> Template:
         """``policy.may_manage_teams`` (organisers): the enrolled teams, with enrol and remove forms
-        (the API's ``/api/collections/{id}/teams`` does the same)."""
-        coll = page.collection(cid)
-        return page.show(coll, "teams.html", teams=teams.enrolled_teams(page.session, coll, page.me))
+        (the API's ``/api/collections/{id}/teams`` does the same), a new team, a new participant token."""
+        return _teams_page(page, page.collection(cid), None, None)
 
     @post("/c/{cid:int}/teams", sync_to_thread=True)
-    def change(self, cid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]) -> Redirect:
-        """Enrol the team named in the form (``action=enrol``; twice changes nothing) or remove
-        its enrolment (``action=remove``: its runs stay, its participants lose access)."""
+    def change(self, cid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]
+               ) -> Redirect | Template:
+        """Enrol the team named in the form (``action=enrol``; twice changes nothing), remove its
+        enrolment (``action=remove``: its runs stay, its participants lose access), create a team
+        and enrol it (``action=create``), or create a participant token of an enrolled team
+        (``action=token``, with ``name``: its secret is on this answer only)."""
+        s, me = page.session, page.me
         coll, name, action = page.collection(cid), form.text("team"), form.text("action") or "enrol"
-        if not name or action not in ("enrol", "remove"):
-            raise BadRequest("name the team, and enrol (action=enrol) or remove it (action=remove)")
-        (teams.enrol if action == "enrol" else teams.unenrol)(page.session, coll, page.me, name)
+        if not name or action not in ("enrol", "remove", "create", "token"):
+            raise BadRequest("name the team, and enrol (action=enrol), remove (action=remove), create "
+                             "(action=create) it or make a token of it (action=token)")
+        if action == "create":
+            done, refused = attempt(page.uow, lambda: Outcome(teams.enrol(
+                s, coll, me, teams.create_team(s, me, name).name)))
+            return see_other(f"/c/{cid}/teams") if done is not None else _teams_page(page, coll, refused, None)
+        if action == "token":
+            policy.require(policy.may_manage_teams(me, coll), me, f"the teams of collection {cid}")
+            if name not in {t["team"] for t in teams.enrolled_teams(s, coll, me)}:
+                raise BadRequest(f"team {name!r} is not enrolled in {coll.name}")
+            made, refused = attempt(page.uow, lambda: Outcome(teams.create_token(
+                s, me, "participant", name=form.text("name"), team=name, made_for=coll.id)))
+            if made is None:
+                return _teams_page(page, coll, refused, None)
+            return no_store(_teams_page(page, coll, None, _created(*made)))
+        (teams.enrol if action == "enrol" else teams.unenrol)(s, coll, me, name)
         return see_other(f"/c/{cid}/teams")
 
     @post("/c/{cid:int}/enrolment", sync_to_thread=True)
@@ -38,3 +72,54 @@ class TeamController(Controller):
         """``policy.may_enrol_self``: a participant enrols its own team in an open collection."""
         teams.enrol_self(page.session, cid, page.me)
         return see_other(f"/c/{cid}")
+
+
+class TokenController(Controller):
+    @get("/tokens", sync_to_thread=True)
+    def tokens(self, page: NamedDependency[Page], prefix: FromQuery[str | None] = None,
+               team: FromQuery[str | None] = None, role: FromQuery[str | None] = None,
+               offset: FromQuery[int] = 0) -> Template:
+        """``policy.may_list_tokens`` (admins): tokens by prefix, team and role (as GET
+        /api/tokens), a revoke button each, and a form creating a token of any role."""
+        return _tokens_page(page, {"prefix": prefix or "", "team": team or "", "role": role or ""}, max(0, offset),
+                            None, None)
+
+    @post("/tokens", sync_to_thread=True)
+    def create(self, page: NamedDependency[Page], form: NamedDependency[PostedForm]) -> Template:
+        """A new token (``role``, ``name``, ``team``, ``collections`` ids, ``topics``), as POST
+        /api/tokens: its secret is on this answer only."""
+        policy.require(policy.may_list_tokens(page.me), page.me, "the tokens page")
+        role = form.text("role")
+        try:
+            covered = [int(c) for c in form.text("collections").replace(",", " ").split()]
+        except ValueError:
+            covered = None
+        made, refused = (None, Refusal(400, "collections are ids separated by spaces")) if covered is None else \
+            attempt(page.uow, lambda: Outcome(teams.create_token(
+                page.session, page.me, role, name=form.text("name"), team=form.optional("team"),
+                collections=covered, topics=form.text("topics").replace(",", " ").split() or None)))
+        if made is None:
+            return _tokens_page(page, {}, 0, refused, None)
+        return no_store(_tokens_page(page, {}, 0, None, _created(*made)))
+
+    @post("/tokens/{tid:int}/revoke", sync_to_thread=True)
+    def revoke(self, tid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]) -> Redirect:
+        """``policy.may_revoke_token``: the token is refused from now on, its portal sessions end."""
+        token = teams.revoke_token(page.session, page.me, tid)
+        return see_other(f"/tokens?prefix={token.prefix}")
+
+
+def _teams_page(page: Page, coll: Collection, refused: Refusal | None, created: dict[str, Any] | None) -> Template:
+    s, me = page.session, page.me
+    return page.show(coll, "teams.html", status=refused.status if refused else 200, error=refused,
+                     teams=teams.enrolled_teams(s, coll, me), created=created,
+                     can_create_team=policy.may_create_team(me))
+
+
+def _tokens_page(page: Page, filters: dict[str, str], offset: int, refused: Refusal | None,
+                 created: dict[str, Any] | None) -> Template:
+    s, me = page.session, page.me
+    listed = teams.list_tokens(s, me, filters.get("prefix") or None, filters.get("team") or None,
+                               filters.get("role") or None, offset, TOKENS_PAGE)
+    return page.render("tokens.html", status=refused.status if refused else 200, error=refused, tokens=listed,
+                       filters=filters, created=created, roles=access.ROLES, page_size=TOKENS_PAGE)

@@ -1,0 +1,122 @@
+"""The console's runs and assessors: every run with its baseline and primary flags (a form per
+run), deleting a run after a confirmation step, the assessors' topics, and new assessor tokens.
+
+The runs' changes are those of PATCH ``/api/runs/{id}/settings`` and DELETE ``/api/runs/{id}``
+(``submissions.update``, ``submissions.delete``: audited there); the assessors' those of
+``/api/collections/{id}/assessors`` (``judging``) and POST ``/api/tokens`` (``teams``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, FromQuery
+from litestar.response import Redirect, Template
+
+from service.errors import BadRequest, NotFound
+from service.evaluation import judging, policy, submissions, teams
+from service.evaluation.work import Outcome
+from service.portal.controllers.console import organised, yes_or_no
+from service.portal.forms import PostedForm
+from service.portal.pages import Page, Refusal, attempt, see_other
+from service.store.models import Collection, Run
+
+
+def _run_of(page: Page, cid: int, rid: int) -> Run:
+    run, coll = submissions.get(page.session, rid, page.me)
+    if coll.id != cid:
+        raise NotFound(f"no run {rid} in collection {cid}")
+    return run
+
+
+def no_store(template: Template) -> Template:
+    """A page showing a new token's secret: never kept by a cache or the browser's history."""
+    template.headers["Cache-Control"] = "no-store"
+    return template
+
+
+class ConsoleRunsController(Controller):
+    @get("/c/{cid:int}/console/runs", sync_to_thread=True)
+    def runs(self, cid: FromPath[int], page: NamedDependency[Page], deleted: FromQuery[str | None] = None
+             ) -> Template:
+        """``policy.may_configure``: every run with its team, status, baseline and primary flags
+        (each a form of its own) and a delete button leading to a confirmation."""
+        coll = organised(page, cid)
+        rows = [submissions.document(r) for r in submissions.listed(page.session, coll, page.me)]
+        return page.show(coll, "console_runs.html", runs=rows, deleted=deleted)
+
+    @post("/c/{cid:int}/console/runs/{rid:int}", sync_to_thread=True)
+    def flag(self, cid: FromPath[int], rid: FromPath[int], page: NamedDependency[Page],
+             form: NamedDependency[PostedForm]) -> Redirect:
+        """Mark a run as a baseline or not (``action=baseline``), or as its team's primary run or
+        not (``action=primary``), with ``value`` 1 or 0."""
+        organised(page, cid)
+        action = form.text("action")
+        if action not in ("baseline", "primary"):
+            raise BadRequest("action is baseline or primary")
+        _run_of(page, cid, rid)
+        submissions.update(page.session, rid, page.me, {action: yes_or_no(form, "value")})
+        return see_other(f"/c/{cid}/console/runs#run-{rid}")
+
+    @get("/c/{cid:int}/console/runs/{rid:int}/delete", sync_to_thread=True)
+    def confirm_delete(self, cid: FromPath[int], rid: FromPath[int], page: NamedDependency[Page]) -> Template:
+        """``policy.may_delete_run``: what deleting the run removes, and the button that does it."""
+        coll = organised(page, cid)
+        policy.require(policy.may_delete_run(page.me, coll), page.me, f"deleting run {rid}")
+        return page.show(coll, "console_delete.html", run=submissions.document(_run_of(page, cid, rid)))
+
+    @post("/c/{cid:int}/console/runs/{rid:int}/delete", sync_to_thread=True)
+    def delete(self, cid: FromPath[int], rid: FromPath[int], page: NamedDependency[Page],
+               form: NamedDependency[PostedForm]) -> Redirect:
+        """Delete the run with its evaluations (``confirm=1``; audited as ``run.delete``)."""
+        organised(page, cid)
+        tag = _run_of(page, cid, rid).tag
+        if form.text("confirm") != "1":
+            raise BadRequest("confirm the deletion (confirm=1)")
+        submissions.delete(page.session, rid, page.me)
+        return see_other(f"/c/{cid}/console/runs?deleted={tag}")
+
+    # ------------------------------------------------------------------------ assessors
+    @get("/c/{cid:int}/console/assessors", sync_to_thread=True)
+    def assessors(self, cid: FromPath[int], page: NamedDependency[Page]) -> Template:
+        """``policy.may_manage_pools``: the assessor tokens and their topics, a form per assessor
+        replacing its topics, and a form creating an assessor token for this collection."""
+        return _assessors_page(page, page.collection(cid), None, None)
+
+    @post("/c/{cid:int}/console/assessors/{tid:int}", sync_to_thread=True)
+    def assign(self, cid: FromPath[int], tid: FromPath[int], page: NamedDependency[Page],
+               form: NamedDependency[PostedForm]) -> Redirect | Template:
+        """Replace the assessor's topics in this collection (``topics``: ids separated by spaces)."""
+        coll = page.collection(cid)
+        chosen = form.text("topics").replace(",", " ").split()
+        done, refused = attempt(page.uow, lambda: Outcome(judging.set_assignment(page.session, coll, page.me, tid,
+                                                                                 chosen)))
+        if done is None:
+            return _assessors_page(page, coll, refused, None)
+        return see_other(f"/c/{cid}/console/assessors")
+
+    @post("/c/{cid:int}/console/assessors", sync_to_thread=True)
+    def new_assessor(self, cid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]
+                     ) -> Template:
+        """A new assessor token judging the given topics of this collection: its secret shown on
+        this answer only."""
+        coll = page.collection(cid)
+        policy.require(policy.may_manage_pools(page.me, coll), page.me, f"the assessors of collection {cid}")
+        chosen = form.text("topics").replace(",", " ").split()
+        made, refused = attempt(page.uow, lambda: Outcome(teams.create_token(
+            page.session, page.me, "assessor", name=form.text("name"), collections=[cid], topics=chosen)))
+        if made is None:
+            return _assessors_page(page, coll, refused, None)
+        secret, token = made
+        return no_store(_assessors_page(page, coll, None, {"secret": secret, "prefix": token.prefix,
+                                                           "role": token.role, "name": token.name}))
+
+
+def _assessors_page(page: Page, coll: Collection, refused: Refusal | None, created: dict[str, Any] | None
+                    ) -> Template:
+    s, me = page.session, page.me
+    policy.require(policy.may_manage_pools(me, coll), me, f"the assessors of collection {coll.id}")
+    return page.show(coll, "console_assessors.html", status=refused.status if refused else 200, error=refused,
+                     assessors=judging.assignments(s, coll, me), created=created)
