@@ -110,6 +110,11 @@ def _apply(s: Session, coll: Collection, data: Mapping[str, Any], me: Principal,
         evaluation = dict(data.get("evaluation") or (cfg.evaluation if cfg else {}))
         evaluation["hidden_topics"] = list(data["hidden_topics"] or [])
         data = {**data, "evaluation": evaluation}
+    elif data.get("evaluation") is not None and "hidden_topics" not in data["evaluation"] and cfg is not None:
+        # The API omits an empty evaluation.hidden_topics (a default), so an evaluation change
+        # without it keeps the topic split; ``hidden_topics: []`` (the shorthand) clears it.
+        data = {**data, "evaluation": {**data["evaluation"],
+                                       "hidden_topics": list(cfg.evaluation.get("hidden_topics") or [])}}
     if new or any(k in data for k in CONFIG_FIELDS):
         spec = ConfigSpec(
             official_metric=_or(data.get("official_metric"), cfg.official_metric if cfg else "AP"),

@@ -539,3 +539,17 @@ def test_the_audit_log_lists_what_was_done(world: World) -> None:
     html = c.get(f"/c/{cid}/console/audit", headers=as_role(world, "organiser")).text
     assert re.findall(r'<tr data-action="([^"]+)"', html)[:3] == ["run.delete", "token.create", "topics.add"]
     assert "qrels.upload" in html and "run.submit" in html
+
+
+def test_an_evaluation_change_keeps_the_topic_split_unless_cleared(world: World) -> None:
+    """``evaluation`` without ``hidden_topics`` (the API omits an empty list) keeps the split;
+    the ``hidden_topics: []`` shorthand clears it."""
+    c, cid, org = world.client, world.cid, api(world, "organiser")
+    assert c.patch(f"/api/collections/{cid}", json={"hidden_topics": ["0001"]}, headers=org).status_code == 200
+    r = c.patch(f"/api/collections/{cid}", json={"evaluation": {"depth": 100}}, headers=org)
+    assert r.status_code == 200, r.text
+    assert r.json()["evaluation"]["hidden_topics"] == ["0001"] and r.json()["evaluation"]["depth"] == 100
+    assert r.json()["topic_split"] is True
+    r = c.patch(f"/api/collections/{cid}", json={"hidden_topics": []}, headers=org)
+    assert r.status_code == 200 and r.json()["topic_split"] is False
+    assert r.json()["evaluation"].get("hidden_topics", []) == [] and r.json()["evaluation"]["depth"] == 100
