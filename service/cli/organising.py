@@ -7,7 +7,7 @@ import hashlib
 import sys
 from typing import Any, TextIO
 
-from service.cli.common import database_url, read_bytes, run_files, send, sessions
+from service.cli.common import cli_principal, database_url, read_bytes, run_files, send, sessions
 from service.cli.output import write_json
 from service.cli.registry import command
 from service.errors import InvalidMeasure
@@ -104,15 +104,15 @@ def _reevaluate_arguments(re: argparse.ArgumentParser) -> None:
 
 @command("reevaluate", "enqueue the evaluation of every run lacking current results", _reevaluate_arguments)
 def cmd_reevaluate(args: argparse.Namespace, out: TextIO) -> int:
-    from service.evaluation.planning import plan_job
+    from service.evaluation import console
     from service.evaluation.setup import get_collection
     from service.store.db import transaction
 
+    # The console's use case: the collection's lock, the same job, an audit entry
     with transaction(sessions(database_url())) as s:
-        coll = get_collection(s, args.collection)
-        job, followups = plan_job(s, coll, "manual")
-        text = f"job {job.id}: {job.total} runs to evaluate"
-    return _send_and_report(followups, text, out)
+        outcome = console.reevaluate(s, get_collection(s, args.collection), cli_principal())
+        text = f"job {outcome.result['job']}: {outcome.result['runs']} runs to evaluate"
+    return _send_and_report(outcome.followups, text, out)
 
 
 def _leaderboard_arguments(lb: argparse.ArgumentParser) -> None:

@@ -261,6 +261,13 @@ def test_embedded_default_commands(tmp_path: Path) -> None:
     assert all(0.0 <= float(r[i]) <= 1.0 for r in rows[1:] for i in (4, 5, 9, 10))  # AP's range, never beyond
     assert {r[11] for r in rows[1:]} == {"bca"}
     assert [r[1] for r in rows[1:3]] == ["RUN-01", "RUN-02"] and len(rows) == 9
+    # Nothing lacks current results: a re-evaluation plans an empty job, audited like the console's
+    assert "runs to evaluate" in cli("reevaluate", "--collection", "demo")
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "cranfield.sqlite") as db:
+        assert db.execute("select actor from audit_events where action = 'collection.reevaluate'").fetchall() == [
+            ("cli",)]
     assert (tmp_path / "cranfield.sqlite").exists() and (tmp_path / "cranfield-broker").is_dir()
 
 
