@@ -7,15 +7,14 @@ Everything here reads stored results; nothing computes a metric.
 from __future__ import annotations
 
 import dataclasses
-
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
 import numpy as np
-
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from service.errors import NotFound
+from service.errors import BadRequest, InvalidMeasure, NotFound
 from service.evaluation import collections, policy
 from service.evaluation.access import Principal
 from service.evaluation.board_intervals import TRUNCATED_NOTE, bounds_doc, bounds_of, interval_label, interval_view
@@ -25,6 +24,7 @@ from service.evaluation.reading import leaderboard as read_leaderboard
 from service.evaluation.setup import audit
 from service.evaluation.teams import team_name
 from service.metrics import parse_measure
+from service.metrics.spec import format_value
 from service.store.models import Collection, CollectionConfig, Job, LeaderboardSnapshot, QrelsVersion, Run
 
 
@@ -38,6 +38,84 @@ def access_snapshot(s: Session, cid: int) -> Collection | None:
     return Collection(id=coll.id, name=coll.name, visibility=coll.visibility, enrolment=coll.enrolment,
                       leaderboard_released=coll.leaderboard_released, topics_revealed=coll.topics_revealed,
                       current_config=CollectionConfig(evaluation=dict(cfg.evaluation)) if cfg is not None else None)
+
+
+RUN_TYPES = ("automatic", "manual", "interactive")
+#: How a board filter asks about a yes/no fact a run's team may leave unstated.
+STATED = ("yes", "no", "unstated")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFilter:
+    """Which runs a board shows: each team's primary runs only, one run type, and whether the
+    runs use the collection's training data or external resources ("yes", "no" or "unstated").
+    A filtered board ranks its runs among themselves."""
+
+    primary_only: bool = False
+    run_type: str | None = None
+    training_data: str | None = None
+    external_resources: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.run_type is not None and self.run_type not in RUN_TYPES:
+            raise BadRequest(f"run_type is one of {', '.join(RUN_TYPES)}, not {self.run_type!r}")
+        for name in ("training_data", "external_resources"):
+            value = getattr(self, name)
+            if value is not None and value not in STATED:
+                raise BadRequest(f"{name} is one of {', '.join(STATED)}, not {value!r}")
+
+    @property
+    def active(self) -> bool:
+        return bool(self.primary_only or self.run_type or self.training_data or self.external_resources)
+
+    def admits(self, meta: RunMeta | None) -> bool:
+        if meta is None:
+            return not self.active
+        return ((not self.primary_only or meta.primary) and (self.run_type is None or meta.run_type == self.run_type)
+                and _stated(meta.training_data, self.training_data)
+                and _stated(meta.external_resources, self.external_resources))
+
+    def document(self) -> dict[str, Any]:
+        return {"primary_only": self.primary_only, "run_type": self.run_type, "training_data": self.training_data,
+                "external_resources": self.external_resources}
+
+
+def _stated(value: bool | None, wanted: str | None) -> bool:
+    return wanted is None or wanted == ("unstated" if value is None else "yes" if value else "no")
+
+
+class RunMeta(NamedTuple):
+    """What a board shows and filters on of a run besides its scores."""
+
+    id: int
+    primary: bool
+    run_type: str | None
+    training_data: bool | None
+    external_resources: bool | None
+
+
+def run_meta(s: Session, coll: Collection) -> dict[str, RunMeta]:
+    """The collection's runs by tag: id, primary flag, run type, training data, external resources."""
+    return {tag: RunMeta(*rest) for tag, *rest in s.execute(
+        select(Run.tag, Run.id, Run.is_primary, Run.run_type, Run.uses_training_data, Run.uses_external_resources)
+        .where(Run.collection_id == coll.id))}
+
+
+def board_rows(s: Session, coll: Collection, me: Principal, rows: list[LeaderboardRow], runs: RunFilter,
+               meta: dict[str, RunMeta]) -> tuple[list[LeaderboardRow], str]:
+    """The rows of a board the caller may see, and what they are ranked among ("all", "filtered"
+    or "team"). Every board, page and download that lists runs with their figures selects its
+    rows here, so the secrecy rules are one: before the release a participant sees its own
+    team's rows only, ranked among themselves (the board says nothing of other teams' runs: not
+    even ranks); a filtered board ranks the runs it shows among themselves."""
+    rows = [r for r in rows if runs.admits(meta.get(r.run))]
+    every = policy.sees_all_rows(me, coll)
+    if not every:
+        mine = team_name(s, me)
+        rows = [r for r in rows if r.team == mine]
+    if not every or runs.active:
+        rows = rerank(rows)
+    return rows, "all" if every and not runs.active else "filtered" if every else "team"
 
 
 def rerank(rows: list[LeaderboardRow]) -> list[LeaderboardRow]:
@@ -56,24 +134,19 @@ def version_number(s: Session, version_id: int | None) -> int | None:
 
 def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | None = None,
                     primary_only: bool = False, qrels_version: int | None = None,
-                    test: str | None = None) -> dict[str, Any]:
-    """The ranked board the caller may see, annotated with the stored significance test."""
+                    test: str | None = None, runs: RunFilter | None = None) -> dict[str, Any]:
+    """The ranked board the caller may see (:func:`board_rows`), of the runs ``runs`` admits,
+    annotated with the stored significance test."""
     policy.require(policy.may_see_board(me, coll), me, f"the leaderboard of collection {coll.id}")
+    runs = dataclasses.replace(runs or RunFilter(), primary_only=primary_only or bool(runs and runs.primary_only))
     public = policy.sees_visible_topics_only(me, coll)
     name, rows = read_leaderboard(s, coll.name, metric, qrels_version, public)
-    if primary_only:
-        primary = set(s.scalars(select(Run.tag).where(Run.collection_id == coll.id, Run.is_primary)))
-        rows = [r for r in rows if r.run in primary]
-    mine = team_name(s, me)
-    every = policy.sees_all_rows(me, coll)
-    visible = [r for r in rows if every or r.team == mine]
-    if not every:  # before release a participant learns nothing of other teams' runs: not even ranks
-        visible = rerank(visible)
+    meta = run_meta(s, coll)
+    visible, among = board_rows(s, coll, me, rows, runs, meta)
     sig = significance_for(s, coll, name, test, qrels_version, "public" if public else "all")
     annotated = annotate(visible, sig)
     running = s.scalar(select(func.count()).select_from(Job).where(
         Job.collection_id == coll.id, Job.status.in_(("running", "testing"))))
-    run_ids = dict(s.execute(select(Run.tag, Run.id).where(Run.collection_id == coll.id)).all())
     limits = bounds_of(name)
     shown = [interval_view(r, limits) for r in annotated]
     return {"collection": coll.name, "metric": name, "released": coll.leaderboard_released,
@@ -85,7 +158,8 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
             "reevaluation_in_progress": bool(running),
             "significance": ({"test": sig.test, "alpha": sig.alpha, "correction": sig.correction,
                               "resamples": sig.resamples, "n_topics": sig.n_topics} if sig else None),
-            "ranked_among": "all" if every else "team",
+            "ranked_among": among,
+            "filters": runs.document(),
             # The metric's range; the interval drawn (bootstrap when stored, else t) in words, and
             # the note a truncated t interval end refers to (board_intervals).
             "bounds": bounds_doc(limits),
@@ -95,8 +169,84 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
             "rows": [{**{k: r[k] for k in ("rank", "run", "team", "mean", "ci_low", "ci_high", "boot_low", "boot_high",
                                            "boot_method", "boot_resamples", "n_topics", "baseline",
                                            "judged_at_10", "beats", "tied_with", "groups") if k in r},
-                      "run_id": run_ids.get(r["run"]), "shown": view}
+                      **_meta_columns(meta.get(r["run"])), "shown": view}
                      for r, view in zip(annotated, shown)]}
+
+
+def _meta_columns(meta: RunMeta | None) -> dict[str, Any]:
+    """A board row's run columns besides its figures: its id and how it was made."""
+    if meta is None:
+        return {"run_id": None}
+    return {"run_id": meta.id, "run_type": meta.run_type, "uses_training_data": meta.training_data,
+            "uses_external_resources": meta.external_resources}
+
+
+# -------------------------------------------------------------------------- every metric
+#: Metrics that describe a run or its judgments rather than rate it: neither direction is better.
+DESCRIPTIVE = frozenset({"NumRel", "NumRet", "Judged", "RBPresidual"})
+SORT_BY_NAME = ("run", "team")
+
+
+def metric_column(name: str, official: bool = False) -> dict[str, Any]:
+    """A metric as a column header explains it: the registry's description with its cutoff and
+    parameters (which nDCG: Järvelin & Kekäläinen's or trec_eval's), its direction and range."""
+    try:
+        m = parse_measure(name)
+    except InvalidMeasure:  # a stored name the registry no longer knows
+        return {"metric": name, "official": official, "description": name, "direction": "higher",
+                "bounds": bounds_doc((0.0, math.inf))}
+    d = m.definition
+    parts = [d.doc]
+    if m.cutoff is not None:
+        parts.append(f"cut at rank {m.cutoff}")
+    parts += [f"{k}={format_value(v)}: {d.param_map[k].doc}" for k, v in m.params]
+    direction = "none" if d.name in DESCRIPTIVE else "higher"
+    return {"metric": name, "official": official, "description": "; ".join(parts), "direction": direction,
+            "bounds": bounds_doc(m.bounds)}
+
+
+def metrics_board(s: Session, coll: Collection, me: Principal, sort: str | None = None,
+                  runs: RunFilter | None = None) -> dict[str, Any]:
+    """Every metric of the collection side by side: each run's mean and rank on each (the
+    official metric first), the rows those of the single-metric boards (:func:`board_rows`, the
+    same secrecy), sorted by ``sort`` (a metric, best first; or "run" or "team")."""
+    policy.require(policy.may_see_board(me, coll), me, f"the leaderboard of collection {coll.id}")
+    runs = runs or RunFilter()
+    cfg = coll.current_config
+    order = [cfg.official_metric, *(m for m in cfg.metrics if m != cfg.official_metric)]
+    key = sort if sort in SORT_BY_NAME else str(parse_measure(sort)) if sort else cfg.official_metric
+    if key not in order and key not in SORT_BY_NAME:
+        raise InvalidMeasure(f"{key} is not among the collection's metrics: {', '.join(order)}")
+    public = policy.sees_visible_topics_only(me, coll)
+    meta = run_meta(s, coll)
+    table: dict[str, dict[str, Any]] = {}
+    among, version = "all", None
+    for metric in order:
+        _, rows = read_leaderboard(s, coll.name, metric, None, public)
+        visible, among = board_rows(s, coll, me, rows, runs, meta)
+        for r in visible:
+            version = r.qrels_version
+            row = table.setdefault(r.run, {"run": r.run, "team": r.team, "baseline": r.baseline,
+                                           **_meta_columns(meta.get(r.run)), "means": {}, "ranks": {}})
+            row["means"][metric], row["ranks"][metric] = r.mean, r.rank
+    rows_out = list(table.values())
+    for row in rows_out:
+        for metric in order:
+            row["means"].setdefault(metric, None)
+            row["ranks"].setdefault(metric, None)
+    by = cfg.official_metric if key in SORT_BY_NAME else key
+    rows_out.sort(key=lambda r: r["run"])  # ties (and runs without the metric) in tag order, as on a board
+    if key in SORT_BY_NAME:
+        rows_out.sort(key=lambda r: r[key])
+    else:
+        rows_out.sort(key=lambda r: (r["means"][by] is None, -(r["means"][by] or 0.0)))
+    for row in rows_out:
+        row["rank"] = row["ranks"][by]
+    return {"collection": coll.name, "sort": key, "released": coll.leaderboard_released,
+            "topics": "visible only (public/private split)" if public else "all",
+            "qrels_version": version if version is not None else version_number(s, complete_version_id(s, coll)),
+            "ranked_among": among, "filters": runs.document(),
+            "metrics": [metric_column(m, m == cfg.official_metric) for m in order], "rows": rows_out}
 
 
 def significance_matrix(s: Session, coll: Collection, me: Principal, metric: str | None = None,

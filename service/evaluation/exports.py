@@ -94,3 +94,42 @@ def board_latex(doc: dict[str, Any]) -> str:
     note = note.replace("%", "\\%")  # the label's "95%"; its math ($^\\dagger$, the range) stays
     lines.append(f"\\par\\smallskip{{\\footnotesize {note}}}")
     return "\n".join(lines) + "\n"
+
+
+def _csv(header: list[Any], rows: list[list[Any]]) -> str:
+    """Rows as CSV, every text cell neutralised (:func:`spreadsheet_safe`)."""
+    out = io.StringIO()
+    w = csv.writer(out)
+    for row in [header, *rows]:
+        w.writerow([spreadsheet_safe(cell) for cell in row])
+    return out.getvalue()
+
+
+def _stated(value: bool | None) -> str:
+    return "" if value is None else "yes" if value else "no"
+
+
+def metrics_board_csv(doc: dict[str, Any]) -> str:
+    """The multi-metric board (:func:`boards.metrics_board`) as CSV: one row per run in the
+    board's order, its rank on the sort metric, then one column of means per metric (official
+    first); an empty cell where the run has no mean."""
+    names = [m["metric"] for m in doc["metrics"]]
+    return _csv(["rank", "run", "team", "run_type", "uses_training_data", "uses_external_resources", *names],
+                [[r["rank"], r["run"], r["team"], r.get("run_type"), _stated(r.get("uses_training_data")),
+                  _stated(r.get("uses_external_resources")), *(r["means"].get(m) for m in names)]
+                 for r in doc["rows"]])
+
+
+def matrix_csv(doc: dict[str, Any]) -> str:
+    """The run x topic matrix (:func:`topic_analysis.score_matrix`) as CSV: a row per run (board
+    order), a column per topic; an empty cell where the run was not scored on the topic."""
+    return _csv(["run", "team", *doc["topics"]],
+                [[r["run"], r["team"], *r["scores"]] for r in doc["rows"]])
+
+
+def topics_csv(doc: dict[str, Any]) -> str:
+    """The topic analysis (:func:`topic_analysis.topic_analysis`) as CSV, hardest topic first:
+    runs scored, median, quartiles, least and best score, the best runs (space-separated)."""
+    return _csv(["topic", "runs", "median", "q1", "q3", "min", "best", "best_runs"],
+                [[i["topic"], i["runs"], i["median"], i["q1"], i["q3"], i["min"], i["best"], " ".join(i["best_runs"])]
+                 for i in doc["items"]])

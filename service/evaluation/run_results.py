@@ -62,6 +62,56 @@ def run_scores(s: Session, rid: int, me: Principal, metric: str | None = None) -
     return per_topic(s, coll, [row], metric, hide=_hidden_from(me, coll))
 
 
+def run_scores_trec(s: Session, rid: int, me: Principal, metric: str | None = None) -> str:
+    """The run's per-topic scores in trec_eval's ``-q`` layout: ``measure<TAB>topic<TAB>value``
+    lines, topic by topic (in the stored order) with every metric of the collection (or
+    ``metric`` alone) in the collection's order, then one ``all`` line per metric with its
+    mean; values as ``%.4f``. Measures are named by their Cranfield canonical names (``AP``,
+    ``nDCG@10``), not trec_eval's (``map``, ``ndcg_cut_10``). A topic the run was not scored
+    on (``missing: skip``) has no line, as in trec_eval; hidden topics of an unrevealed split
+    are left out for those who may not see them, and the means are then the visible topics'.
+    The same access as :func:`run_scores`."""
+    from service.store.arrays import unpack
+    from service.store.models import RunEvaluation, Score
+
+    row, coll = submissions.get(s, rid, me)
+    policy.require(policy.may_see_run_details(me, row, coll), me, f"the per-topic scores of run {rid}")
+    cfg = coll.current_config
+    names = [str(parse_measure(metric))] if metric else list(cfg.metrics)
+    hide = _hidden_from(me, coll)
+    found = {m: (topics, unpack(blob).tolist(), public_mean if hide else mean)
+             for topics, m, blob, mean, public_mean in s.execute(
+                 select(RunEvaluation.topics, Score.metric, Score.values, Score.mean, Score.public_mean).join(Score)
+                 .where(RunEvaluation.run_id == row.id, current_result(coll, complete_version_id(s, coll)),
+                        Score.metric.in_(names)))}
+    if metric and names[0] not in found:
+        raise NotFound(f"no stored {names[0]} scores for run {rid} (not evaluated yet, or not a metric of "
+                       f"the collection: {', '.join(cfg.metrics)})")
+    if not found:
+        raise NotFound(f"no stored scores for run {rid} (not evaluated yet?)")
+    names = [m for m in names if m in found]
+    topics = [t for t in found[names[0]][0] if t not in hide]
+    per = {m: dict(zip(found[m][0], found[m][1])) for m in names}
+    lines = [f"{m}\t{t}\t{v:.4f}" for t in topics for m in names
+             if (v := per[m].get(t)) is not None and math.isfinite(v)]
+    lines += [f"{m}\tall\t{found[m][2]:.4f}" for m in names if found[m][2] is not None]
+    return "\n".join(lines) + "\n"
+
+
+def missing_topics(run: Run, topics: list[str]) -> set[str]:
+    """Which of ``topics`` the run's file has no line for. Under ``missing: zero`` such a topic
+    is scored 0, like a real 0: a page tells them apart with this. Reads the stored file's
+    first column (call it only for the few topics that need telling apart)."""
+    import re
+    import zlib
+
+    if not topics:
+        return set()
+    data = zlib.decompress(run.file).removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is no part of a topic
+    present = {m.decode("utf-8", "replace") for m in re.findall(rb"^[ \t]*([^\s#]\S*)", data, re.MULTILINE)}
+    return {t for t in topics if t not in present}
+
+
 def topic_summary(s: Session, coll: Collection, me: Principal, metric: str | None = None) -> dict[str, Any]:
     """Per topic, the median and the best score over all evaluated runs (for the run page's chart).
 

@@ -39,13 +39,16 @@ from service.http.problems import problem_of
 from service.http.unit_of_work import Dispatch, unit_of_work_provider
 from service.portal.controllers.analysis import AnalysisController
 from service.portal.controllers.boards import BoardController
+from service.portal.controllers.console import ConsoleController
+from service.portal.controllers.console_runs import ConsoleRunsController
 from service.portal.controllers.judging import AssessmentController, PoolController
 from service.portal.controllers.qrels import QrelsController
 from service.portal.controllers.runs import RunController
 from service.portal.controllers.signin import SignInController
 from service.portal.controllers.snapshots import SnapshotController
 from service.portal.controllers.submissions import SubmissionController
-from service.portal.controllers.teams import TeamController
+from service.portal.controllers.teams import TeamController, TokenController
+from service.portal.controllers.topics import TopicController
 from service.portal.forms import provide_form, secret_of
 from service.portal.pages import provide_page, render
 
@@ -62,7 +65,8 @@ SECURITY_HEADERS = {
 }
 
 CONTROLLERS = [SignInController, BoardController, RunController, AnalysisController, SubmissionController,
-               QrelsController, PoolController, AssessmentController, SnapshotController, TeamController]
+               QrelsController, PoolController, AssessmentController, SnapshotController, TeamController,
+               TopicController, ConsoleController, ConsoleRunsController, TokenController]
 
 
 def portal_router(factory: sessionmaker[Session], dispatch: Dispatch,

@@ -115,9 +115,15 @@ def interval_chart(rows: Sequence[dict[str, Any]], metric: str) -> str:
 
 
 def per_topic_chart(topics: Sequence[str], values: Sequence[float | None], median: Sequence[float | None],
-                    best: Sequence[float | None], run: str, metric: str) -> str:
-    """A run's score per topic as bars, with the topic's median and best over all runs as markers."""
-    data = [list(topics), list(values), list(median), list(best), run, metric]
+                    best: Sequence[float | None], run: str, metric: str,
+                    marks: Sequence[str | None] = ()) -> str:
+    """A run's score per topic as bars, with the topic's median and best over all runs as markers.
+
+    ``marks`` tells a topic whose bar is not a score apart from a score of 0: "missing" (the run
+    has no line for the topic; it counts as 0) is drawn as a cross, "unscored" (no score) as a
+    hollow circle, both on the axis."""
+    marks = list(marks) or [None] * len(topics)
+    data = [list(topics), list(values), list(median), list(best), run, metric, marks]
 
     def draw() -> Figure:
         n = max(len(topics), 1)
@@ -131,6 +137,12 @@ def per_topic_chart(topics: Sequence[str], values: Sequence[float | None], media
                     markersize=10, markeredgewidth=2, color=OKABE_ITO["black"], label="median of all runs")
             ax.plot(xs, [b if b is not None else float("nan") for b in best], linestyle="none", marker="v",
                     markersize=5, color=OKABE_ITO["vermillion"], label="best of all runs")
+        for kind, marker, label in (("missing", "x", "missing from the run"), ("unscored", "o", "not scored")):
+            at = [i for i, m in enumerate(marks) if m == kind]
+            if at:
+                ax.plot(at, [0.0] * len(at), linestyle="none", marker=marker, markersize=7, markeredgewidth=1.6,
+                        clip_on=False, color=OKABE_ITO["vermillion"] if kind == "missing" else OKABE_ITO["purple"],
+                        markerfacecolor="none" if marker == "o" else None, label=label)
         ax.set_xticks(list(xs), list(topics), rotation=90, fontsize=7)
         ax.set_xlabel("topic")
         ax.set_ylabel(metric)
@@ -139,6 +151,43 @@ def per_topic_chart(topics: Sequence[str], values: Sequence[float | None], media
         return fig
 
     return _cached("per_topic", data, draw, f"{metric} of {run} per topic against the median and best run")
+
+
+def topic_difficulty_chart(items: Sequence[dict[str, Any]], own: Sequence[str], metric: str) -> str:
+    """Each topic's spread of scores over runs as a box (quartiles, median line, whiskers from the
+    least to the best score), topics in the order given (hardest first); the viewer's own runs'
+    scores on top, each run with its own colour and marker."""
+    data = [[i["topic"], i["min"], i["q1"], i["median"], i["q3"], i["best"], [i["own"].get(r) for r in own]]
+            for i in items]
+    runs = list(own)
+
+    def draw() -> Figure:
+        n = max(len(data), 1)
+        fig = _figure(min(max(6.0, 0.26 * n + 1.5), 14.0), 3.4)
+        ax = fig.add_subplot()
+        ax.bxp([{"label": d[0], "whislo": d[1], "q1": d[2], "med": d[3], "q3": d[4], "whishi": d[5], "fliers": []}
+                for d in data], positions=range(len(data)), widths=0.6, showfliers=False, patch_artist=True,
+               boxprops={"facecolor": "#dbe9f4", "edgecolor": OKABE_ITO["blue"], "linewidth": 0.8},
+               medianprops={"color": OKABE_ITO["black"], "linewidth": 1.6},
+               whiskerprops={"color": OKABE_ITO["blue"], "linewidth": 0.8},
+               capprops={"color": OKABE_ITO["blue"], "linewidth": 0.8})
+        for k, run in enumerate(runs):
+            style = series_style(k + 1)
+            xs = [i for i, d in enumerate(data) if d[6][k] is not None]
+            ax.plot(xs, [data[i][6][k] for i in xs], linestyle="none", marker=style["marker"], markersize=5,
+                    color=style["color"], markeredgecolor="black", markeredgewidth=0.4, label=f"{run} (yours)")
+        ax.set_xticks(list(range(len(data))), [d[0] for d in data] or [""], rotation=90, fontsize=7)
+        ax.set_xlim(-0.6, len(data) - 0.4)
+        ax.set_xlabel("topic, hardest (lowest median) first")
+        ax.set_ylabel(metric)
+        ax.grid(axis="y", color="#eeeeee", linewidth=0.6)
+        ax.set_axisbelow(True)
+        if runs:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
+        return fig
+
+    return _cached("topics", [data, runs, metric], draw,
+                   f"{metric} per topic over the runs: boxes of the quartiles, whiskers to the least and best score")
 
 
 def gain_curve_chart(series: dict[str, dict[str, Sequence[float]]], depth: int, log_base: float = 2) -> str:

@@ -59,6 +59,29 @@ QUESTIONS = [
              "/snapshots/{sid}"),
     Question("judge topic 0001 of a pool", lambda me, c, r, p: policy.may_read_pool(me, p) and policy.may_assess(
         me, c.id, "0001"), "/api/pools/{pid}/topics/0001", "/assess/{pid}/0001"),
+    # richer boards: each shows the rows of the caller's board, so it asks the board's predicate
+    Question("see every metric side by side", lambda me, c, r, p: policy.may_see_board(me, c),
+             "/api/collections/{cid}/leaderboard/metrics", "/c/{cid}/metrics", "/c/{cid}/metrics"),
+    Question("see the topic analysis", lambda me, c, r, p: policy.may_see_board(me, c),
+             "/api/collections/{cid}/topic-analysis", "/c/{cid}/topics", "/c/{cid}/topics"),
+    Question("download the run x topic matrix", lambda me, c, r, p: policy.may_see_board(me, c),
+             "/api/collections/{cid}/matrix?format=csv", "/c/{cid}/matrix.csv"),
+    Question("download the run's trec_eval scores", lambda me, c, r, p: policy.may_see_run_details(me, r, c),
+             "/api/runs/{rid}/scores?format=trec", "/runs/{rid}/scores.txt"),
+    Question("download the run file from the portal", lambda me, c, r, p: policy.may_see_run_details(me, r, c),
+             "/api/runs/{rid}/file", "/runs/{rid}/file"),
+    Question("download a snapshot", lambda me, c, r, p: policy.may_see_snapshot(me, c),
+             "/api/snapshots/{sid}?format=csv", "/snapshots/{sid}/board.csv"),
+    # the organisers' console
+    Question("read the topic statements", lambda me, c, r, p: policy.may_read_topics(me, c),
+             "/api/collections/{cid}/topics", "/c/{cid}/topics/texts", "/c/{cid}/topics/texts"),
+    Question("open the console", lambda me, c, r, p: policy.may_configure(me, c), "/api/collections/{cid}/audit",
+             "/c/{cid}/console", "/c/{cid}/console"),
+    Question("read the audit log", lambda me, c, r, p: policy.may_see_audit(me, c), "/api/collections/{cid}/audit",
+             "/c/{cid}/console/audit"),
+    Question("manage assessors", lambda me, c, r, p: policy.may_manage_pools(me, c),
+             "/api/collections/{cid}/assessors", "/c/{cid}/console/assessors"),
+    Question("list tokens", lambda me, c, r, p: policy.may_list_tokens(me), "/api/tokens", "/tokens"),
 ]
 
 # (visibility, released, topic split: None / hidden / revealed)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from litestar import Controller, get
+from litestar import Controller, Response, get
 from litestar.params import Parameter
 
 from service.api.dependencies import Caller, Coll, Uow
@@ -16,6 +16,9 @@ from service.evaluation import run_results
 
 RunA = Annotated[int, Parameter(description="The first run's id.", ge=1, le=2**31 - 1)]
 RunB = Annotated[int, Parameter(description="The second run's id.", ge=1, le=2**31 - 1)]
+ScoresFormat = Annotated[Literal["json", "trec"], Parameter(description=(
+    "json, or trec: trec_eval's -q layout as text/plain (measure, topic, value lines with %.4f values, then the "
+    "means as topic all; every metric of the collection unless metric is given)."))]
 
 
 class ResultsController(Controller):
@@ -25,9 +28,17 @@ class ResultsController(Controller):
 
     @get("/api/runs/{rid:int}/scores", operation_id="getRunScores", summary="Per-topic scores of a run",
          sync_to_thread=True, responses=errors(400, 401, 403, 404, 422))
-    def scores(self, rid: RunId, uow: Uow, me: Caller, metric: Metric = None) -> RunScores:
-        """The run's score on every topic for one metric (its team and organisers)."""
-        return out(RunScores, run_results.run_scores(uow.session, rid, me, metric))
+    def scores(self, rid: RunId, uow: Uow, me: Caller, metric: Metric = None,
+               format: ScoresFormat = "json") -> Response[RunScores]:  # noqa: A002
+        """The run's score on every topic for one metric (its team and organisers). With
+        `format=trec`, trec_eval's `-q` layout: `measure<TAB>topic<TAB>value` lines (values `%.4f`)
+        for every metric of the collection (or `metric`), topic by topic, then a line per metric
+        with topic `all` and its mean; measures by their Cranfield canonical names (`nDCG@10`, not
+        trec_eval's `ndcg_cut_10`); topics the run was not scored on have no line."""
+        if format == "trec":
+            return Response(run_results.run_scores_trec(uow.session, rid, me, metric),  # type: ignore[return-value]
+                            media_type="text/plain")
+        return Response(out(RunScores, run_results.run_scores(uow.session, rid, me, metric)))
 
     @get("/api/collections/{cid:int}/compare", operation_id="compareRuns", summary="Compare two runs",
          sync_to_thread=True, responses=errors(400, 401, 403, 404, 422))

@@ -40,6 +40,21 @@ class BoardRow(Response, kw_only=True):
         "finds them not significantly different. Up to 52 letters one character each (a-z, A-Z), then a1, b1, ... "
         "separated by spaces. Empty for a run the stored test did not cover."))] = None
     run_id: int | None = None
+    run_type: Annotated[str | None, Meta(description="How the run was made: automatic, manual or interactive, "
+                                                     "as its team said at submission.")] = None
+    uses_training_data: Annotated[bool | None, Meta(description="Whether the run uses the collection's training "
+                                                                "data; null: not stated.")] = None
+    uses_external_resources: Annotated[bool | None, Meta(description="Whether the run uses external resources; "
+                                                                     "null: not stated.")] = None
+
+
+class BoardFilters(Response, kw_only=True):
+    """Which runs the board shows (null: any). A filtered board ranks its runs among themselves."""
+
+    primary_only: bool = False
+    run_type: Annotated[str | None, Meta(examples=["automatic"])] = None
+    training_data: Annotated[str | None, Meta(description="yes, no or unstated.")] = None
+    external_resources: Annotated[str | None, Meta(description="yes, no or unstated.")] = None
 
 
 class TestUsed(Response, kw_only=True):
@@ -74,15 +89,123 @@ class Leaderboard(Response, kw_only=True):
     reevaluation_in_progress: bool = False
     significance: TestUsed | None = None
     ranked_among: Annotated[str, Meta(
-        description="all: ranks among every run on the board; team: before the board is released a "
-                    "participant's own runs are ranked among themselves, so the board says nothing about "
-                    "other teams' runs.")] = "all"
+        description="all: ranks among every run on the board; filtered: among the runs the filters admit; "
+                    "team: before the board is released a participant's own runs are ranked among themselves, "
+                    "so the board says nothing about other teams' runs.")] = "all"
+    filters: BoardFilters | None = None
     bounds: Annotated[MetricBounds | None, Meta(description=(
         "The metric's range of possible values: [0, 1] for normalised metrics and shares, [0, null) for counts "
         "and gain sums. A t interval end beyond it is returned as computed and shown truncated."))] = None
     interval: Annotated[str | None, Meta(description=(
         "The interval the board draws, in words: the bootstrap interval where stored, else the t interval."),
         examples=["95% BCa bootstrap interval, B = 1000", "95% t interval"])] = None
+
+
+class MetricColumn(Response, kw_only=True):
+    """A metric of the collection as a column of the multi-metric board explains it."""
+
+    metric: Annotated[str, Meta(description="The canonical name.", examples=["nDCG@10"])]
+    official: bool
+    description: Annotated[str, Meta(description=(
+        "From the metric registry: what it measures (which nDCG: Järvelin & Kekäläinen's discount, or trec_eval's "
+        "log2(r+1) as MSnDCG), its cutoff and the parameters it is not at the default of."),
+        examples=["normalised DCG, Järvelin & Kekäläinen's discount; cut at rank 10"])]
+    direction: Annotated[str, Meta(description=(
+        "higher: a higher mean is better; none: the metric describes the run or its judgments (NumRet, NumRel, "
+        "Judged, RBPresidual), neither direction is better."))]
+    bounds: MetricBounds
+
+
+class MetricsBoardRow(Response, kw_only=True):
+    """One run with its mean and rank on every metric of the collection."""
+
+    rank: Annotated[int | None, Meta(description="Its rank on the sort metric (on the official one when sorted "
+                                                 "by run or team); null without a mean.")] = None
+    run: str
+    team: str
+    run_id: int | None = None
+    baseline: bool = False
+    run_type: str | None = None
+    uses_training_data: bool | None = None
+    uses_external_resources: bool | None = None
+    means: Annotated[dict[str, float | None], Meta(description="Metric -> the run's mean (null: none stored).")]
+    ranks: Annotated[dict[str, int | None], Meta(description="Metric -> the run's rank on that metric's board "
+                                                              "(ties share a rank).")]
+
+
+class MetricsBoard(Response, kw_only=True):
+    """Every metric of the collection side by side: each run's mean and rank on each, the rows and
+    ranks those of the single-metric boards (the same access rules and filters)."""
+
+    collection: str
+    sort: Annotated[str, Meta(description="The metric the rows are sorted by (best first), or run or team.")]
+    metrics: Annotated[list[MetricColumn], Meta(description="The columns: the official metric first, then the "
+                                                            "collection's other metrics in its order.")]
+    rows: list[MetricsBoardRow]
+    released: bool = False
+    topics: str = "all"
+    qrels_version: int | None = None
+    ranked_among: str = "all"
+    filters: BoardFilters | None = None
+
+
+class TopicFigures(Response, kw_only=True):
+    """One topic's scores over the runs on the caller's board."""
+
+    topic: str
+    runs: Annotated[int, Meta(description="Runs scored on the topic.")]
+    median: float
+    q1: Annotated[float, Meta(description="First quartile (numpy's linear interpolation).")]
+    q3: Annotated[float, Meta(description="Third quartile.")]
+    min: float
+    best: float
+    best_runs: Annotated[list[str], Meta(description="The runs that reach the best score (ties: every one).")]
+    own: Annotated[dict[str, float | None], Meta(description="The caller's team's runs on the board and their "
+                                                             "scores on the topic (null: not scored).")]
+
+
+class TopicRun(Response, kw_only=True):
+    run: str
+    team: str
+    run_id: int | None = None
+    own: bool = False
+
+
+class TopicAnalysis(Response, kw_only=True):
+    """Per-topic difficulty: each topic's spread of scores over the runs on the caller's board,
+    hardest (lowest median) first."""
+
+    collection: str
+    metric: str
+    released: bool = False
+    topics: Annotated[str, Meta(description="all, or visible only under an unrevealed topic split.")] = "all"
+    qrels_version: int | None = None
+    runs_from: Annotated[str, Meta(description=(
+        "all: the figures are over every run on the board; team: before the release, over the caller's own "
+        "team's runs only (nothing of other teams' runs, not even in an aggregate)."))] = "all"
+    runs: list[TopicRun]
+    own_runs: list[str]
+    items: list[TopicFigures]
+
+
+class MatrixRow(Response, kw_only=True):
+    run: str
+    team: str
+    run_id: int | None = None
+    rank: int | None = None
+    scores: Annotated[list[float | None], Meta(description="The run's score on each topic, in the order of "
+                                                           "topics; null: not scored.")]
+
+
+class ScoreMatrix(Response, kw_only=True):
+    """The run x topic matrix of a metric: the runs on the caller's board by the topics it may see."""
+
+    collection: str
+    metric: str
+    qrels_version: int | None = None
+    topics: list[str]
+    runs_from: str = "all"
+    rows: list[MatrixRow]
 
 
 class SignificanceMatrix(Response, kw_only=True):

@@ -1,16 +1,18 @@
-"""Frozen leaderboards: the list, freezing the current board (organisers), one snapshot."""
+"""Frozen leaderboards: the list, freezing the current board (organisers), one snapshot (as CSV
+and LaTeX too)."""
 
 from __future__ import annotations
 
-from litestar import Controller, get, post
+from litestar import Controller, Response, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
 from service.evaluation import boards
+from service.evaluation.exports import board_csv, board_latex
 from service.portal import charts
 from service.portal.forms import PostedForm
-from service.portal.pages import Page, see_other
+from service.portal.pages import Page, download, see_other
 
 
 class SnapshotController(Controller):
@@ -32,3 +34,15 @@ class SnapshotController(Controller):
         snap = boards.snapshot(page.session, sid, page.me)
         return page.show(page.collection(snap["collection_id"]), "snapshot.html", snap=snap,
                          chart=charts.interval_chart(snap["rows"], snap["metric"]) if snap["rows"] else None)
+
+    @get("/snapshots/{sid:int}/board.csv", sync_to_thread=True)
+    def snapshot_csv(self, sid: FromPath[int], page: NamedDependency[Page]) -> Response[str]:
+        """The frozen board as CSV (``policy.may_see_snapshot``), as the board's own CSV."""
+        snap = boards.snapshot(page.session, sid, page.me)
+        return download(board_csv(snap), "text/csv", f"snapshot-{sid}-{snap['metric']}.csv")
+
+    @get("/snapshots/{sid:int}/board.tex", sync_to_thread=True)
+    def snapshot_latex(self, sid: FromPath[int], page: NamedDependency[Page]) -> Response[str]:
+        """The frozen board as a LaTeX table (``policy.may_see_snapshot``)."""
+        snap = boards.snapshot(page.session, sid, page.me)
+        return download(board_latex(snap), "text/plain", f"snapshot-{sid}-{snap['metric']}.tex")

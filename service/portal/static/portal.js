@@ -7,6 +7,51 @@
     el.addEventListener("change", function () { el.form.submit(); });
   });
 
+  // Sortable tables (table[data-sortable]): each sortable heading links to the page sorted on the
+  // server (?sort=...); here the rows are reordered in place instead, numbers best first and text
+  // A to Z, empty cells last, ties in run order, the rank column following the sorted metric.
+  document.querySelectorAll("table[data-sortable]").forEach(function (table) {
+    var body = table.tBodies[0], heads = table.querySelectorAll("th[data-sort-key]");
+    var rankOf = function (row, col) {
+      var cell = col === null ? null : row.cells[col];
+      var rank = cell ? cell.getAttribute("data-rank") : row.getAttribute("data-official-rank");
+      return rank ? rank : "–";
+    };
+    heads.forEach(function (th) {
+      var link = th.querySelector("a");
+      if (!link) { return; }
+      link.addEventListener("click", function (ev) {
+        ev.preventDefault();
+        var col = th.cellIndex, numeric = th.getAttribute("data-sort-kind") === "number";
+        var rows = Array.prototype.slice.call(body.rows);
+        var key = function (row) {
+          var v = row.cells[col].getAttribute("data-value");
+          return v === "" || v === null ? null : numeric ? Number(v) : v;
+        };
+        rows.sort(function (a, b) {
+          var x = key(a), y = key(b), byRun = a.getAttribute("data-run") < b.getAttribute("data-run") ? -1 : 1;
+          if (x === y) { return byRun; }
+          if (x === null) { return 1; }
+          if (y === null) { return -1; }
+          if (numeric) { return y - x; }
+          return x < y ? -1 : 1;
+        });
+        rows.forEach(function (row) {
+          body.appendChild(row);
+          var rank = row.querySelector(".rank");
+          if (rank) { rank.textContent = rankOf(row, numeric ? col : null); }
+        });
+        heads.forEach(function (other) { other.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", numeric ? "descending" : "ascending");
+        var select = document.getElementById("sort");
+        if (select) { select.value = th.getAttribute("data-sort-key"); }
+        var caption = table.caption && table.caption.querySelector("[data-sorted-by]");
+        if (caption) { caption.textContent = th.getAttribute("data-sort-key"); }
+        if (window.history && window.history.replaceState) { window.history.replaceState(null, "", link.href); }
+      });
+    });
+  });
+
   // Run files: check the first lines before uploading (the server validates everything again).
   var runInput = document.querySelector("input[data-run-check]");
   if (runInput) {
@@ -71,4 +116,22 @@
     };
     tick();
   }
+
+  // A new token, shown once: a copy button (without JavaScript the token is selectable text).
+  document.querySelectorAll("button[data-copy]").forEach(function (button) {
+    var field = document.getElementById(button.getAttribute("data-copy"));
+    var said = document.querySelector('[data-copied="' + button.getAttribute("data-copy") + '"]');
+    if (!field) { return; }
+    button.hidden = false;
+    button.addEventListener("click", function () {
+      field.select();
+      var done = function () { if (said) { said.textContent = "Copied."; } };
+      var fallback = function () { document.execCommand("copy"); done(); };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(field.value).then(done, fallback);
+      } else {
+        fallback();
+      }
+    });
+  });
 })();

@@ -1,0 +1,109 @@
+"""Per-topic figures over many runs: each topic's difficulty (the spread of the runs' scores on
+it, sorted by median), its median and best run, and the run x topic matrix of a metric.
+
+The runs are the rows of the caller's board (:func:`boards.board_rows`), so the secrecy rules
+are the board's: before the release a participant's figures are over its own team's runs only
+(never a figure of another team's unreleased run, not even in an aggregate); organisers see
+every run; once the board is released everyone who may read it compares with every released
+run. Under an unrevealed topic split, the hidden topics are left out for everyone but the
+organisers. Everything is read from the stored per-topic scores; the medians and quartiles are
+order statistics of a few hundred stored numbers, no metric is computed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.evaluation import policy
+from service.evaluation.access import Principal
+from service.evaluation.boards import RunFilter, board_rows, run_meta
+from service.evaluation.reading import complete_version_id
+from service.evaluation.reading import leaderboard as read_leaderboard
+from service.evaluation.results import current_result
+from service.evaluation.teams import team_name
+from service.store.arrays import unpack
+from service.store.models import Collection, RunEvaluation, Score
+
+
+@dataclass(frozen=True)
+class TopicScores:
+    """The per-topic scores of the runs on the caller's board, for one metric."""
+
+    metric: str
+    runs: list[dict[str, Any]]  # board order: run, team, run_id, rank, own
+    topics: list[str]  # the evaluated topics the caller may see, in stored order
+    values: dict[str, dict[str, float | None]]  # run -> topic -> score (None: not scored)
+    ranked_among: str  # "all" or "team": whose runs the figures are over
+    public: bool  # visible topics only (an unrevealed split)
+    qrels_version: int | None
+
+
+def topic_scores(s: Session, coll: Collection, me: Principal, metric: str | None = None) -> TopicScores:
+    """The stored per-topic scores of ``metric`` (default: the official one) of every run on the
+    caller's board, without the topics the caller may not see."""
+    policy.require(policy.may_see_board(me, coll), me, f"the per-topic figures of collection {coll.id}")
+    public = policy.sees_visible_topics_only(me, coll)
+    hide = policy.hidden_topics(coll) if public else frozenset()
+    name, rows = read_leaderboard(s, coll.name, metric, None, public)
+    meta = run_meta(s, coll)
+    visible, among = board_rows(s, coll, me, rows, RunFilter(), meta)
+    mine = team_name(s, me)
+    runs = [{"run": r.run, "team": r.team, "run_id": meta[r.run].id, "rank": r.rank,
+             "own": mine is not None and r.team == mine} for r in visible]
+    ids = {meta[r.run].id: r.run for r in visible}
+    values: dict[str, dict[str, float | None]] = {}
+    topics: dict[str, None] = {}
+    if ids:
+        for run_id, stored_topics, blob in s.execute(
+                select(RunEvaluation.run_id, RunEvaluation.topics, Score.values).join(Score).where(
+                    RunEvaluation.run_id.in_(list(ids)), current_result(coll, complete_version_id(s, coll)),
+                    Score.metric == name)):
+            per = values.setdefault(ids[run_id], {})
+            for t, v in zip(stored_topics, unpack(blob).tolist()):
+                if t not in hide:
+                    topics.setdefault(t)
+                    per[t] = None if math.isnan(v) else float(v)
+    return TopicScores(name, runs, list(topics), values, "team" if among == "team" else "all", public,
+                       visible[0].qrels_version if visible else None)
+
+
+def topic_analysis(s: Session, coll: Collection, me: Principal, metric: str | None = None) -> dict[str, Any]:
+    """Each topic's spread of scores over the runs on the caller's board, hardest first (by median):
+    the number of runs scored on it, median, quartiles, least and best score, the runs that
+    reach the best (ties: all of them) and the caller's own runs' scores."""
+    data = topic_scores(s, coll, me, metric)
+    own = [r["run"] for r in data.runs if r["own"]]
+    items = []
+    for t in data.topics:
+        scored = [(r["run"], data.values.get(r["run"], {}).get(t)) for r in data.runs]
+        scored = [(run, v) for run, v in scored if v is not None]
+        if not scored:
+            continue
+        v = np.array([x for _, x in scored])
+        best = float(v.max())
+        q1, median, q3 = (float(x) for x in np.percentile(v, [25, 50, 75]))
+        items.append({"topic": t, "runs": len(scored), "median": median, "q1": q1, "q3": q3,
+                      "min": float(v.min()), "best": best, "best_runs": [run for run, x in scored if x == best],
+                      "own": {run: data.values.get(run, {}).get(t) for run in own}})
+    items.sort(key=lambda i: (i["median"], i["topic"]))
+    return {"collection": coll.name, "metric": data.metric, "released": coll.leaderboard_released,
+            "topics": "visible only (public/private split)" if data.public else "all",
+            "qrels_version": data.qrels_version, "runs_from": data.ranked_among,
+            "runs": [{k: r[k] for k in ("run", "team", "run_id", "own")} for r in data.runs],
+            "own_runs": own, "items": items}
+
+
+def score_matrix(s: Session, coll: Collection, me: Principal, metric: str | None = None) -> dict[str, Any]:
+    """The run x topic matrix of a metric: the runs on the caller's board (board order) by the
+    topics the caller may see (stored order); null where a run was not scored on a topic."""
+    data = topic_scores(s, coll, me, metric)
+    return {"collection": coll.name, "metric": data.metric, "qrels_version": data.qrels_version,
+            "topics": data.topics, "runs_from": data.ranked_among,
+            "rows": [{"run": r["run"], "team": r["team"], "run_id": r["run_id"], "rank": r["rank"],
+                      "scores": [data.values.get(r["run"], {}).get(t) for t in data.topics]} for r in data.runs]}
