@@ -396,7 +396,7 @@ def _wait(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     try:
         return _wait_job(client, args.job, args.timeout, args.interval, out)
     except Forbidden as exc:
-        raise Forbidden(f"{exc}; jobs are read by organisers: wait for your run with "
+        raise Forbidden(f"{exc}; a participant reads only the job of its own submission: wait for your run with "
                         "`cranfield remote wait --run RUN`") from None
 
 

@@ -174,6 +174,16 @@ def may_see_jobs(me: Principal, coll: Collection) -> bool:
     return may_organise(me, coll.id)
 
 
+def may_follow_job(me: Principal, coll: Collection, run_teams: set[int]) -> bool:
+    """One job's progress: organisers; a participant when every run of the job is its team's
+    (the job of its own submission), in a collection it may still read. ``run_teams``: the
+    teams of the job's runs."""
+    if may_see_jobs(me, coll):
+        return True
+    return (me.role == "participant" and me.team_id is not None and run_teams == {me.team_id}
+            and may_read_collection(me, coll))
+
+
 def may_see_qrels(me: Principal, coll: Collection) -> bool:
     """Qrels, their versions and diffs: organisers only."""
     return may_organise(me, coll.id)

@@ -229,11 +229,12 @@ def test_submit_prints_run_job_and_lists_the_run(svc: Service) -> None:
     assert [str(rid), "task", tag, "alpha"] == next(r for r in rows if r[0] == str(rid))[:4]
     assert all(r[3] == "alpha" for r in rows[1:])  # a participant lists its own team's runs
 
-    # an organiser waits for the job; a participant, who may not read jobs, for its run
-    waited = remote(svc, "wait", str(job), "--timeout", "90", "--interval", "0.3", token=svc.tokens["organiser"])
+    # the team waits for the job of its submission, as does an organiser; another team may not read it
+    waited = remote(svc, "wait", str(job), "--timeout", "90", "--interval", "0.3", token=svc.tokens["alpha"])
     assert waited.returncode == 0, waited.stderr
     assert waited.stdout.startswith(f"job {job} (submission): done")
-    refused = remote(svc, "wait", str(job), token=svc.tokens["alpha"])
+    assert remote(svc, "wait", str(job), token=svc.tokens["organiser"]).returncode == 0
+    refused = remote(svc, "wait", str(job), token=svc.tokens["beta"])
     assert refused.returncode == 1 and "403" in refused.stderr and "--run" in refused.stderr
     own = remote(svc, "wait", "--run", str(rid), "--timeout", "60", token=svc.tokens["alpha"])
     assert own.returncode == 0 and own.stdout == f"run {rid} ({tag}): evaluated\n"

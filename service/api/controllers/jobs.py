@@ -21,7 +21,8 @@ class JobsController(Controller):
          responses=errors(401, 403, 404, 422))
     def read(self, jid: JobId, uow: Uow, me: Caller) -> JobOut:
         """An evaluation job's progress (runs done, failed, total) and, once done, its report:
-        rank changes against the previous qrels version and the meta-evaluation (organisers)."""
+        rank changes against the previous qrels version and the meta-evaluation (organisers). A
+        participant reads the job of its own submission, without report and error."""
         return out(JobOut, jobs.get(uow.session, jid, me))
 
     @get("/api/collections/{cid:int}/jobs", operation_id="listJobs", summary="List jobs", sync_to_thread=True,
