@@ -325,14 +325,16 @@ def test_pages_read_without_javascript_and_meet_accessibility_basics(service: Se
         paths = ["/", f"/c/{service.cid}", f"/runs/{run_id}", f"/c/{service.cid}/compare", f"/c/{service.cid}/significance",
                  f"/c/{service.cid}/changes", f"/c/{service.cid}/analysis", f"/c/{service.cid}/submit",
                  f"/c/{service.cid}/runs", f"/c/{service.cid}/qrels", f"/c/{service.cid}/snapshots",
-                 f"/c/{service.cid}/pools", f"/c/{service.cid}/teams"]
-        for path in paths:
-            page.goto(service.base + path)
-            report = page.evaluate(_A11Y_CHECK)
-            assert report["lang"] == "en" and report["h1"] == 1, (path, report)
-            assert not report["unlabelled"], (path, report["unlabelled"])
-            assert not report["unnamed_images"], (path, report)
-            assert not report["low_contrast"], (path, report["low_contrast"][:5])
+                 f"/c/{service.cid}/pools", f"/c/{service.cid}/teams",
+                 # every metric side by side, topics, and the organisers' console (issue 15)
+                 f"/c/{service.cid}/metrics", f"/c/{service.cid}/topics", f"/c/{service.cid}/topics/texts",
+                 f"/c/{service.cid}/console", f"/c/{service.cid}/console/settings", f"/c/{service.cid}/console/runs",
+                 f"/c/{service.cid}/console/runs/{run_id}/delete", f"/c/{service.cid}/console/assessors",
+                 f"/c/{service.cid}/console/audit"]
+        _check_pages(page, service, paths)
+        sign_in(page, service.base, service.tokens["admin"])  # the admins' pages
+        _check_pages(page, service, ["/tokens", "/collections/new"])
+        sign_in(page, service.base, service.tokens["organiser"])
         # reading without JavaScript: the board's table and chart, the selector with its button
         page.goto(f"{service.base}/c/{service.cid}")
         assert len(board_order(page)) == 7 and page.locator("svg[role=img]").count() == 1
@@ -341,6 +343,18 @@ def test_pages_read_without_javascript_and_meet_accessibility_basics(service: Se
             page.get_by_role("button", name="Show").click()
         assert board_order(page) == api_order(service, "AP")
         shot(page, "14-leaderboard-without-javascript")
+
+
+def _check_pages(page, service: Service, paths: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """Each page opens (2xx), has one h1, labelled controls, named images and readable text."""
+    for path in paths:
+        response = page.goto(service.base + path)
+        assert response is not None and response.ok, (path, response and response.status)
+        report = page.evaluate(_A11Y_CHECK)
+        assert report["lang"] == "en" and report["h1"] == 1, (path, report)
+        assert not report["unlabelled"], (path, report["unlabelled"])
+        assert not report["unnamed_images"], (path, report)
+        assert not report["low_contrast"], (path, report["low_contrast"][:5])
 
 
 # Labels, headings, image names and text contrast (WCAG's 4.5:1 for body text), in the page.
