@@ -22,6 +22,9 @@ per subsystem. A value that does not parse (``CRANFIELD_MAX_UPLOAD=abc``) raises
 | CRANFIELD_REFRESH_INTERVAL | 3600 | seconds between scheduled refreshes of stale results |
 | CRANFIELD_MAX_ATTEMPTS | 3 | claims of a run's evaluation (a tests round, an analysis) before it is marked failed |
 | CRANFIELD_TASK_DELAY | 0 | testing only: seconds an evaluation computes longer after claiming its run (failure-recovery tests) |
+| CRANFIELD_PRUNE_INTERVAL | 3600 | seconds between prunes (celery beat) of old idempotency keys and ended sessions |
+| CRANFIELD_IDEMPOTENCY_RETENTION | 604800 | seconds an upload's Idempotency-Key and answer are kept (at least 1 day) |
+| CRANFIELD_SESSION_GRACE | 86400 | seconds an expired or signed-out portal session is kept before it is deleted |
 | CRANFIELD_MAX_UPLOAD | 268435456 | largest request body the API accepts, in bytes (qrels and run uploads) |
 | CRANFIELD_BOARD_CACHE_SECONDS | 1.0 | seconds a rendered leaderboard is served from memory (new results show within that time) |
 | CRANFIELD_SESSION_LIFETIME | 1209600 | seconds the portal's sign-in cookie lasts (14 days) |
@@ -83,6 +86,9 @@ class WorkerSettings:
     eval_time_budget: float = 900.0  # seconds of computing per run evaluation
     eval_max_lines: int = 20_000_000  # largest run evaluated, in lines
     tests_debounce: float = 5.0  # seconds the tests round waits for other jobs of the collection
+    prune_interval: float = 3600.0  # seconds between prunes of old idempotency keys and ended sessions
+    idempotency_retention: float = 7 * 24 * 3600.0  # seconds an Idempotency-Key and its answer are kept
+    session_grace: float = 24 * 3600.0  # seconds an ended portal session is kept before it is deleted
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,10 @@ def load_settings() -> Settings:
             eval_time_budget=_float("CRANFIELD_EVAL_TIME_BUDGET", 900, minimum=0, strict=True),
             eval_max_lines=_int("CRANFIELD_EVAL_MAX_LINES", 20_000_000, minimum=1),
             tests_debounce=_float("CRANFIELD_TESTS_DEBOUNCE", 5, minimum=0),
+            prune_interval=_float("CRANFIELD_PRUNE_INTERVAL", 3600, minimum=0, strict=True),
+            # longer than any client retries an upload: a retry is answered as the first request was
+            idempotency_retention=_float("CRANFIELD_IDEMPOTENCY_RETENTION", 7 * 24 * 3600, minimum=24 * 3600),
+            session_grace=_float("CRANFIELD_SESSION_GRACE", 24 * 3600, minimum=0),
         ),
         web=WebSettings(
             max_upload=_int("CRANFIELD_MAX_UPLOAD", 256 * 1024 * 1024, minimum=1),

@@ -50,6 +50,9 @@ def make_app() -> Celery:
                                  "options": {"expires": cfg.sweep_interval}},
             "refresh-stale-results": {"task": TaskName.REFRESH.value,
                                       "schedule": timedelta(seconds=cfg.refresh_interval)},
+            # Bookkeeping rows nobody needs any more; a prune that waited past the next is dropped.
+            "prune-old-rows": {"task": TaskName.PRUNE.value, "schedule": timedelta(seconds=cfg.prune_interval),
+                               "options": {"expires": cfg.prune_interval}},
         },
     )
     return app

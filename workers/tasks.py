@@ -1,7 +1,7 @@
 """Thin Celery tasks: ids in, a use case of service.evaluation, follow-ups sent after commit.
 
 The tasks that take an id are registered from the one table of task names to use cases
-(:data:`service.evaluation.task_table.USE_CASES`); the periodic ones are the two below.
+(:data:`service.evaluation.task_table.USE_CASES`); the periodic ones are the three below.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from celery import Celery
 from sqlalchemy.exc import OperationalError
 
 from service.config import settings
-from service.evaluation import sweeping
+from service.evaluation import pruning, sweeping
 from service.evaluation.task_table import USE_CASES, Limits, UseCase
 from service.evaluation.work import Followup, TaskName
 from service.store.db import session_factory
@@ -97,3 +97,9 @@ def sweep() -> None:
 @app.task(name=TaskName.REFRESH.value, **_RETRY)
 def refresh() -> None:
     send(sweeping.refresh_stale(_factory()))
+
+
+@app.task(name=TaskName.PRUNE.value, **_RETRY)
+def prune() -> None:
+    cfg = settings().worker
+    pruning.prune(_factory(), retention=cfg.idempotency_retention, grace=cfg.session_grace)

@@ -5,6 +5,8 @@ The key is scoped to the caller's token and the operation's target (``runs:3``);
 answer is written in the upload's own transaction, after the collection's row lock, so two
 identical requests racing each other are serialised and the second one finds the first's
 answer. The same key with a different body is refused (422): a client bug, not a retry.
+Runs, qrels and judgments uploads use it. A key is kept for ``CRANFIELD_IDEMPOTENCY_RETENTION``
+seconds (a week), then the scheduler deletes it (:mod:`service.evaluation.pruning`).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import Conflict, Forbidden, InvalidInput, InvalidMeasure, NotFound
-from service.evaluation import analyses, policy
+from service.evaluation import analyses, idempotency, policy
 from service.evaluation.access import Principal
 from service.evaluation.lookup import existing
 from service.evaluation.planning import plan_job
@@ -383,13 +383,16 @@ def judgment_lines(body: bytes, source: str) -> list[JudgmentLine]:
 
 
 def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, body: bytes,
-                     source: str = "judgments upload") -> Outcome[dict[str, Any]]:
+                     source: str = "judgments upload", idempotency_key: str | None = None) -> Outcome[dict[str, Any]]:
     """Check an upload against the pool; accepted, it becomes a new qrels version (the current
     judgments with these laid over them) and the collection is re-evaluated.
 
     Every judged document must be in the pool of its topic, every topic assigned to the
     caller, every level within 0..H, and every pool document of an uploaded topic judged.
+    With ``idempotency_key``, a retried upload (the same body) is answered as the first one
+    was, without a second qrels version (:func:`idempotency.store_once`).
     """
+    idempotency.check_key(idempotency_key)
     with factory() as s:  # authorise, then validate, before taking any write lock
         me = me_of(s)
         pool = get_pool(s, pool_id, me)
@@ -417,12 +420,11 @@ def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, b
             if missing:
                 raise InvalidInput(source, None, f"topic {topic}: {len(missing)} pool document(s) not judged, e.g. "
                                                  f"{', '.join(missing[:5])}")
-    with transaction(factory) as s:
+    digest = idempotency.request_hash(body)
+
+    def store(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
         # The current version is read under the collection's lock (PostgreSQL row lock;
         # SQLite's BEGIN IMMEDIATE), so two uploads in flight cannot drop each other's judgments.
-        s.execute(select(Collection.id).where(Collection.id == pool.collection_id).with_for_update())
-        coll = s.get(Collection, pool.collection_id)
-        s.refresh(coll)
         previous = coll.current_qrels_id
         merged = _overlay(load_qrels(coll.current_qrels) if coll.current_qrels is not None else None, lines)
         text = _qrels_text(merged)
@@ -434,7 +436,10 @@ def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, b
             job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
             job_id = job.id
         doc = {"qrels_version": version.version, "judgments": len(lines), "topics": topics, "job": job_id}
-    return Outcome(doc, tuple(followups))
+        return Outcome(doc, tuple(followups))
+
+    return idempotency.store_once(factory, pool.collection_id, me, f"judgments:{pool_id}", idempotency_key, digest,
+                                  store, what=f"a judgments upload to pool {pool_id}")
 
 
 def _overlay(current: Qrels | None, lines: list[JudgmentLine]) -> Qrels:

@@ -3,8 +3,8 @@
 Every task that takes an id runs ``USE_CASES[name](factory, id, limits)`` and returns the
 follow-ups to send. The Celery tasks (``workers/tasks.py``) are registered from this table,
 and anything that runs the work in-process (tests, a demo) reads it too, so the mapping
-exists once. The periodic tasks (:attr:`TaskName.SWEEP`, :attr:`TaskName.REFRESH`) take no id
-and are not in it.
+exists once. The periodic tasks (:attr:`TaskName.SWEEP`, :attr:`TaskName.REFRESH`,
+:attr:`TaskName.PRUNE`) take no id and are not in it.
 """
 
 from __future__ import annotations

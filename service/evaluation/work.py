@@ -42,6 +42,7 @@ class TaskName(StrEnum):
     BUILD_POOL = "cranfield.build_pool"  # a requested pool (an Analysis row of kind "pool")
     SWEEP = "cranfield.sweep"  # periodic, no id: re-queue stuck work
     REFRESH = "cranfield.refresh"  # periodic, no id: re-evaluate stale results
+    PRUNE = "cranfield.prune"  # periodic, no id: delete old idempotency keys and ended portal sessions
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from service.evaluation import analyses, judging
+from service.evaluation import analyses, idempotency, judging
 from service.evaluation.access import Principal
 from service.evaluation.work import TaskName
 from service.store.db import transaction
@@ -50,18 +50,18 @@ def test_concurrent_uploads_keep_each_others_judgments(world: World, backend: Ba
     factory = backend.factory()
     pool = _pool(world)
     first, second = _judged(world, pool["id"], "0001", "L2"), _judged(world, pool["id"], "0002", "L1")
-    real = judging.transaction
+    real = idempotency.transaction  # the upload's write transaction (idempotency.store_once)
     state = {"inner": False}
 
     def transaction_after_a_competitor(f):  # type: ignore[no-untyped-def]
         # the competing upload commits after this one was validated, before it writes
         if not state["inner"]:
             state["inner"] = True
-            monkeypatch.setattr(judging, "transaction", real)
+            monkeypatch.setattr(idempotency, "transaction", real)
             judging.submit_judgments(factory, lambda _: ADMIN, pool["id"], second.encode())
         return real(f)
 
-    monkeypatch.setattr(judging, "transaction", transaction_after_a_competitor)
+    monkeypatch.setattr(idempotency, "transaction", transaction_after_a_competitor)
     doc = judging.submit_judgments(factory, lambda _: ADMIN, pool["id"], first.encode()).result
     assert doc["qrels_version"] == 3
     with factory() as s:
@@ -208,3 +208,50 @@ def test_a_pool_request_is_checked_as_the_synchronous_build_is(world: World, bac
     r = world.client.post(f"/api/collections/{world.cid}/pools", json={"depth": 0},
                           headers=auth(world.tokens["organiser"]))
     assert r.status_code in (400, 422), r.text
+
+
+def _versions(world: World) -> list[int]:
+    r = world.client.get(f"/api/collections/{world.cid}/qrels", headers=auth(world.tokens["organiser"]))
+    return [v["version"] for v in r.json()["items"]]
+
+
+def test_a_keyed_judgments_upload_retried_is_stored_once(world: World) -> None:
+    """The same upload under one Idempotency-Key (the answer was lost): one qrels version, the
+    first answer again; the same key with another file is a 422 and stores nothing."""
+    pool = _pool(world)
+    body = _judged(world, pool["id"], "0001", "L2")
+    keyed = {**auth(world.tokens["assessor"]), "Idempotency-Key": "judged-0001"}
+    first = world.client.post(f"/api/pools/{pool['id']}/judgments", content=body, headers=keyed)
+    assert first.status_code == 201, first.text
+    again = world.client.post(f"/api/pools/{pool['id']}/judgments", content=body, headers=keyed)
+    assert again.status_code == 201 and again.json() == first.json(), again.text
+    assert _versions(world) == [1, 2] and first.json()["qrels_version"] == 2
+    other = world.client.post(f"/api/pools/{pool['id']}/judgments", content=body.replace(" L2\n", " L1\n", 1),
+                              headers=keyed)
+    assert other.status_code == 422 and "Idempotency-Key" in other.text, other.text
+    assert _versions(world) == [1, 2]
+    fresh = world.client.post(f"/api/pools/{pool['id']}/judgments", content=body,
+                              headers={**auth(world.tokens["assessor"]), "Idempotency-Key": "judged-0001-bis"})
+    assert fresh.status_code == 201 and fresh.json()["qrels_version"] == 3, fresh.text  # a new key: a new upload
+    unkeyed = world.client.post(f"/api/pools/{pool['id']}/judgments", content=body,
+                                headers=auth(world.tokens["assessor"]))
+    assert unkeyed.status_code == 201 and unkeyed.json()["qrels_version"] == 4, unkeyed.text
+    too_long = world.client.post(f"/api/pools/{pool['id']}/judgments", content=body,
+                                 headers={**auth(world.tokens["assessor"]), "Idempotency-Key": "k" * 201})
+    assert too_long.status_code in (400, 422) and _versions(world) == [1, 2, 3, 4], too_long.text
+
+
+def test_judgments_idempotency_keys_belong_to_the_token(world: World) -> None:
+    """Two tokens sending the same key (and file) make two uploads: neither gets the other's answer."""
+    pool = _pool(world)
+    body = _judged(world, pool["id"], "0001", "L3")
+    answers = []
+    for name in ("assessor", "organiser"):
+        r = world.client.post(f"/api/pools/{pool['id']}/judgments", content=body,
+                              headers={**auth(world.tokens[name]), "Idempotency-Key": "same-key"})
+        assert r.status_code == 201, r.text
+        answers.append(r.json()["qrels_version"])
+    assert answers == [2, 3] and _versions(world) == [1, 2, 3]
+    r = world.client.post(f"/api/pools/{pool['id']}/judgments", content=body,  # each token's retry: its own answer
+                          headers={**auth(world.tokens["assessor"]), "Idempotency-Key": "same-key"})
+    assert r.status_code == 201 and r.json()["qrels_version"] == 2, r.text

@@ -65,7 +65,32 @@ def test_worker_recovery_defaults_and_the_documented_table(env: pytest.MonkeyPat
     assert (worker.lease, worker.eval_max_lines, worker.tests_debounce) == (12.5, 1000, 0)
 
 
+PRUNE_VARIABLES = ("CRANFIELD_PRUNE_INTERVAL", "CRANFIELD_IDEMPOTENCY_RETENTION", "CRANFIELD_SESSION_GRACE")
+
+
+def test_pruning_defaults_and_the_documented_tables(env: pytest.MonkeyPatch) -> None:
+    """Idempotency keys outlive any client's retries (a week); ended sign-ins go a day after."""
+    import service.config
+
+    for name in PRUNE_VARIABLES:
+        env.delenv(name, raising=False)
+    worker = load_settings().worker
+    assert (worker.prune_interval, worker.idempotency_retention, worker.session_grace) == (3600, 7 * 86400, 86400)
+    operations = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    for name in PRUNE_VARIABLES:
+        assert f"| {name} |" in (service.config.__doc__ or "") and f"| {name} |" in operations
+    env.setenv("CRANFIELD_IDEMPOTENCY_RETENTION", "172800")
+    env.setenv("CRANFIELD_SESSION_GRACE", "0")
+    env.setenv("CRANFIELD_PRUNE_INTERVAL", "60")
+    worker = load_settings().worker
+    assert (worker.prune_interval, worker.idempotency_retention, worker.session_grace) == (60, 172800, 0)
+
+
 @pytest.mark.parametrize(("name", "value", "says"), [
+    ("CRANFIELD_IDEMPOTENCY_RETENTION", "3600", "at least 86400"),  # shorter than a client may retry
+    ("CRANFIELD_IDEMPOTENCY_RETENTION", "a week", "is not a number"),
+    ("CRANFIELD_SESSION_GRACE", "-1", "at least 0"),
+    ("CRANFIELD_PRUNE_INTERVAL", "0", "finite number greater than 0"),
     ("CRANFIELD_LEASE", "0", "finite number greater than 0"),
     ("CRANFIELD_LOST_AFTER", "soon", "is not a number"),
     ("CRANFIELD_EVAL_TIME_BUDGET", "-5", "finite number greater than 0"),

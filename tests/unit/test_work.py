@@ -13,17 +13,18 @@ def test_the_celery_task_names_do_not_change() -> None:
     assert {n.name: n.value for n in TaskName} == {
         "EVALUATE_ITEM": "cranfield.evaluate_item", "RUN_TESTS": "cranfield.run_tests",
         "RUN_ANALYSIS": "cranfield.run_analysis", "BUILD_POOL": "cranfield.build_pool",
-        "SWEEP": "cranfield.sweep", "REFRESH": "cranfield.refresh"}
+        "SWEEP": "cranfield.sweep", "REFRESH": "cranfield.refresh", "PRUNE": "cranfield.prune"}
 
 
 def test_every_task_with_an_id_has_one_use_case_and_a_celery_task() -> None:
     from workers.app import app
     from workers.tasks import TASKS
 
-    assert set(USE_CASES) == set(TaskName) - {TaskName.SWEEP, TaskName.REFRESH}
+    assert set(USE_CASES) == set(TaskName) - {TaskName.SWEEP, TaskName.REFRESH, TaskName.PRUNE}
     assert set(TASKS) == set(USE_CASES)
     assert {n.value for n in TaskName} <= set(app.tasks)
-    assert {entry["task"] for entry in app.conf.beat_schedule.values()} == {TaskName.SWEEP, TaskName.REFRESH}
+    assert {entry["task"] for entry in app.conf.beat_schedule.values()} == {TaskName.SWEEP, TaskName.REFRESH,
+                                                                           TaskName.PRUNE}
 
 
 def test_an_unknown_task_fails_loudly_instead_of_running_something_else() -> None:

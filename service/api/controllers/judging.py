@@ -11,7 +11,7 @@ from litestar.params import JSONBody, Parameter
 
 from service.api.dependencies import Caller, Coll, Uow
 from service.api.openapi import WRITE_ERRORS, errors, upload_body
-from service.api.params import AnalysisId, PoolId, TokenId
+from service.api.params import AnalysisId, IdempotencyKeyHeader, PoolId, TokenId
 from service.api.schemas import out
 from service.api.schemas.judging import (
     AssessmentList,
@@ -85,12 +85,14 @@ class PoolsController(Controller):
           operation_class=upload_body("Judgments of pool documents, TREC (`topic iter docno level`) or NTCIR "
                                       "(`topic docno Lk`) lines."))
     async def judgments(self, request: Request[Any, Any, Any], pid: PoolId, uow: Uow, me: Caller,
-                        state: State) -> JudgmentsAccepted:
+                        state: State, idempotency_key: IdempotencyKeyHeader = None) -> JudgmentsAccepted:
         """Judgments checked against the pool (documents, assigned topics, levels, every pool
-        document of an uploaded topic judged), laid over the current qrels as a new version."""
+        document of an uploaded topic judged), laid over the current qrels as a new version.
+        With an `Idempotency-Key`, a retried upload is answered as the first one was."""
         body = await read_body(request, state["max_body"])
-        outcome = await anyio.to_thread.run_sync(lambda: judging.submit_judgments(uow.factory, lambda _: me, pid, body),
-                                                 limiter=state.get("upload_threads"))
+        outcome = await anyio.to_thread.run_sync(
+            lambda: judging.submit_judgments(uow.factory, lambda _: me, pid, body, idempotency_key=idempotency_key),
+            limiter=state.get("upload_threads"))
         return out(JudgmentsAccepted, uow.collect(outcome))
 
 
