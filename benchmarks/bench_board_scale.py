@@ -292,8 +292,9 @@ def child_read(a: dict) -> dict:
     if a["what"] == "board":
         rows = doc["rows"]
         info["rows"] = len(rows)
-        info["tied_with_names"] = sum(len(r.get("tied_with") or []) for r in rows)
-        info["beats_names"] = sum(len(r.get("beats") or []) for r in rows)
+        # the default body counts the pairs (names only with ?pairs=true)
+        info["tied_with_names"] = sum(r.get("tied_count") or 0 for r in rows)
+        info["beats_names"] = sum(r.get("beats_count") or 0 for r in rows)
         info["groups_letters"] = sum(len(r.get("groups") or "") for r in rows)
         info["significance"] = doc["significance"]
     else:
@@ -581,8 +582,8 @@ def report(results: list[dict]) -> bool:
     for r in results:
         b = r.get("board", {})
         if b and "error" not in b:
-            print(f"  {r['backend']} {r['runs']} runs: {b['rows']} rows, {b['tied_with_names']} names in tied_with, "
-                  f"{b['beats_names']} in beats, {b['groups_letters']} letters; cold doc {b['cold_doc_ms']:.1f} ms, "
+            print(f"  {r['backend']} {r['runs']} runs: {b['rows']} rows, {b['tied_with_names']} tied pairs counted, "
+                  f"{b['beats_names']} beaten, {b['groups_letters']} letters; cold doc {b['cold_doc_ms']:.1f} ms, "
                   f"warm doc median {b['warm_doc_median_ms']:.1f} ms (the rest: msgspec convert + encode); "
                   f"{b['full_gcs']} full GCs in {len_warm(r)} warm reads, longest {b['full_gc_max_ms']:.1f} ms")
         z = r.get("size", {})

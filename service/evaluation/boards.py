@@ -134,9 +134,10 @@ def version_number(s: Session, version_id: int | None) -> int | None:
 
 def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | None = None,
                     primary_only: bool = False, qrels_version: int | None = None,
-                    test: str | None = None, runs: RunFilter | None = None) -> dict[str, Any]:
+                    test: str | None = None, runs: RunFilter | None = None, pairs: bool = False) -> dict[str, Any]:
     """The ranked board the caller may see (:func:`board_rows`), of the runs ``runs`` admits,
-    annotated with the stored significance test."""
+    annotated with the stored significance test (with ``pairs``: the names of the runs each
+    row beats and is tied with, besides their counts)."""
     policy.require(policy.may_see_board(me, coll), me, f"the leaderboard of collection {coll.id}")
     runs = dataclasses.replace(runs or RunFilter(), primary_only=primary_only or bool(runs and runs.primary_only))
     public = policy.sees_visible_topics_only(me, coll)
@@ -144,7 +145,7 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
     meta = run_meta(s, coll)
     visible, among = board_rows(s, coll, me, rows, runs, meta)
     sig = significance_for(s, coll, name, test, qrels_version, "public" if public else "all")
-    annotated = annotate(visible, sig)
+    annotated = annotate(visible, sig, pairs)
     running = s.scalar(select(func.count()).select_from(Job).where(
         Job.collection_id == coll.id, Job.status.in_(("running", "testing"))))
     limits = bounds_of(name)
@@ -168,7 +169,8 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
                                 else None),
             "rows": [{**{k: r[k] for k in ("rank", "run", "team", "mean", "ci_low", "ci_high", "boot_low", "boot_high",
                                            "boot_method", "boot_resamples", "n_topics", "baseline",
-                                           "judged_at_10", "beats", "tied_with", "groups") if k in r},
+                                           "judged_at_10", "beats_count", "tied_count", "beats", "tied_with", "groups")
+                          if k in r},
                       **_meta_columns(meta.get(r["run"])), "shown": view}
                      for r, view in zip(annotated, shown)]}
 
@@ -361,7 +363,7 @@ def snapshot(s: Session, sid: int, me: Principal) -> dict[str, Any]:
 def freeze(s: Session, coll: Collection, me: Principal, metric: str | None, label: str) -> dict[str, Any]:
     """Store the current board (as the organiser sees it) as an immutable snapshot."""
     policy.require(policy.may_freeze_board(me, coll), me, f"freezing the board of collection {coll.id}")
-    board = leaderboard_doc(s, coll, me, metric)
+    board = leaderboard_doc(s, coll, me, metric, pairs=True)  # a frozen board keeps the names
     snap = LeaderboardSnapshot(collection_id=coll.id, qrels_version=board["qrels_version"] or 0,
                                metric=board["metric"], label=label, content=board, created_by=me.name)
     s.add(snap)

@@ -218,26 +218,30 @@ _SIG_CACHE: dict[tuple[str, int], StoredTest] = {}
 _ANNOTATION_CACHE: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
 
 
-def annotate(rows: list[LeaderboardRow], sig: StoredTest | None) -> list[dict[str, Any]]:
+def annotate(rows: list[LeaderboardRow], sig: StoredTest | None, pairs: bool = True) -> list[dict[str, Any]]:
     """Cached :func:`_annotate`: the same rows and stored test give the same annotations."""
-    key = (tuple(rows), id(sig) if sig is not None else None)
+    key = (tuple(rows), id(sig) if sig is not None else None, pairs)
     if key not in _ANNOTATION_CACHE:
         if len(_ANNOTATION_CACHE) > 256:
             _ANNOTATION_CACHE.clear()
-        _ANNOTATION_CACHE[key] = _annotate(rows, sig)
+        _ANNOTATION_CACHE[key] = _annotate(rows, sig, pairs)
     return [dict(r) for r in _ANNOTATION_CACHE[key]]
 
 
-def _annotate(rows: list[LeaderboardRow], sig: StoredTest | None) -> list[dict[str, Any]]:
-    """Each row with the runs below it that it significantly beats, the runs it is tied with
-    (not significantly different), and its letters of a compact letter display: two runs
-    share a letter if and only if they are not significantly different. Rows without a
-    stored test get no annotations; a run the test did not cover gets none either."""
+def _annotate(rows: list[LeaderboardRow], sig: StoredTest | None, pairs: bool = True) -> list[dict[str, Any]]:
+    """Each row with how many runs below it it significantly beats and how many it is tied
+    with (not significantly different), and its letters of a compact letter display: two runs
+    share a letter if and only if they are not significantly different. With ``pairs`` the
+    names of those runs too (``beats``, ``tied_with``): N rows name up to N² runs, so a board
+    of 1,000 runs leaves them out unless asked (the letters carry the same relation). Rows
+    without a stored test get no annotations; a run the test did not cover gets none either."""
     out = [dict(r.__dict__) for r in rows]
     if sig is None:
         return out
     for row in out:
-        row["beats"], row["tied_with"], row["groups"] = [], [], ""
+        row["beats_count"], row["tied_count"], row["groups"] = 0, 0, ""
+        if pairs:
+            row["beats"], row["tied_with"] = [], []
     on_board = [k for k, r in enumerate(rows) if r.run in sig.index]
     if not on_board:
         return out
@@ -245,13 +249,18 @@ def _annotate(rows: list[LeaderboardRow], sig: StoredTest | None) -> list[dict[s
     different = sig.matrix(positions) < sig.alpha
     np.fill_diagonal(different, False)
     means = np.array([rows[k].mean for k in on_board])
+    order = np.arange(len(on_board))
+    # below[i, j]: run i significantly beats run j, which is below it on the board
+    below = different & (means[:, None] > means[None, :]) & (order[:, None] < order[None, :])
+    tied = ~different
+    np.fill_diagonal(tied, False)
+    beats_count, tied_count = below.sum(axis=1).tolist(), tied.sum(axis=1).tolist()
     names = [rows[k].run for k in on_board]
     for row_i, k in enumerate(on_board):
-        below = different[row_i] & (means[row_i] > means) & (np.arange(len(on_board)) > row_i)
-        tied = ~different[row_i]
-        tied[row_i] = False
-        out[k]["beats"] = [names[j] for j in np.flatnonzero(below)]
-        out[k]["tied_with"] = [names[j] for j in np.flatnonzero(tied)]
+        out[k]["beats_count"], out[k]["tied_count"] = beats_count[row_i], tied_count[row_i]
+        if pairs:
+            out[k]["beats"] = [names[j] for j in np.flatnonzero(below[row_i])]
+            out[k]["tied_with"] = [names[j] for j in np.flatnonzero(tied[row_i])]
     for k, letters in zip(on_board, _board_letters(sig, positions, different)):
         out[k]["groups"] = letters
     return out

@@ -211,13 +211,19 @@ def test_tokens_are_stored_hashed_and_bad_tokens_are_401(world: World, backend: 
 def test_significance_exports_diffs_and_per_topic_views(world: World) -> None:
     c, t, cid = world.client, world.tokens, world.cid
     org = auth(t["organiser"])
-    board = c.get(f"/api/collections/{cid}/leaderboard", headers=org).json()
+    board = c.get(f"/api/collections/{cid}/leaderboard", params={"pairs": "true"}, headers=org).json()
     assert board["significance"]["test"] == "bootstrap"
     rows = board["rows"]
     assert all("groups" in r and "beats" in r and "tied_with" in r for r in rows)
     for r in rows:  # beating is consistent with the ranking and with "tied"
         assert not set(r["beats"]) & set(r["tied_with"])
         assert all(rows[[x["run"] for x in rows].index(b)]["mean"] < r["mean"] for b in r["beats"])
+        assert (r["beats_count"], r["tied_count"]) == (len(r["beats"]), len(r["tied_with"]))
+    # without ?pairs the rows carry the counts only (the names grow as the square of the runs)
+    plain = c.get(f"/api/collections/{cid}/leaderboard", headers=org).json()["rows"]
+    assert [(r["run"], r["beats_count"], r["tied_count"], r["groups"]) for r in plain] == \
+        [(r["run"], r["beats_count"], r["tied_count"], r["groups"]) for r in rows]
+    assert all(r.get("beats") is None and r.get("tied_with") is None for r in plain)
     matrix = c.get(f"/api/collections/{cid}/significance", headers=org).json()
     assert len(matrix["runs"]) == 3 and all(matrix["p_adjusted"][i][i] == 1.0 for i in range(3))
     latex = c.get(f"/api/collections/{cid}/leaderboard?format=latex", headers=org).text
@@ -264,7 +270,8 @@ def test_every_metric_is_tested_and_letters_match_the_stored_tests(world: World,
     metrics = c.get(f"/api/collections/{cid}", headers=org).json()["metrics"]
     assert len(metrics) > 1
     for metric in metrics:
-        board = c.get(f"/api/collections/{cid}/leaderboard", params={"metric": metric}, headers=org).json()
+        board = c.get(f"/api/collections/{cid}/leaderboard", params={"metric": metric, "pairs": "true"},
+                      headers=org).json()
         sig = board["significance"]
         assert sig is not None, f"no stored test for {metric}"
         assert sig["test"] == "bootstrap" and sig["resamples"] == 1000 and sig["correction"] == "none"

@@ -37,6 +37,10 @@ from service.store.models import Collection
 Format = Annotated[Literal["json", "csv", "latex"], Parameter(description="json, csv or latex (a booktabs table).")]
 TableFormat = Annotated[Literal["json", "csv"], Parameter(description="json or csv.")]
 PrimaryOnly = Annotated[bool, Parameter(description="Only each team's primary runs (ranked among themselves).")]
+Pairs = Annotated[bool, Parameter(description=(
+    "Each row also names the runs it significantly beats (beats) and is tied with (tied_with). Without it, "
+    "rows carry their counts only (beats_count, tied_count): the names grow as the square of the runs "
+    "(a 1,000-run board names about 500,000), and the group letters already say which runs are tied."))]
 RunType = Annotated[Literal["automatic", "manual", "interactive"] | None, Parameter(
     description="Only runs of this type (ranked among themselves).")]
 TrainingData = Annotated[Literal["yes", "no", "unstated"] | None, Parameter(
@@ -59,7 +63,7 @@ class BoardsController(Controller):
                           format: Format = "json", primary_only: PrimaryOnly = False,  # noqa: A002
                           qrels_version: QrelsVersion = None, test: TestName = None, run_type: RunType = None,
                           training_data: TrainingData = None,
-                          external_resources: ExternalResources = None) -> Response[Leaderboard]:
+                          external_resources: ExternalResources = None, pairs: Pairs = False) -> Response[Leaderboard]:
         """Runs ranked by a metric's mean with its 95% interval, Judged@10 and the stored
         pairwise test (who beats whom, group letters), with each run's type and whether it uses
         training data or external resources. Filters (primary runs, run type, training data,
@@ -70,7 +74,7 @@ class BoardsController(Controller):
 
         def render(coll: Collection) -> tuple[bytes, str]:
             doc = boards.leaderboard_doc(uow.session, coll, me, metric, qrels_version=qrels_version, test=test,
-                                         runs=runs)
+                                         runs=runs, pairs=pairs)
             if format == "csv":
                 return board_csv(doc).encode(), "text/csv"
             if format == "latex":
@@ -78,7 +82,7 @@ class BoardsController(Controller):
             return msgspec.json.encode(out(Leaderboard, doc)), "application/json"
 
         body, media = await _board(state["board_cache"], uow, me, cid,
-                                   ("board", metric, format, qrels_version, test, runs), render)
+                                   ("board", metric, format, qrels_version, test, runs, pairs), render)
         return Response(body, media_type=media)  # type: ignore[arg-type]
 
     @get("/api/collections/{cid:int}/leaderboard/metrics", operation_id="getMetricsBoard",

@@ -33,8 +33,14 @@ class BoardRow(Response, kw_only=True):
     n_topics: int
     baseline: bool = False
     judged_at_10: Annotated[float | None, Meta(description="Share of the top 10 documents judged.")] = None
-    beats: Annotated[list[str] | None, Meta(description="Runs this one is significantly better than.")] = None
-    tied_with: Annotated[list[str] | None, Meta(description="Runs not significantly different.")] = None
+    beats_count: Annotated[int | None, Meta(description=(
+        "How many runs below this one it is significantly better than (null without a stored test)."))] = None
+    tied_count: Annotated[int | None, Meta(description="How many runs are not significantly different from it.")] \
+        = None
+    beats: Annotated[list[str] | None, Meta(description=(
+        "Runs this one is significantly better than (with ?pairs=true; else null)."))] = None
+    tied_with: Annotated[list[str] | None, Meta(description=(
+        "Runs not significantly different (with ?pairs=true; else null)."))] = None
     groups: Annotated[str | None, Meta(description=(
         "Letters of a compact letter display (Piepho 2004): two runs share a letter if and only if the stored test "
         "finds them not significantly different. Up to 52 letters one character each (a-z, A-Z), then a1, b1, ... "

@@ -38,7 +38,7 @@ class BoardChoices:
     def board(self, page: Page, coll: Collection) -> dict[str, Any]:
         """The board as the visitor may see it (``policy.may_see_board``), with these choices."""
         return boards.leaderboard_doc(page.session, coll, page.me, self.metric, qrels_version=self.qrels_version,
-                                      test=self.test, runs=self.runs)
+                                      test=self.test, runs=self.runs, pairs=True)  # names up to 5 beaten runs
 
     def metrics_board(self, page: Page, coll: Collection) -> dict[str, Any]:
         """Every metric side by side, as ``policy.may_see_board`` allows, with these filters."""
