@@ -20,7 +20,7 @@ from service.errors import Conflict
 from service.evaluation import collections, idempotency, policy
 from service.evaluation.access import Principal
 from service.evaluation.planning import plan_job
-from service.evaluation.reading import qrels_diff
+from service.evaluation.reading import judgment_changes, qrels_diff
 from service.evaluation.setup import add_qrels
 from service.evaluation.work import Outcome
 from service.formats.readers import parse_qrels
@@ -105,7 +105,7 @@ def summary(s: Session, coll: Collection, parsed: Qrels, threshold: float = LARG
     uploaded = {(topic, docno.decode("utf-8")): int(level)
                 for i, topic in enumerate(parsed.topics)
                 for docno, level in zip(parsed.docnos[i].tolist(), parsed.levels[i].tolist())}
-    change = compare(current, uploaded)
+    change = judgment_changes(current, uploaded)
     removed = change["totals"]["removed"]
     share = removed / len(current) if current else 0.0
     known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
@@ -113,33 +113,6 @@ def summary(s: Session, coll: Collection, parsed: Qrels, threshold: float = LARG
             "topics": change["topics"], "totals": change["totals"], "current_judgments": len(current),
             "judgments": len(uploaded), "removed_share": share, "large_removal": share > threshold,
             "threshold": threshold, "new_topics": sorted(set(parsed.topics) - known)}
-
-
-def compare(old: dict[tuple[str, str], int], new: dict[tuple[str, str], int]) -> dict[str, Any]:
-    """Judgments added, removed and changed per topic from ``old`` to ``new`` ((topic, docno)
-    -> level), each topic's changes by docno: the form of ``reading.qrels_diff``."""
-    topics: dict[str, dict[str, Any]] = {}
-
-    def entry(t: str) -> dict[str, Any]:
-        return topics.setdefault(t, {"added": 0, "removed": 0, "changed": 0, "changes": []})
-
-    for key in new.keys() - old.keys():
-        e = entry(key[0])
-        e["added"] += 1
-        e["changes"].append({"docno": key[1], "old": None, "new": new[key]})
-    for key in old.keys() - new.keys():
-        e = entry(key[0])
-        e["removed"] += 1
-        e["changes"].append({"docno": key[1], "old": old[key], "new": None})
-    for key in old.keys() & new.keys():
-        if old[key] != new[key]:
-            e = entry(key[0])
-            e["changed"] += 1
-            e["changes"].append({"docno": key[1], "old": old[key], "new": new[key]})
-    for e in topics.values():
-        e["changes"].sort(key=lambda c: c["docno"])
-    return {"topics": dict(sorted(topics.items())),
-            "totals": {k: sum(e[k] for e in topics.values()) for k in ("added", "removed", "changed")}}
 
 
 def removal_message(change: dict[str, Any]) -> str:

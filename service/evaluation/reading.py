@@ -296,26 +296,31 @@ def qrels_diff(s: Session, collection_id: int, old: int, new: int) -> dict[str, 
         return {(t, d): lv for t, d, lv in s.execute(select(Judgment.topic, Judgment.docno, Judgment.level)
                                                      .where(Judgment.qrels_version_id == vid))}
 
-    a, b = judgments(versions[old]), judgments(versions[new])
+    return {"from": old, "to": new, **judgment_changes(judgments(versions[old]), judgments(versions[new]))}
+
+
+def judgment_changes(old: dict[tuple[str, str], int], new: dict[tuple[str, str], int]) -> dict[str, Any]:
+    """Judgments added, removed and changed per topic from ``old`` to ``new`` ((topic, docno)
+    -> level), each topic's changes sorted by docno, and the totals."""
     topics: dict[str, dict[str, Any]] = {}
 
     def entry(t: str) -> dict[str, Any]:
         return topics.setdefault(t, {"added": 0, "removed": 0, "changed": 0, "changes": []})
 
-    for key in b.keys() - a.keys():
+    for key in new.keys() - old.keys():
         e = entry(key[0])
         e["added"] += 1
-        e["changes"].append({"docno": key[1], "old": None, "new": b[key]})
-    for key in a.keys() - b.keys():
+        e["changes"].append({"docno": key[1], "old": None, "new": new[key]})
+    for key in old.keys() - new.keys():
         e = entry(key[0])
         e["removed"] += 1
-        e["changes"].append({"docno": key[1], "old": a[key], "new": None})
-    for key in a.keys() & b.keys():
-        if a[key] != b[key]:
+        e["changes"].append({"docno": key[1], "old": old[key], "new": None})
+    for key in old.keys() & new.keys():
+        if old[key] != new[key]:
             e = entry(key[0])
             e["changed"] += 1
-            e["changes"].append({"docno": key[1], "old": a[key], "new": b[key]})
+            e["changes"].append({"docno": key[1], "old": old[key], "new": new[key]})
     for e in topics.values():
         e["changes"].sort(key=lambda c: c["docno"])
-    return {"from": old, "to": new, "topics": dict(sorted(topics.items())),
+    return {"topics": dict(sorted(topics.items())),
             "totals": {k: sum(e[k] for e in topics.values()) for k in ("added", "removed", "changed")}}
