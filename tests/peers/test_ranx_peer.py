@@ -54,8 +54,9 @@ from service.formats.types import Qrels as CranfieldQrels
 from service.formats.types import Run as CranfieldRun
 from service.metrics import EvalSettings, evaluate
 from tests.support.collections import generate
+from tests.support.peers import require_peer
 
-ranx = pytest.importorskip("ranx")
+ranx = require_peer("ranx", "ranx")
 from ranx import Qrels, Run  # noqa: E402
 from ranx import evaluate as ranx_evaluate  # noqa: E402
 

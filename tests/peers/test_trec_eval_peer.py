@@ -39,8 +39,9 @@ import pytest
 
 from service.metrics import EvalSettings, evaluate
 from tests.support.collections import Generated, generate
+from tests.support.peers import require_peer
 
-pytrec_eval = pytest.importorskip("pytrec_eval")
+pytrec_eval = require_peer("pytrec_eval", "pytrec-eval-terrier")
 
 pytestmark = pytest.mark.peer
 
