@@ -9,6 +9,7 @@ its own, and :func:`main` builds argparse from the registry and runs the chosen 
   processes.py   db, worker, beat, serve, demo
   organising.py  load, qrels add, reevaluate, leaderboard, jobs, token create
   judging.py     pool, judgments add, reusability
+  judges.py      judges compare            (two qrels versions or files: agreement)
   remote.py      remote login/logout/collections/runs/submit/wait/board/scores (the HTTP API's client)
   common.py      what the service commands share (database, queue, files, the CLI's caller)
   arguments.py   argument types (gains, positive integers)
@@ -27,6 +28,7 @@ from collections.abc import Sequence
 
 # Importing a command module registers its commands (in this order in --help).
 from service.cli import evaluate, stats, processes, organising, judging  # noqa: F401  isort: skip
+from service.cli import judges  # noqa: F401  isort: skip
 from service.cli import topicsize  # noqa: F401  isort: skip
 from service.cli import remote  # noqa: F401  isort: skip
 from service.cli.registry import handler_for

@@ -41,6 +41,7 @@ from service.portal.controllers.analysis import AnalysisController
 from service.portal.controllers.boards import BoardController
 from service.portal.controllers.console import ConsoleController
 from service.portal.controllers.console_runs import ConsoleRunsController
+from service.portal.controllers.judges import JudgesController
 from service.portal.controllers.judging import AssessmentController, PoolController
 from service.portal.controllers.qrels import QrelsController
 from service.portal.controllers.runs import RunController
@@ -66,7 +67,7 @@ SECURITY_HEADERS = {
 
 CONTROLLERS = [SignInController, BoardController, RunController, AnalysisController, SubmissionController,
                QrelsController, PoolController, AssessmentController, SnapshotController, TeamController,
-               TopicController, ConsoleController, ConsoleRunsController, TokenController]
+               TopicController, ConsoleController, ConsoleRunsController, TokenController, JudgesController]
 
 
 def portal_router(factory: sessionmaker[Session], dispatch: Dispatch,

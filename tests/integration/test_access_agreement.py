@@ -45,6 +45,8 @@ QUESTIONS = [
              "/c/{cid}/snapshots", "/c/{cid}/snapshots"),
     Question("see the qrels", lambda me, c, r, p: policy.may_see_qrels(me, c), "/api/collections/{cid}/qrels",
              "/c/{cid}/qrels", "/c/{cid}/qrels"),
+    Question("compare qrels versions", lambda me, c, r, p: policy.may_see_qrels(me, c),
+             "/api/collections/{cid}/qrels/compare?a=1&b=1", "/c/{cid}/qrels/compare"),
     Question("manage pools", lambda me, c, r, p: policy.may_manage_pools(me, c), "/api/collections/{cid}/pools",
              "/c/{cid}/pools", "/c/{cid}/pools"),
     Question("manage teams", lambda me, c, r, p: policy.may_manage_teams(me, c), "/api/collections/{cid}/teams",

@@ -1,0 +1,204 @@
+"""Judging the judges: the comparison of two qrels versions of a collection.
+
+Version ``a`` is the reference, ``b`` the one compared with it: confusion rows are a's levels,
+differences b - a (positive: b is more lenient), rank changes a's rank - b's rank (positive: the
+run moves up under b). A figure the data leave undefined is null and a note says why.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from msgspec import Meta
+
+from service.api.schemas import Response
+
+Figure = Annotated[float | None, Meta(description="null when undefined (the notes say why).")]
+
+
+class ComparedVersion(Response, kw_only=True):
+    version: int
+    judgments: int
+    uploaded_by: str
+    uploaded_at: str | None
+
+
+class JudgedOverlapOut(Response, kw_only=True):
+    """The judged (topic, document) pairs the two versions have in common."""
+
+    a: Annotated[int, Meta(description="Judgments of version a.")]
+    b: int
+    both: int
+    only_a: int
+    only_b: int
+    union: int
+    share_of_a: Annotated[float | None, Meta(description="Share of a's judged documents b also judged.")]
+    share_of_b: float | None
+    jaccard: Annotated[float | None, Meta(description="both / union.")]
+
+
+class LabelFigures(Response, kw_only=True):
+    """Label agreement on the documents both versions judged."""
+
+    documents: int
+    observed: Annotated[float | None, Meta(description="Share of those documents with the same label.")]
+    kappa: Annotated[float | None, Meta(description="Cohen's kappa.")]
+    kappa_linear: Annotated[float | None, Meta(description="Weighted kappa, linear weights |i - j| on positions.")]
+    kappa_quadratic: Annotated[float | None, Meta(description="Weighted kappa, quadratic weights (i - j)^2.")]
+    alpha: Annotated[float | None, Meta(description="Krippendorff's alpha (ordinal).")]
+    higher: Annotated[int, Meta(description="Documents b labels higher than a.")]
+    lower: Annotated[int, Meta(description="Documents b labels lower than a.")]
+
+
+class OverallLabels(LabelFigures, kw_only=True):
+    alpha_level: str
+    confusion: Annotated[list[list[int]], Meta(description="Rows a's level, columns b's, in `levels` order.")]
+
+
+class TopicLabels(LabelFigures, kw_only=True):
+    topic: str
+    added: Annotated[int, Meta(description="Judgments b adds on the topic.")]
+    removed: int
+    changed: int
+
+
+class LabelAgreementOut(Response, kw_only=True):
+    levels: Annotated[list[int], Meta(description="The scale compared (the confusion matrix's order).")]
+    overlap: JudgedOverlapOut
+    changes: Annotated[dict[str, int], Meta(description="Judgments added, removed and changed from a to b.")]
+    overall: Annotated[OverallLabels, Meta(description="Every topic's documents pooled (one confusion matrix).")]
+    macro: Annotated[dict[str, float | None], Meta(description="The mean of each figure over the topics "
+                                                                 "where it is defined.")]
+    defined: Annotated[dict[str, int], Meta(description="The topics where each figure is defined.")]
+    topics: list[TopicLabels]
+    notes: list[str]
+
+
+class ComparedRun(Response, kw_only=True):
+    run: str
+    team: str | None
+    mean_a: float | None
+    mean_b: float | None
+    rank_a: int
+    rank_b: int
+    change: Annotated[int, Meta(description="rank_a - rank_b: positive when the run moves up under b.")]
+
+
+class RankChangeOut(Response, kw_only=True):
+    run: str | None
+    rank_a: int
+    rank_b: int
+    change: int
+
+
+class RankingOut(Response, kw_only=True):
+    """How alike the two versions rank the runs by their means."""
+
+    runs: int
+    kendall: Annotated[float | None, Meta(description="Kendall's tau-b.")]
+    tau_ap: Annotated[float | None, Meta(description="tau_AP with a as the reference (b's ranking walked).")]
+    tau_ap_reverse: Annotated[float | None, Meta(description="tau_AP with b as the reference.")]
+    tau_ap_symmetric: Figure
+    tau_ap_b: Annotated[float | None, Meta(description="Urbano & Marrero's tie-aware, symmetric tau_AP_b.")]
+    spearman: Figure
+    pearson: Figure
+    top_k: int
+    top_k_runs: Annotated[int, Meta(description="Runs in a's top k (ties at the k-th included).")]
+    tau_top_k: Annotated[float | None, Meta(description="tau-b over a's top k runs.")]
+    largest_change: RankChangeOut | None
+    notes: list[str]
+
+
+class TopicPoint(Response, kw_only=True):
+    topic: str
+    mean_a: float | None
+    mean_b: float | None
+
+
+class BlandAltmanOut(Response, kw_only=True):
+    """Bland-Altman of the per-topic means over the compared runs, b - a."""
+
+    topics: int
+    dropped: int
+    bias: Annotated[float | None, Meta(description="Mean of b - a: positive, b is more lenient.")]
+    sd: Figure
+    level: float
+    lower: Annotated[float | None, Meta(description="Lower limit of agreement, bias - z sd.")]
+    upper: Figure
+    bias_low: Annotated[float | None, Meta(description="The t interval of the bias.")]
+    bias_high: Figure
+    direction: Annotated[str, Meta(description="more lenient, stricter or no bias (b against a).")]
+    points: list[TopicPoint]
+    notes: list[str]
+
+
+class StoredTestOut(Response, kw_only=True):
+    test: str
+    alpha: float
+    correction: str
+    resamples: int | None
+    topics: int
+
+
+class SignificanceAgreementOut(Response, kw_only=True):
+    """Each pair of runs' verdict (significant in one direction or not) under both versions' tests."""
+
+    pairs: int
+    untested: int
+    kept_significant: int
+    kept_not_significant: int
+    lost: Annotated[int, Meta(description="Significant under a only.")]
+    gained: Annotated[int, Meta(description="Significant under b only.")]
+    flipped: Annotated[int, Meta(description="Significant under both, in opposite directions.")]
+    agreement: Annotated[float | None, Meta(description="Share of the pairs keeping their verdict.")]
+    kept_of_significant: Figure
+    significant_a: int
+    significant_b: int
+    test_a: StoredTestOut | None = None
+    test_b: StoredTestOut | None = None
+
+
+class RunCorrelation(Response, kw_only=True):
+    run: str
+    kendall: Figure
+    pearson: Figure
+
+
+class DisagreeingTopic(Response, kw_only=True):
+    topic: str
+    tau: Annotated[float | None, Meta(description="tau-b of the runs' order on the topic under a and b.")]
+    disagreement: Annotated[float | None, Meta(description="1 - tau (0 same order, 2 reversed).")]
+    mean_difference: Annotated[float | None, Meta(description="Mean over runs of b - a on the topic.")]
+    mean_a: float | None
+    mean_b: float | None
+    added: int
+    removed: int
+    changed: int
+
+
+class TopicCorrelationOut(Response, kw_only=True):
+    mean_kendall: Annotated[float | None, Meta(description="tau-b over topics of the per-topic means.")]
+    mean_pearson: Figure
+    runs: list[RunCorrelation]
+    disagreeing: Annotated[list[DisagreeingTopic], Meta(description="Every topic, most disagreement first.")]
+    notes: list[str]
+
+
+class QrelsComparison(Response, kw_only=True):
+    """Two qrels versions compared (a the reference, b the compared one)."""
+
+    collection: int
+    a: ComparedVersion
+    b: ComparedVersion
+    metric: str
+    configuration: Annotated[int, Meta(description="The configuration version whose stored scores are read.")]
+    labels: LabelAgreementOut
+    runs: Annotated[list[ComparedRun], Meta(description="The runs evaluated under both versions.")]
+    ranking: RankingOut | None
+    bland_altman: BlandAltmanOut | None
+    topics: TopicCorrelationOut | None
+    only_a: Annotated[list[str], Meta(description="Runs evaluated under a only (left out).")]
+    only_b: list[str]
+    significance: SignificanceAgreementOut | None
+    significance_reason: Annotated[str | None, Meta(description="Why `significance` is null.")]
+    notes: list[str]

@@ -1,0 +1,207 @@
+"""``cranfield judges compare``: how far two qrels agree (judging the judges, issue 16).
+
+Two modes, one printout (:func:`write_comparison`):
+
+* database: ``--collection NAME --from V --to W`` compares two stored qrels versions through
+  the use case (``judge_comparison.compare_versions``), reading the stored scores and tests;
+* files: ``--qrels A --qrels B RUN...`` evaluates the runs under both qrels with the core and
+  compares them the same way, the significance verdicts from the paired bootstrap (B = 1000,
+  seed 0, no correction, alpha 0.05). No service is needed.
+
+The first version or file is the reference (a), the second the compared one (b): differences
+are b - a, rank changes a's rank - b's rank.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+from service.cli.arguments import positive_int
+from service.cli.common import cli_principal, database_url, sessions
+from service.cli.output import write_json
+from service.cli.registry import command
+from service.errors import InvalidMeasure
+
+FILE_METRIC = "AP"  # the default metric of the file mode (a collection's default official metric)
+FILE_TEST = {"test": "bootstrap", "resamples": 1000, "seed": 0, "alpha": 0.05, "correction": "none"}
+
+
+def _judges_arguments(jd: argparse.ArgumentParser) -> None:
+    jsub = jd.add_subparsers(dest="judges_command", required=True)
+    c = jsub.add_parser("compare", help="the agreement of two qrels: labels, system rankings, significance, topics",
+                        description="Compare two qrels versions of a collection (--collection, --from, --to) or "
+                                    "two qrels files on the same runs (--qrels A --qrels B RUN...). The first is "
+                                    "the reference: differences are second - first.")
+    c.add_argument("--collection", help="database mode: the collection")
+    c.add_argument("--from", dest="version_a", type=positive_int, metavar="V", help="the reference qrels version")
+    c.add_argument("--to", dest="version_b", type=positive_int, metavar="W", help="the compared qrels version")
+    c.add_argument("--qrels", action="append", metavar="FILE",
+                   help="file mode: a qrels file, given twice (the reference first)")
+    c.add_argument("runs", nargs="*", metavar="RUN", help="file mode: TREC run files (or folders of them)")
+    c.add_argument("-m", "--metric", help=f"the metric (default: the collection's official one; {FILE_METRIC} "
+                                          "for files)")
+    c.add_argument("--top-k", type=positive_int, default=10, help="k of the tau over the top k runs (default 10)")
+    c.add_argument("--topics", type=positive_int, default=10,
+                   help="the disagreeing topics printed (default 10; --format json has all)")
+    c.add_argument("--format", choices=("text", "json"), default="text")
+
+
+@command("judges", "compare judgment sets (two qrels versions or files)", _judges_arguments)
+def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
+    if args.collection is not None:
+        if args.qrels or args.runs:
+            raise InvalidMeasure("judges compare: --collection compares stored versions; --qrels and run files "
+                                 "are the file mode")
+        if args.version_a is None or args.version_b is None:
+            raise InvalidMeasure("judges compare --collection needs --from V and --to W")
+        doc = _compare_stored(args)
+    else:
+        if not args.qrels or len(args.qrels) != 2 or not args.runs:
+            raise InvalidMeasure("judges compare needs --collection NAME --from V --to W, or --qrels A --qrels B "
+                                 "and run files")
+        doc = compare_files(args.qrels[0], args.qrels[1], args.runs, args.metric or FILE_METRIC, args.top_k)
+    if args.format == "json":
+        return write_json(doc, out)
+    write_comparison(doc, out, args.topics)
+    return 0
+
+
+def _compare_stored(args: argparse.Namespace) -> dict[str, Any]:
+    from service.evaluation.judge_comparison import compare_versions
+    from service.evaluation.setup import get_collection
+
+    with sessions(database_url())() as s:
+        coll = get_collection(s, args.collection)
+        return compare_versions(s, coll, cli_principal(), args.version_a, args.version_b, args.metric, args.top_k)
+
+
+def compare_files(qrels_a: str, qrels_b: str, run_paths: list[str], metric: str, top_k: int = 10) -> dict[str, Any]:
+    """The comparison document of two qrels files on the same runs (as the database mode's)."""
+    import math
+
+    import numpy as np
+
+    from service.cli.common import run_files
+    from service.evaluation.judge_comparison import label_figures, score_figures, significance_figures
+    from service.formats.readers import read_qrels, read_run
+    from service.metrics.scoring import EvalSettings, evaluate, parse_measures
+    from service.metrics.stats.pairwise import pairwise
+
+    (measure,) = parse_measures([metric])  # a bad name fails before any file is read
+    qa, qb = read_qrels(qrels_a), read_qrels(qrels_b)
+    runs = [read_run(p) for p in run_files(run_paths)]
+    tags = [r.tag for r in runs]
+    if len(set(tags)) != len(tags):
+        dup = next(t for t in tags if tags.count(t) > 1)
+        raise InvalidMeasure(f"two run files carry the same tag {dup!r}: tags name runs in the output")
+
+    def judged(q) -> dict[tuple[str, str], int]:  # type: ignore[no-untyped-def]
+        return {(t, d.decode("utf-8")): int(lv) for t, docs, levels in zip(q.topics, q.docnos, q.levels)
+                for d, lv in zip(docs.tolist(), levels.tolist())}
+
+    ja, jb = judged(qa), judged(qb)
+    labels = label_figures(ja, jb)
+    ea, eb = evaluate(qa, runs, [measure], EvalSettings()), evaluate(qb, runs, [measure], EvalSettings())
+    means_a, means_b = ea.means(measure), eb.means(measure)
+    # the board's order: by the mean under a (higher first), then by tag; runs without a mean left out
+    order = sorted((i for i in range(len(tags)) if not (math.isnan(means_a[i]) or math.isnan(means_b[i]))),
+                   key=lambda i: (-means_a[i], tags[i]))
+    names = [tags[i] for i in order]
+    topics = list(dict.fromkeys([*ea.topics, *eb.topics]))
+
+    def matrix(result) -> np.ndarray:  # type: ignore[no-untyped-def]
+        where = {t: k for k, t in enumerate(result.topics)}
+        per = result.per_topic(measure)
+        return np.array([[per[i, where[t]] if t in where else math.nan for i in order] for t in topics],
+                        dtype=np.float64).reshape(len(topics), len(order))
+
+    per_a, per_b = matrix(ea), matrix(eb)
+    changes = {t["topic"]: t for t in labels["topics"]}
+    scores = score_figures(names, means_a[order], means_b[order], topics, per_a, per_b, top_k=top_k,
+                           changes=changes)
+    notes = scores.pop("notes")
+    significance, reason = None, None
+    if len(names) < 2:
+        reason = "fewer than two runs: there is no pair to compare"
+    else:
+        # each qrels' topics (a topic without a score under the qrels is left out of its test)
+        tests = [pairwise(per, names, "bootstrap", resamples=FILE_TEST["resamples"], alpha=FILE_TEST["alpha"],
+                          correction="none", seed=FILE_TEST["seed"]) for per in (per_a, per_b)]
+        significance = {**significance_figures(names, means_a[order], means_b[order], tests[0].p_adjusted,
+                                                tests[1].p_adjusted, FILE_TEST["alpha"], FILE_TEST["alpha"]),
+                        **{f"test_{k}": {"test": "bootstrap", "alpha": FILE_TEST["alpha"], "correction": "none",
+                                         "resamples": FILE_TEST["resamples"], "topics": t.n_topics}
+                           for k, t in zip("ab", tests)}}
+    dropped = len(tags) - len(names)
+    if dropped:
+        notes.append(f"{dropped} run(s) without a mean under either qrels left out")
+    return {"a": {"file": qrels_a, "judgments": len(ja)}, "b": {"file": qrels_b, "judgments": len(jb)},
+            "metric": str(measure), "labels": labels, **scores, "only_a": [], "only_b": [],
+            "significance": significance, "significance_reason": reason, "notes": notes}
+
+
+# --------------------------------------------------------------------------- the printout
+def _f(v: float | None, digits: int = 4) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _side(doc: dict[str, Any]) -> str:
+    if doc.get("file") is not None:
+        return f"{doc['file']} ({doc['judgments']} judgments)"
+    return f"version {doc['version']} ({doc['judgments']} judgments)"
+
+
+def write_comparison(doc: dict[str, Any], out: TextIO, topics: int = 10) -> None:
+    """The comparison document (of either mode) as text: labels, rankings, significance, topics."""
+    w = out.write
+    w(f"a (reference): {_side(doc['a'])}\nb (compared):  {_side(doc['b'])}\n\n")
+    lab = doc["labels"]
+    ov, ch = lab["overlap"], lab["changes"]
+    w(f"Label agreement on the {ov['both']} documents both judged ({ov['only_a']} judged by a only, "
+      f"{ov['only_b']} by b only; Jaccard {_f(ov['jaccard'])}); from a to b {ch['added']} added, "
+      f"{ch['removed']} removed, {ch['changed']} changed\n")
+    w(f"{'':10}{'observed':>10}{'kappa':>10}{'linear':>10}{'quadratic':>10}{'alpha':>10}{'higher':>8}{'lower':>8}\n")
+    o, m = lab["overall"], lab["macro"]
+    w(f"{'overall':10}{_f(o['observed']):>10}{_f(o['kappa']):>10}{_f(o['kappa_linear']):>10}"
+      f"{_f(o['kappa_quadratic']):>10}{_f(o['alpha']):>10}{o['higher']:>8}{o['lower']:>8}\n")
+    w(f"{'per topic':10}{_f(m['observed']):>10}{_f(m['kappa']):>10}{_f(m['kappa_linear']):>10}"
+      f"{_f(m['kappa_quadratic']):>10}{_f(m['alpha']):>10}   (mean over topics)\n")
+    w("Confusion (rows: a's level, columns: b's)\n" + " " * 8 + "".join(f"{lv:>8}" for lv in lab["levels"]) + "\n")
+    for lv, row in zip(lab["levels"], o["confusion"]):
+        w(f"{lv:>8}" + "".join(f"{c:>8}" for c in row) + "\n")
+    for note in lab["notes"]:
+        w(f"  note: {note}\n")
+    w(f"\nRanking agreement of the {len(doc['runs'])} runs by {doc['metric']}\n")
+    r = doc["ranking"]
+    if r is not None:
+        w(f"  Kendall tau-b {_f(r['kendall'])}   tau_AP {_f(r['tau_ap'])} (b walked, a reference), "
+          f"{_f(r['tau_ap_reverse'])} (reverse)   tau_AP_b {_f(r['tau_ap_b'])}\n")
+        w(f"  Spearman {_f(r['spearman'])}   Pearson {_f(r['pearson'])}   tau over a's top {r['top_k']} "
+          f"({r['top_k_runs']} runs) {_f(r['tau_top_k'])}\n")
+        change = r["largest_change"]
+        w(f"  largest rank change: {change['run']} from {change['rank_a']} to {change['rank_b']}\n" if change
+          else "  no run changes rank\n")
+        for note in r["notes"]:
+            w(f"  note: {note}\n")
+    ba = doc["bland_altman"]
+    if ba is not None:
+        w(f"Per-topic means, b - a (Bland-Altman over {ba['topics']} topics): bias {_f(ba['bias'])} "
+          f"({ba['direction']}), 95% limits {_f(ba['lower'])} to {_f(ba['upper'])}\n")
+    sig = doc["significance"]
+    if sig is not None:
+        w(f"Significance ({sig['test_a']['test']}): {sig['pairs']} pairs, {_f(sig['agreement'], 3)} keep their "
+          f"verdict; {sig['kept_significant']} stay significant, {sig['lost']} lost, {sig['gained']} gained, "
+          f"{sig['flipped']} flipped ({sig['significant_a']} significant under a, {sig['significant_b']} under b)\n")
+    else:
+        w(f"Significance: none ({doc['significance_reason']})\n")
+    tc = doc["topics"]
+    if tc is not None:
+        w(f"\nPer-topic correlation: tau of the per-topic means {_f(tc['mean_kendall'])}, Pearson "
+          f"{_f(tc['mean_pearson'])}\nTopics where a and b disagree most (1 - tau of the runs' order)\n")
+        w(f"{'topic':12}{'tau':>8}{'mean b-a':>10}{'added':>7}{'removed':>8}{'changed':>8}\n")
+        for t in tc["disagreeing"][:topics]:
+            w(f"{t['topic']:12}{_f(t['tau'], 3):>8}{_f(t['mean_difference']):>10}{t['added']:>7}{t['removed']:>8}"
+              f"{t['changed']:>8}\n")
+    for note in doc["notes"]:
+        w(f"note: {note}\n")

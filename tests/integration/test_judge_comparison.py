@@ -1,0 +1,309 @@
+"""Comparing two qrels versions of a collection (issue 16's first slice): every figure of the
+API's comparison against an independent computation (scikit-learn, krippendorff, scipy, the
+core's evaluation of the same files), who may ask, the bad inputs, the portal page and its CSV,
+and ``cranfield judges compare`` on files against the database mode."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import random
+from pathlib import Path
+
+import krippendorff
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.metrics import cohen_kappa_score
+from sklearn.metrics import confusion_matrix as sk_confusion
+
+from tests.integration.conftest import World, auth
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "samples" / "ntcir-like"
+
+
+def _changed(qrels: str, share: float = 0.25, seed: int = 7) -> str:
+    """The qrels with about ``share`` of the labels drawn again (the same documents)."""
+    rng = random.Random(seed)
+    out = []
+    for line in qrels.splitlines():
+        parts = line.split()
+        if parts and rng.random() < share:
+            ntcir = parts[-1].startswith("L")
+            level = int(parts[-1].lstrip("L"))
+            if level >= 0:
+                new = rng.choice([0, 1, 2, 3])
+                parts[-1] = f"L{new}" if ntcir else str(new)
+        out.append(" ".join(parts))
+    return "\n".join(out) + "\n"
+
+
+def _judged(qrels: str) -> dict[tuple[str, str], int]:
+    found = {}
+    for line in qrels.splitlines():
+        parts = line.split()
+        if parts:
+            level = int(parts[-1].lstrip("L"))
+            if level >= 0:
+                found[(parts[0], parts[-2])] = level
+    return found
+
+
+def _upload_second(world: World) -> str:
+    second = _changed(world.qrels)
+    r = world.client.post(f"/api/collections/{world.cid}/qrels", content=second,
+                          headers=auth(world.tokens["organiser"]))
+    assert r.status_code == 201, r.text
+    return second
+
+
+def _tau_ap(x: np.ndarray, y: np.ndarray) -> float:
+    """Yilmaz et al.'s tau_AP of ranking y against the reference x (no ties), by its definition."""
+    order = np.argsort(-y, kind="stable")
+    n = len(order)
+    total = sum(sum(1 for j in order[:i] if x[j] > x[order[i]]) / i for i in range(1, n))
+    return 2 / (n - 1) * total - 1
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True)
+def test_every_figure_agrees_with_an_independent_computation(world: World) -> None:
+    from service.evaluation.reading import significance_for
+    from service.formats.readers import parse_qrels, parse_run
+    from service.metrics.scoring import EvalSettings, evaluate
+    from service.store.models import Collection
+
+    second = _upload_second(world)
+    r = world.client.get(f"/api/collections/{world.cid}/qrels/compare?a=1&b=2&top_k=2",
+                         headers=auth(world.tokens["organiser"]))
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert doc["metric"] == "nDCG@10" and doc["a"]["version"] == 1 and doc["b"]["version"] == 2
+
+    # labels: scikit-learn and krippendorff on the documents both judged
+    ja, jb = _judged(world.qrels), _judged(second)
+    keys = sorted(ja.keys() & jb.keys())
+    la, lb = [ja[k] for k in keys], [jb[k] for k in keys]
+    levels = doc["labels"]["levels"]
+    assert levels == list(range(max(la + lb) + 1))
+    overall = doc["labels"]["overall"]
+    assert overall["documents"] == len(keys)
+    assert overall["confusion"] == sk_confusion(la, lb, labels=levels).tolist()
+    assert overall["kappa"] == pytest.approx(cohen_kappa_score(la, lb, labels=levels), abs=1e-12)
+    assert overall["kappa_linear"] == pytest.approx(cohen_kappa_score(la, lb, labels=levels, weights="linear"),
+                                                    abs=1e-12)
+    assert overall["kappa_quadratic"] == pytest.approx(
+        cohen_kappa_score(la, lb, labels=levels, weights="quadratic"), abs=1e-12)
+    assert overall["alpha"] == pytest.approx(krippendorff.alpha(
+        reliability_data=np.array([la, lb], dtype=float), level_of_measurement="ordinal",
+        value_domain=levels), abs=1e-12)
+    assert overall["observed"] == pytest.approx(np.mean(np.array(la) == np.array(lb)))
+    assert overall["higher"] == sum(b > a for a, b in zip(la, lb))
+    changed = sum(1 for k in keys if ja[k] != jb[k])
+    assert doc["labels"]["changes"] == {"added": 0, "removed": 0, "changed": changed}
+    assert doc["labels"]["overlap"]["both"] == len(keys) and doc["labels"]["overlap"]["jaccard"] == 1.0
+    for t in doc["labels"]["topics"]:
+        tk = [k for k in keys if k[0] == t["topic"]]
+        ta, tb = [ja[k] for k in tk], [jb[k] for k in tk]
+        expected = cohen_kappa_score(ta, tb, labels=levels)
+        assert (t["kappa"] is None and math.isnan(expected)) or t["kappa"] == pytest.approx(expected, abs=1e-12)
+        assert t["changed"] == sum(1 for k in tk if ja[k] != jb[k])
+
+    # scores: the core's evaluation of the same files (the stored scores are the workers')
+    runs = [parse_run(text.encode(), tag) for tag, text in world.runs.items()]
+    ea = evaluate(parse_qrels(world.qrels.encode(), "a"), runs, ["nDCG@10"], EvalSettings())
+    eb = evaluate(parse_qrels(second.encode(), "b"), runs, ["nDCG@10"], EvalSettings())
+    names = [row["run"] for row in doc["runs"]]
+    assert sorted(names) == sorted(world.runs)
+    idx = [ea.runs.index(n) for n in names]
+    ma, mb = ea.means("nDCG@10")[idx], eb.means("nDCG@10")[idx]
+    assert [row["mean_a"] for row in doc["runs"]] == pytest.approx(ma.tolist(), abs=1e-12)
+    assert [row["mean_b"] for row in doc["runs"]] == pytest.approx(mb.tolist(), abs=1e-12)
+    rk = doc["ranking"]
+    assert rk["runs"] == 3
+    assert rk["kendall"] == pytest.approx(stats.kendalltau(ma, mb).statistic, abs=1e-12)
+    assert rk["spearman"] == pytest.approx(stats.spearmanr(ma, mb).statistic, abs=1e-12)
+    assert rk["pearson"] == pytest.approx(stats.pearsonr(ma, mb).statistic, abs=1e-12)
+    assert rk["tau_ap"] == pytest.approx(_tau_ap(ma, mb), abs=1e-12)
+    assert rk["tau_ap_reverse"] == pytest.approx(_tau_ap(mb, ma), abs=1e-12)
+    top = np.argsort(-ma)[:2]
+    assert rk["top_k"] == 2 and rk["tau_top_k"] == pytest.approx(stats.kendalltau(ma[top], mb[top]).statistic)
+    ranks_a = stats.rankdata(-ma, method="min")
+    ranks_b = stats.rankdata(-mb, method="min")
+    assert [row["rank_b"] for row in doc["runs"]] == ranks_b.astype(int).tolist()
+    move = np.abs(ranks_a - ranks_b)
+    assert (rk["largest_change"] is None) == (move.max() == 0)
+
+    # Bland-Altman of the per-topic means over the runs, b - a
+    topics = [t for t in ea.topics if t in eb.topics]
+    pa = np.array([[ea.value(n, "nDCG@10", t) for n in names] for t in topics])
+    pb = np.array([[eb.value(n, "nDCG@10", t) for n in names] for t in topics])
+    d = pb.mean(axis=1) - pa.mean(axis=1)
+    ba = doc["bland_altman"]
+    assert ba["topics"] == len(topics)
+    assert ba["bias"] == pytest.approx(d.mean(), abs=1e-12)
+    assert ba["sd"] == pytest.approx(d.std(ddof=1), abs=1e-12)
+    assert ba["lower"] == pytest.approx(d.mean() - stats.norm.ppf(0.975) * d.std(ddof=1), abs=1e-12)
+    assert ba["direction"] == ("more lenient" if d.mean() > 0 else "stricter")
+
+    # per-topic tau and the topics ordered by disagreement
+    disagreeing = doc["topics"]["disagreeing"]
+    assert len(disagreeing) == len(set(ea.topics) | set(eb.topics))
+    for entry in disagreeing:
+        if entry["topic"] not in topics:
+            continue
+        k = topics.index(entry["topic"])
+        tau = stats.kendalltau(pa[k], pb[k]).statistic
+        if math.isnan(tau):
+            assert entry["tau"] is None
+        else:
+            assert entry["tau"] == pytest.approx(tau, abs=1e-12)
+            assert entry["mean_difference"] == pytest.approx(d[k], abs=1e-12)
+        assert entry["changed"] == sum(1 for key in keys if key[0] == entry["topic"] and ja[key] != jb[key])
+    defined = [e["disagreement"] for e in disagreeing if e["disagreement"] is not None]
+    assert defined == sorted(defined, reverse=True)
+    assert doc["topics"]["mean_kendall"] == pytest.approx(
+        stats.kendalltau(pa.mean(axis=1), pb.mean(axis=1)).statistic, abs=1e-12)
+
+    # significance: the verdicts of the two stored tests, pair by pair
+    with world.factory() as s:
+        coll = s.get(Collection, world.cid)
+        tests = [significance_for(s, coll, "nDCG@10", qrels_version=v) for v in (1, 2)]
+    sig = doc["significance"]
+    assert sig is not None and doc["significance_reason"] is None
+    verdicts = {"kept": 0, "lost": 0, "gained": 0, "flipped": 0}
+    for i in range(3):
+        for j in range(i + 1, 3):
+            sa = tests[0].p(names[i], names[j]) < tests[0].alpha
+            sb = tests[1].p(names[i], names[j]) < tests[1].alpha
+            same = np.sign(ma[i] - ma[j]) == np.sign(mb[i] - mb[j])
+            key = "kept" if (sa == sb and (not sa or same)) else "lost" if sa and not sb else \
+                "gained" if sb and not sa else "flipped"
+            verdicts[key] += 1
+    assert sig["pairs"] == 3 and sig["untested"] == 0
+    assert sig["kept_significant"] + sig["kept_not_significant"] == verdicts["kept"]
+    assert (sig["lost"], sig["gained"], sig["flipped"]) == (verdicts["lost"], verdicts["gained"], verdicts["flipped"])
+    assert sig["agreement"] == pytest.approx(verdicts["kept"] / 3)
+
+    # the portal page shows the same figures, and the topics as CSV
+    c = world.client
+    c.cookies.clear()
+    assert c.post("/login", data={"token": world.tokens["organiser"]}, follow_redirects=False).status_code == 303
+    page = c.get(f"/c/{world.cid}/qrels/compare")  # by default the last two versions, the official metric
+    assert page.status_code == 200 and page.text.count("<h1") == 1
+    assert 'id="confusion"' in page.text and f"{overall['kappa']:.3f}" in page.text
+    assert f"/c/{world.cid}/qrels/compare" in c.get(f"/c/{world.cid}/qrels").text
+    csv_text = c.get(f"/c/{world.cid}/qrels/compare.csv?a=1&b=2")
+    assert csv_text.status_code == 200 and csv_text.headers["content-type"].startswith("text/csv")
+    lines = csv_text.text.splitlines()
+    assert lines[0].startswith("topic,tau,") and [ln.split(",")[0] for ln in lines[1:]] == \
+        [e["topic"] for e in disagreeing]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_only_the_collections_organisers_compare(world: World) -> None:
+    _upload_second(world)
+    c = world.client
+    expected = {None: 401, "alpha": 403, "beta": 403, "assessor": 403, "other_organiser": 403,
+                "organiser": 200, "admin": 200}
+    for role, status in expected.items():
+        token = world.tokens.get(role) if role else None
+        r = c.get(f"/api/collections/{world.cid}/qrels/compare?a=1&b=2", headers=auth(token))
+        assert r.status_code == status, (role, r.status_code, r.text[:200])
+        c.cookies.clear()
+        if token:
+            assert c.post("/login", data={"token": token}, follow_redirects=False).status_code == 303
+        for path in (f"/c/{world.cid}/qrels/compare?a=1&b=2", f"/c/{world.cid}/qrels/compare.csv?a=1&b=2"):
+            page = c.get(path, follow_redirects=False)
+            assert page.status_code == status, (role, path, page.status_code)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_bad_inputs_are_clear_errors(world: World) -> None:
+    from service.evaluation.judge_comparison import score_figures
+
+    c, org = world.client, auth(world.tokens["organiser"])
+    base = f"/api/collections/{world.cid}/qrels/compare"
+    r = c.get(f"{base}?a=1&b=2", headers=org)
+    assert r.status_code == 404 and "no qrels version 2" in r.json()["detail"]
+    _upload_second(world)
+    assert c.get(f"{base}?a=1&b=2&metric=nope@x", headers=org).status_code == 400
+    assert c.get(f"{base}?a=1&b=2&metric=P@5", headers=org).status_code == 400  # not among the metrics
+    assert c.get(f"{base}?a=1", headers=org).status_code == 422  # b is required
+    assert c.get(f"{base}?a=1&b=2&top_k=0", headers=org).status_code == 422
+    same = c.get(f"{base}?a=2&b=2", headers=org).json()
+    assert same["labels"]["overall"]["kappa"] == 1.0 and same["ranking"]["kendall"] == 1.0
+    assert any("itself" in n for n in same["notes"])
+    # a new configuration re-evaluates the current version only: version 1 has no results under it
+    r = c.patch(f"/api/collections/{world.cid}", json={"metrics": ["AP", "nDCG@10", "P@5"]},
+                headers=auth(world.tokens["admin"]))
+    assert r.status_code == 200, r.text
+    r = c.get(f"{base}?a=1&b=2", headers=org)
+    assert r.status_code == 409 and "version 1 has no results under the collection's current configuration" \
+        in r.json()["detail"]
+    c.cookies.clear()
+    assert c.post("/login", data={"token": world.tokens["organiser"]}, follow_redirects=False).status_code == 303
+    page = c.get(f"/c/{world.cid}/qrels/compare?a=1&b=2")
+    assert page.status_code == 409 and "no results under the collection" in page.text
+    # fewer than two common runs: null figures with notes
+    one = score_figures(["r"], np.array([0.5]), np.array([0.4]), ["t1", "t2"], np.array([[0.5], [0.5]]),
+                        np.array([[0.4], [0.4]]))
+    assert one["ranking"]["kendall"] is None and one["ranking"]["notes"] and one["notes"]
+    none = score_figures([], np.zeros(0), np.zeros(0), [], np.zeros((0, 0)), np.zeros((0, 0)))
+    assert none["ranking"] is None and none["bland_altman"] is None and none["notes"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_cli_file_mode_agrees_with_the_database_mode(world: World, tmp_path: Path) -> None:
+    from service.cli import build_parser
+    from service.cli.registry import handler_for
+
+    c, admin = world.client, auth(world.tokens["admin"])
+    cid = c.post("/api/collections", json={"name": "ntcir", "official_metric": "nDCG@10",
+                                           "metrics": ["AP", "nDCG@10"]}, headers=admin).json()["id"]
+    assert c.post(f"/api/collections/{cid}/teams", json={"team": "alpha"}, headers=admin).status_code == 201
+    first = (SAMPLE / "qrels.ntcir").read_text()
+    second = tmp_path / "corrected.qrels"
+    second.write_text(_changed(first, share=0.2, seed=3))
+    assert c.post(f"/api/collections/{cid}/qrels", content=first, headers=admin).status_code == 201
+    run_paths = sorted((SAMPLE / "runs").iterdir())
+    for path in run_paths:
+        r = c.post(f"/api/collections/{cid}/runs?team=alpha", content=path.read_bytes(), headers=admin)
+        assert r.status_code == 201, r.text
+    assert c.post(f"/api/collections/{cid}/qrels", content=second.read_text(), headers=admin).status_code == 201
+
+    stored, files = io.StringIO(), io.StringIO()
+    for argv, out in ((["judges", "compare", "--collection", "ntcir", "--from", "1", "--to", "2", "--format", "json"],
+                       stored),
+                      (["judges", "compare", "--qrels", str(SAMPLE / "qrels.ntcir"), "--qrels", str(second),
+                        *map(str, run_paths), "-m", "nDCG@10", "--format", "json"], files)):
+        args = build_parser().parse_args(argv)
+        assert handler_for(args.command)(args, out) == 0
+    db, fm = json.loads(stored.getvalue()), json.loads(files.getvalue())
+    assert db["metric"] == fm["metric"] == "nDCG@10"
+    assert db["labels"] == fm["labels"]
+    assert [r["run"] for r in db["runs"]] == [r["run"] for r in fm["runs"]]
+    for key in ("mean_a", "mean_b", "rank_a", "rank_b"):
+        assert [r[key] for r in db["runs"]] == pytest.approx([r[key] for r in fm["runs"]], abs=1e-12)
+    for key, value in db["ranking"].items():
+        if isinstance(value, float):
+            assert fm["ranking"][key] == pytest.approx(value, abs=1e-12), key
+        else:
+            assert fm["ranking"][key] == value, key
+    for key in ("bias", "sd", "lower", "upper"):
+        assert fm["bland_altman"][key] == pytest.approx(db["bland_altman"][key], abs=1e-12)
+    assert [t["topic"] for t in db["topics"]["disagreeing"]] == [t["topic"] for t in fm["topics"]["disagreeing"]]
+    assert db["significance"]["pairs"] == fm["significance"]["pairs"] == 28
+    for key in ("kept_significant", "kept_not_significant", "lost", "gained", "flipped"):
+        assert db["significance"][key] == fm["significance"][key], key  # the same test, B and seed
+    # the text printout, one function for both modes
+    for argv in (["judges", "compare", "--collection", "ntcir", "--from", "1", "--to", "2"],
+                 ["judges", "compare", "--qrels", str(SAMPLE / "qrels.ntcir"), "--qrels", str(second),
+                  str(SAMPLE / "runs"), "-m", "nDCG@10"]):
+        buf = io.StringIO()
+        args = build_parser().parse_args(argv)
+        assert handler_for(args.command)(args, buf) == 0
+        text = buf.getvalue()
+        assert "Label agreement" in text and "Kendall tau-b" in text and "disagree most" in text
+        assert f"{db['labels']['overall']['kappa']:.4f}" in text
