@@ -28,8 +28,9 @@ run and dropped afterwards):
    ``pg_total_relation_size``).
 4. the reads, each in a fresh process (so the first read is cold: no decoded test in
    ``reading._SIG_CACHE``, no annotation cached, SQLAlchemy's statement cache empty; the
-   connection is opened before): what the API's handler renders on a cache miss, for an
-   organiser of the collection: the leaderboard (``collections.get`` +
+   connection is opened before, and the startup heap frozen as the application's startup
+   hook does, ``service.runtime.freeze_startup_heap``): what the API's handler renders on a
+   cache miss, for an organiser of the collection: the leaderboard (``collections.get`` +
    ``boards.leaderboard_doc`` + ``msgspec.json.encode(out(Leaderboard, doc))``, the JSON body
    of ``GET /api/collections/{id}/leaderboard``) and the significance matrix (the same with
    ``boards.significance_matrix`` and ``SignificanceMatrix``). One cold read, then ``--repeat``
@@ -247,6 +248,9 @@ def child_read(a: dict) -> dict:
     me = Principal(role="organiser", organises=frozenset({cid}), name="bench-organiser")
     with factory() as s:  # the server's pool has its connections before the first board
         s.scalar(select(Collection.id).where(Collection.id == cid))
+    from service.runtime import freeze_startup_heap
+
+    freeze_startup_heap()  # as the application does on startup (service/api/app.py)
 
     def render() -> tuple[float, float, int, dict]:
         """What the API's handler does on a cache miss (in a request's session)."""

@@ -24,6 +24,7 @@ from service.api.controllers.boards import BoardsController
 from service.api.controllers.collections import CollectionsController
 from service.api.controllers.health import HealthController
 from service.api.controllers.jobs import JobsController
+from service.api.controllers.judges import JudgesController
 from service.api.controllers.judging import AssessorsController, PoolsController
 from service.api.controllers.qrels import QrelsController
 from service.api.controllers.results import ResultsController
@@ -35,11 +36,12 @@ from service.http.problems import problem_of
 from service.http.admission import AdmissionLimit, DatabaseSlots, InFlight, ServerLimits
 from service.http.unit_of_work import Dispatch, PrincipalCache, caller_from_header, unit_of_work_provider
 from service.store.db import session_factory, size_pool
+from service.runtime import freeze_startup_heap
 
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
 CONTROLLERS = [HealthController, TeamsController, CollectionsController, QrelsController, RunsController,
                BoardsController, ResultsController, PoolsController, AssessorsController, AnalysesController,
-               JobsController]
+               JobsController, JudgesController]
 
 
 async def no_sniffing(message: Any, _scope: Any) -> None:
@@ -86,6 +88,9 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         # readers of the board.
         app.state["upload_threads"] = anyio.CapacityLimiter(limits.uploads)
 
+    def freeze_heap(app: Litestar) -> None:
+        freeze_startup_heap()  # full collections then skip the startup heap (service/runtime.py)
+
     return Litestar(
         route_handlers=[*CONTROLLERS, portal_router(factory, dispatch, after_write=after_write), assets_router(),
                         create_static_files_router(path="/static", directories=[STATIC], include_in_schema=False)],
@@ -97,7 +102,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         state=State({"max_body": max_body, "board_cache": board_cache, "readiness": readiness,
                      "db_slots": DatabaseSlots(limits.db_slots, limits.queue_seconds)}),
         middleware=[DefineMiddleware(AdmissionLimit, gate=InFlight(limits.max_in_flight))],
-        on_startup=[size_thread_pools],
+        on_startup=[size_thread_pools, freeze_heap],
         request_max_body_size=max_body,
         template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
         openapi_config=openapi_config(),

@@ -168,6 +168,9 @@ def _consequences(before: dict[str, Any], after: dict[str, Any], changed: list[d
                     else f"Each team may submit {quota} valid runs per UTC day.")
     if "description" in keys:
         said.append("The description changes.")
+    if keys & {"visibility", "enrolment"} and after["enrolment"] == "open" and after["visibility"] != "public":
+        said.append("Warning: open enrolment applies to public collections only; while the collection is "
+                    "private, its organisers enrol the teams.")
     return said
 
 

@@ -183,15 +183,16 @@ def _priority(value: object) -> int | None:
     return number
 
 
-def _check_settings(coll: Collection) -> tuple[str, int, int | None]:
-    """The collection's order, warning depth and tie cutoff (:mod:`service.formats.run_checks`)."""
+def _check_settings(coll: Collection) -> tuple[str, int, int | None, str]:
+    """The collection's order, warning depth, tie cutoff and where the depth comes from
+    (:mod:`service.formats.run_checks`)."""
     config = coll.current_config
     evaluation = (config.evaluation if config else None) or {}
     depth = evaluation.get("depth")
     cutoffs = [parse_measure(m).cutoff for m in (config.metrics if config else [])]
     official = parse_measure(config.official_metric).cutoff if config else None
     return (evaluation.get("order", "score"), run_checks.warning_depth(depth, cutoffs),
-            run_checks.tie_cutoff(official, depth))
+            run_checks.tie_cutoff(official, depth), run_checks.depth_reason(depth, cutoffs))
 
 
 def delete(s: Session, rid: int, me: Principal) -> int:
@@ -259,7 +260,7 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, te
         coll = collections.get(s, cid, me)
         # a closed window refuses before the parse; not a keyed request, which may be a retry
         _may_submit(s, me, coll, team_param, window=idempotency_key is None)
-        order, depth, cutoff = _check_settings(coll)
+        order, depth, cutoff, depth_source = _check_settings(coll)
     meta = metadata if metadata is not None else RunMetadata(description=description)
     digest = idempotency.request_hash(body, team_param, meta.description, *meta.request_key())
     if meta.ir_metadata is not None:
@@ -283,7 +284,8 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, te
         row.uses_training_data, row.uses_external_resources = meta.uses_training_data, meta.uses_external_resources
         row.ir_metadata = ir_text
         row.warnings = [w.as_dict() for w in run_checks.check_run(parsed, known, depth=depth, cutoff=cutoff,
-                                                                   ranked_by_score=order == "score")]
+                                                                   ranked_by_score=order == "score",
+                                                                   depth_source=depth_source)]
         followups: list[Followup] = []
         job_id = None
         if coll.current_qrels_id is not None:  # before any judgment the run waits for the pool's qrels

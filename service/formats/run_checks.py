@@ -61,6 +61,19 @@ def warning_depth(evaluation_depth: int | None, cutoffs: Sequence[int | None]) -
     return max([TREC_DEPTH, *(int(k) for k in cutoffs if k is not None)])
 
 
+def depth_reason(evaluation_depth: int | None, cutoffs: Sequence[int | None]) -> str:
+    """Where :func:`warning_depth` took its depth from, in words (the ``short_lists`` warning)."""
+    if evaluation_depth is not None:
+        return "the collection's evaluation depth"
+    if cutoffs and all(k is not None for k in cutoffs):
+        return "the largest cutoff of the collection's metrics"
+    return "TREC's customary depth: a metric without a cutoff reads the whole list"
+
+
+def _topics(n: int) -> str:
+    return f"{n} topic{'' if n == 1 else 's'}"
+
+
 def tie_cutoff(official_cutoff: int | None, evaluation_depth: int | None) -> int | None:
     """Where a tie changes the official score: the official metric's cutoff, or the evaluation
     depth when that cuts the list shorter (or the metric has no cutoff); None when the whole
@@ -70,36 +83,40 @@ def tie_cutoff(official_cutoff: int | None, evaluation_depth: int | None) -> int
 
 
 def check_run(run: Run, topics: Iterable[str], *, depth: int, cutoff: int | None,
-              ranked_by_score: bool = True) -> list[RunWarning]:
+              ranked_by_score: bool = True, depth_source: str = "the evaluation depth") -> list[RunWarning]:
     """The warnings of ``run`` against the collection's ``topics``: lists shorter than
     ``depth``, ties at ``cutoff`` (only when ``ranked_by_score``: under the rank or file order
     scores do not order the lists), a rank column that disagrees with the scores (when the
-    run carries its ``ranks``). An empty list: nothing to warn of."""
+    run carries its ``ranks``); ``depth_source`` says where ``depth`` comes from
+    (:func:`depth_reason`). Each message is a sentence. An empty list: nothing to warn of."""
     if depth < 1 or (cutoff is not None and cutoff < 1):
         raise ValueError("depth and cutoff are positive integers")
     lengths = np.diff(run.offsets)
     found: list[RunWarning] = []
     missing = sorted(set(topics) - set(run.topics))
     if missing:
-        found.append(_warning("missing_topics", missing, f"{len(missing)} of the collection's topics have no "
-                              "list in the run; they score as the collection's missing-topic rule says"))
+        found.append(_warning("missing_topics", missing, f"{len(missing)} of the collection's topics "
+                              f"{'has' if len(missing) == 1 else 'have'} no list in the run; "
+                              "they score as the collection's missing-topic rule says."))
     short = _topics_where(run, lengths < depth)
     if short:
-        found.append(_warning("short_lists", short, f"{len(short)} topics have fewer than {depth} documents "
-                              f"(the evaluation depth); the shortest has {int(lengths.min())}"))
+        found.append(_warning("short_lists", short, f"{_topics(len(short))} {'has' if len(short) == 1 else 'have'} fewer "
+                              f"than {depth} documents ({depth_source}); the shortest list has "
+                              f"{int(lengths.min())}."))
     if cutoff is not None and ranked_by_score:
         tied = _ties_at(run, lengths, cutoff)
         if tied:
-            found.append(_warning("ties_at_cutoff", tied, f"in {len(tied)} topics the documents at ranks {cutoff} "
-                                  f"and {cutoff + 1} have equal scores: which one counts at the cutoff {cutoff} "
-                                  "depends on the tie rule (docno order), not on the run"))
+            found.append(_warning("ties_at_cutoff", tied, f"In {_topics(len(tied))} the documents at ranks "
+                                  f"{cutoff} and {cutoff + 1} have equal scores: which one counts at the cutoff "
+                                  f"{cutoff} depends on the tie rule (docno order), not on the run."))
     if run.ranks is not None:
         disagree = _rank_disagreements(run, lengths)
         if disagree:
-            found.append(_warning("rank_disagrees", disagree, f"in {len(disagree)} topics the rank column "
+            found.append(_warning("rank_disagrees", disagree, f"In {_topics(len(disagree))} the rank column "
                                   "disagrees with the scores (a higher score with a rank that is not smaller); "
-                                  + ("the scores decide the order" if ranked_by_score else
-                                     "the collection ranks by the rank column or the file's order, not the scores")))
+                                  + ("the scores decide the order." if ranked_by_score else
+                                     "the collection ranks by the rank column or the file's order, not the "
+                                     "scores.")))
     return found
 
 

@@ -5,6 +5,7 @@ and refusals shown on a form's page.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -16,12 +17,12 @@ from litestar.response import Redirect, Template
 from sqlalchemy.orm import Session
 
 from service.errors import BadRequest, Conflict, InvalidInput, TooLarge
-from service.evaluation import collections, policy, teams
+from service.evaluation import collections, idempotency, policy, teams
 from service.evaluation.access import Principal
 from service.evaluation.work import Outcome
 from service.http.problems import problem_of
 from service.http.unit_of_work import UnitOfWork
-from service.portal.forms import csrf_for, secret_of
+from service.portal.forms import PostedForm, csrf_for, secret_of
 from service.store.models import Collection
 
 T = TypeVar("T")
@@ -33,7 +34,8 @@ def render(request: Request[Any, Any, Any], me: Principal, uow: UnitOfWork | Non
     team = teams.team_name(uow.session, me) if uow is not None and me.team_id is not None else None
     return Template(template_name=name, status_code=status, media_type="text/html", context={
         "me": me, "team": team, "csrf": csrf_for(secret_of(request)) if policy.is_signed_in(me) else "",
-        "path": request.url.path, **context})
+        # a fresh key for forms that must act once per page (attempt_once): a reload re-posts it
+        "once": secrets.token_urlsafe(16), "path": request.url.path, **context})
 
 
 def navigation(coll: Collection, me: Principal) -> dict[str, Any]:
@@ -122,3 +124,22 @@ def attempt(uow: UnitOfWork, use_case: Callable[[], Outcome[T]]) -> tuple[T | No
     except SHOWN_ON_THE_FORM as exc:
         problem = problem_of(exc)
         return None, Refusal(problem.status, problem.detail, problem.details.get("source"), problem.details.get("line"))
+
+
+def attempt_once(page: Page, form: PostedForm, scope: str, use_case: Callable[[], Outcome[T]],
+                 record: Callable[[T], dict[str, Any]]) -> tuple[T | None, dict[str, Any] | None, Refusal | None]:
+    """:func:`attempt`, once per rendered form: the form carries the page's ``once`` key, and
+    the same form posted again (the browser re-posting it when its answer page is reloaded)
+    does not run ``use_case`` a second time: it answers (None, ``record`` of the first result,
+    None). The key is an ``Idempotency-Key`` of the visitor's token (service.evaluation.idempotency),
+    its record must hold nothing secret (a new token's record is its prefix, not its secret)."""
+    key = idempotency.check_key(form.optional("once"))
+    digest = idempotency.request_hash(b"", *sorted((k, v) for k, v in form.fields.items() if k not in ("csrf", "once")))
+    if key is not None:
+        earlier = idempotency.replay(page.session, page.me, f"portal:{scope}", key, digest)
+        if earlier is not None:
+            return None, earlier, None
+    result, refused = attempt(page.uow, use_case)
+    if result is not None:
+        idempotency.remember(page.session, page.me, f"portal:{scope}", key, digest, record(result))
+    return result, None, refused

@@ -149,7 +149,11 @@ class Run(Base):
     """A submitted run: the file kept verbatim (compressed) and its parsed metadata."""
 
     __tablename__ = "runs"
-    __table_args__ = (UniqueConstraint("collection_id", "tag"),)
+    # ix_runs_board_columns covers what a board reads of each run besides its scores: on SQLite
+    # the metadata columns lie after the file's blob (its overflow pages), which a scan would walk
+    __table_args__ = (UniqueConstraint("collection_id", "tag"),
+                      Index("ix_runs_board_columns", "collection_id", "tag", "id", "is_primary", "run_type",
+                            "uses_training_data", "uses_external_resources"))
     id: Mapped[int] = mapped_column(primary_key=True)
     collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
     team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))

@@ -324,7 +324,8 @@ def test_pages_read_without_javascript_and_meet_accessibility_basics(service: Se
                            headers={"Authorization": f"Bearer {service.tokens['organiser']}"}).json()["rows"][0]["run_id"]
         paths = ["/", f"/c/{service.cid}", f"/runs/{run_id}", f"/c/{service.cid}/compare", f"/c/{service.cid}/significance",
                  f"/c/{service.cid}/changes", f"/c/{service.cid}/analysis", f"/c/{service.cid}/submit",
-                 f"/c/{service.cid}/runs", f"/c/{service.cid}/qrels", f"/c/{service.cid}/snapshots",
+                 f"/c/{service.cid}/runs", f"/c/{service.cid}/qrels", f"/c/{service.cid}/qrels/compare",
+                 f"/c/{service.cid}/snapshots",
                  f"/c/{service.cid}/pools", f"/c/{service.cid}/teams",
                  # every metric side by side, topics, and the organisers' console (issue 15)
                  f"/c/{service.cid}/metrics", f"/c/{service.cid}/topics", f"/c/{service.cid}/topics/texts",

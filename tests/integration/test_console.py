@@ -553,3 +553,55 @@ def test_an_evaluation_change_keeps_the_topic_split_unless_cleared(world: World)
     r = c.patch(f"/api/collections/{cid}", json={"hidden_topics": []}, headers=org)
     assert r.status_code == 200 and r.json()["topic_split"] is False
     assert r.json()["evaluation"].get("hidden_topics", []) == [] and r.json()["evaluation"]["depth"] == 100
+
+
+def test_a_private_open_collection_is_previewed_as_enrolled_by_organisers(world: World) -> None:
+    """Self-enrolment needs a public collection (policy.may_enrol_self): the preview says so,
+    and a participant of a team not enrolled is refused with the reason."""
+    c, cid, org = world.client, world.cid, api(world, "organiser")
+    preview = c.post(f"/api/collections/{cid}/settings-preview", json={"visibility": "private", "enrolment": "open"},
+                     headers=org).json()
+    assert any(line.startswith("Warning: open enrolment applies to public collections only")
+               for line in preview["consequences"]), preview["consequences"]
+    assert c.patch(f"/api/collections/{cid}", json={"visibility": "private", "enrolment": "open"},
+                   headers=org).status_code == 200
+    admin = api(world, "admin")
+    assert c.post("/api/teams", json={"name": "newcomers"}, headers=admin).status_code == 201
+    token = c.post("/api/tokens", json={"role": "participant", "team": "newcomers"}, headers=admin).json()["token"]
+    r = c.post(f"/api/collections/{cid}/enrolment", headers=auth(token))
+    assert r.status_code == 403 and "private" in r.text, r.text
+
+
+@pytest.mark.parametrize("form", ["teams", "tokens", "assessors"])
+def test_a_resent_token_form_makes_no_second_token(world: World, form: str) -> None:
+    """Reloading the page that shows a new token re-posts its form (the same ``once`` key): no
+    second token is made, and the first one's secret is not shown again (its prefix is)."""
+    c, cid = world.client, world.cid
+    role, path, data, listing = {
+        "teams": ("organiser", f"/c/{cid}/teams", {"action": "token", "team": "beta", "name": "reload-1"},
+                  "/api/tokens?team=beta"),
+        "tokens": ("admin", "/tokens", {"role": "participant", "team": "beta", "name": "reload-1"},
+                   "/api/tokens?team=beta"),
+        "assessors": ("organiser", f"/c/{cid}/console/assessors", {"name": "reload-1", "topics": "0001"},
+                      "/api/tokens?role=assessor"),
+    }[form]
+    page = c.get(path, headers=as_role(world, role)).text
+    once = re.search(r'name="once" value="([^"]+)"', page).group(1)
+
+    def made() -> list[dict[str, Any]]:
+        items = c.get(listing + "&limit=500", headers=api(world, "admin")).json()["items"]
+        return [t for t in items if t["name"] == "reload-1"]
+
+    first = post(world, role, path, {**data, "once": once})
+    assert first.status_code == 200, first.text
+    secret = re.search(r'id="new-token" value="(cf_[^"]+)"', first.text).group(1)
+    assert len(made()) == 1
+    again = post(world, role, path, {**data, "once": once})  # the browser's re-post on reload
+    assert again.status_code == 200 and len(made()) == 1
+    assert "This form was already sent" in again.text and secret not in again.text and secret[:8] in again.text
+    other = post(world, role, path, {**data, "once": once, "name": "reload-1"})  # same fields: same answer
+    assert "already sent" in other.text and len(made()) == 1
+    changed = post(world, role, path, {**data, "once": once, "name": "reload-2"})  # the key with other fields
+    assert changed.status_code == 422 and len(made()) == 1
+    fresh = post(world, role, path, data)  # a form without a key (an older page): a new token, as before
+    assert fresh.status_code == 200 and len(made()) == 2

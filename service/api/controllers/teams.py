@@ -89,6 +89,7 @@ class TeamsController(Controller):
     @post("/api/collections/{cid:int}/enrolment", operation_id="enrolOwnTeam", summary="Enrol my team",
           sync_to_thread=True, responses=errors(401, 403, 404, 422))
     def enrol_self(self, cid: CollectionId, uow: Uow, me: Caller) -> EnrolmentOut:
-        """A participant enrols its own team in a collection whose enrolment is open. A private
-        open collection is enrolled in by id (organisers share it)."""
+        """A participant enrols its own team in a public collection whose enrolment is open. A
+        private collection's teams are enrolled by its organisers, open or not: collection ids
+        are no secret, so self-enrolment would open a private collection to anyone."""
         return out(EnrolmentOut, teams.enrol_self(uow.session, cid, me))

@@ -8,6 +8,7 @@ The runs' changes are those of PATCH ``/api/runs/{id}/settings`` and DELETE ``/a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from litestar import Controller, get, post
@@ -20,8 +21,8 @@ from service.evaluation import judging, policy, submissions, teams
 from service.evaluation.work import Outcome
 from service.portal.controllers.console import organised, yes_or_no
 from service.portal.forms import PostedForm
-from service.portal.pages import Page, Refusal, attempt, see_other
-from service.store.models import Collection, Run
+from service.portal.pages import Page, Refusal, attempt, attempt_once, see_other
+from service.store.models import ApiToken, Collection, Run
 
 
 def _run_of(page: Page, cid: int, rid: int) -> Run:
@@ -35,6 +36,21 @@ def no_store(template: Template) -> Template:
     """A page showing a new token's secret: never kept by a cache or the browser's history."""
     template.headers["Cache-Control"] = "no-store"
     return template
+
+
+def new_token_once(page: Page, form: PostedForm, make: Callable[[], tuple[str, ApiToken]]
+                   ) -> tuple[dict[str, Any] | None, Refusal | None]:
+    """A token made by a form, once per rendered form (``pages.attempt_once``): what the page
+    shows of it, its secret included; the same form posted again (a reload of the answer page)
+    makes no second token and shows the first one's prefix without its secret (``already``)."""
+    made, earlier, refused = attempt_once(page, form, "token", lambda: Outcome(make()),
+                                          lambda m: {"prefix": m[1].prefix, "role": m[1].role, "name": m[1].name})
+    if earlier is not None:
+        return {**earlier, "already": True}, None
+    if made is None:
+        return None, refused
+    secret, token = made
+    return {"secret": secret, "prefix": token.prefix, "role": token.role, "name": token.name}, None
 
 
 class ConsoleRunsController(Controller):
@@ -105,13 +121,11 @@ class ConsoleRunsController(Controller):
         coll = page.collection(cid)
         policy.require(policy.may_manage_pools(page.me, coll), page.me, f"the assessors of collection {cid}")
         chosen = form.text("topics").replace(",", " ").split()
-        made, refused = attempt(page.uow, lambda: Outcome(teams.create_token(
-            page.session, page.me, "assessor", name=form.text("name"), collections=[cid], topics=chosen)))
-        if made is None:
+        created, refused = new_token_once(page, form, lambda: teams.create_token(
+            page.session, page.me, "assessor", name=form.text("name"), collections=[cid], topics=chosen))
+        if created is None:
             return _assessors_page(page, coll, refused, None)
-        secret, token = made
-        return no_store(_assessors_page(page, coll, None, {"secret": secret, "prefix": token.prefix,
-                                                           "role": token.role, "name": token.name}))
+        return no_store(_assessors_page(page, coll, None, created))
 
 
 def _assessors_page(page: Page, coll: Collection, refused: Refusal | None, created: dict[str, Any] | None

@@ -19,16 +19,12 @@ from litestar.response import Redirect, Template
 from service.errors import BadRequest
 from service.evaluation import access, policy, teams
 from service.evaluation.work import Outcome
-from service.portal.controllers.console_runs import no_store
+from service.portal.controllers.console_runs import new_token_once, no_store
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, Refusal, attempt, see_other
-from service.store.models import ApiToken, Collection
+from service.store.models import Collection
 
 TOKENS_PAGE = 100
-
-
-def _created(secret: str, token: ApiToken) -> dict[str, Any]:
-    return {"secret": secret, "prefix": token.prefix, "role": token.role, "name": token.name}
 
 
 class TeamController(Controller):
@@ -58,11 +54,11 @@ class TeamController(Controller):
             policy.require(policy.may_manage_teams(me, coll), me, f"the teams of collection {cid}")
             if name not in {t["team"] for t in teams.enrolled_teams(s, coll, me)}:
                 raise BadRequest(f"team {name!r} is not enrolled in {coll.name}")
-            made, refused = attempt(page.uow, lambda: Outcome(teams.create_token(
-                s, me, "participant", name=form.text("name"), team=name, made_for=coll.id)))
-            if made is None:
+            created, refused = new_token_once(page, form, lambda: teams.create_token(
+                s, me, "participant", name=form.text("name"), team=name, made_for=coll.id))
+            if created is None:
                 return _teams_page(page, coll, refused, None)
-            return no_store(_teams_page(page, coll, None, _created(*made)))
+            return no_store(_teams_page(page, coll, None, created))
         (teams.enrol if action == "enrol" else teams.unenrol)(s, coll, me, name)
         return see_other(f"/c/{cid}/teams")
 
@@ -94,13 +90,13 @@ class TokenController(Controller):
             covered = [int(c) for c in form.text("collections").replace(",", " ").split()]
         except ValueError:
             covered = None
-        made, refused = (None, Refusal(400, "collections are ids separated by spaces")) if covered is None else \
-            attempt(page.uow, lambda: Outcome(teams.create_token(
+        created, refused = (None, Refusal(400, "collections are ids separated by spaces")) if covered is None else \
+            new_token_once(page, form, lambda: teams.create_token(
                 page.session, page.me, role, name=form.text("name"), team=form.optional("team"),
-                collections=covered, topics=form.text("topics").replace(",", " ").split() or None)))
-        if made is None:
+                collections=covered, topics=form.text("topics").replace(",", " ").split() or None))
+        if created is None:
             return _tokens_page(page, {}, 0, refused, None)
-        return no_store(_tokens_page(page, {}, 0, None, _created(*made)))
+        return no_store(_tokens_page(page, {}, 0, None, created))
 
     @post("/tokens/{tid:int}/revoke", sync_to_thread=True)
     def revoke(self, tid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]) -> Redirect:
