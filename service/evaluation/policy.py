@@ -222,8 +222,16 @@ def may_see_run(me: Principal, run: Run, coll: Collection) -> bool:
 
 
 def may_see_run_details(me: Principal, run: Run, coll: Collection) -> bool:
-    """The run file, its per-topic scores, comparisons: its team and the organisers."""
+    """The run file, its warnings, its settings, and its per-topic scores before the release:
+    its team and the organisers."""
     return may_organise(me, coll.id) or owns_here(me, run, coll)
+
+
+def may_see_run_topics(me: Principal, run: Run, coll: Collection) -> bool:
+    """A run's per-topic scores and comparisons of them: its team and the organisers; once the
+    board is released, every reader of the collection's results, for every run they may see
+    (as the run x topic matrix and the topic page show them). The run file stays its team's."""
+    return may_see_run_details(me, run, coll) or (may_see_results(me, coll) and may_see_run(me, run, coll))
 
 
 def may_see_run_metrics(me: Principal, run: Run, coll: Collection) -> bool:

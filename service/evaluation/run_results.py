@@ -58,7 +58,7 @@ def per_topic(s: Session, coll: Collection, runs: list[Run], metric: str | None,
 
 def run_scores(s: Session, rid: int, me: Principal, metric: str | None = None) -> dict[str, Any]:
     row, coll = submissions.get(s, rid, me)
-    policy.require(policy.may_see_run_details(me, row, coll), me, f"the per-topic scores of run {rid}")
+    policy.require(policy.may_see_run_topics(me, row, coll), me, f"the per-topic scores of run {rid}")
     return per_topic(s, coll, [row], metric, hide=_hidden_from(me, coll))
 
 
@@ -75,7 +75,7 @@ def run_scores_trec(s: Session, rid: int, me: Principal, metric: str | None = No
     from service.store.models import RunEvaluation, Score
 
     row, coll = submissions.get(s, rid, me)
-    policy.require(policy.may_see_run_details(me, row, coll), me, f"the per-topic scores of run {rid}")
+    policy.require(policy.may_see_run_topics(me, row, coll), me, f"the per-topic scores of run {rid}")
     cfg = coll.current_config
     names = [str(parse_measure(metric))] if metric else list(cfg.metrics)
     hide = _hidden_from(me, coll)
@@ -151,7 +151,7 @@ def compare(s: Session, coll: Collection, me: Principal, a: int, b: int, metric:
     for row in runs:
         if row.collection_id != coll.id:
             raise NotFound(f"run {row.id} is not in collection {coll.id}")
-        policy.require(policy.may_see_run_details(me, row, coll), me, f"the per-topic scores of run {row.id}")
+        policy.require(policy.may_see_run_topics(me, row, coll), me, f"the per-topic scores of run {row.id}")
     public = policy.sees_visible_topics_only(me, coll)
     doc = per_topic(s, coll, runs, metric, hide=_hidden_from(me, coll))
     x, y = (doc["runs"][r.tag]["per_topic"] for r in runs)

@@ -60,6 +60,14 @@ def listed(s: Session, coll: Collection, me: Principal) -> list[Run]:
             if every or policy.owns(me, r)]
 
 
+def comparable(s: Session, coll: Collection, me: Principal) -> list[Run]:
+    """The runs whose per-topic scores the caller may compare (``policy.may_see_run_topics``):
+    the listed ones, and every run once the board is released to the caller."""
+    policy.require(policy.is_signed_in(me), me, "comparing runs")
+    return [r for r in s.scalars(select(Run).where(Run.collection_id == coll.id).order_by(Run.id))
+            if policy.may_see_run_topics(me, r, coll)]
+
+
 def file_text(s: Session, rid: int, me: Principal) -> bytes:
     row, coll = get(s, rid, me)
     policy.require(policy.may_see_run_details(me, row, coll), me, f"downloading run {rid}")

@@ -439,3 +439,27 @@ def test_uploads_over_the_limit_are_refused_while_streaming(backend: Backend) ->
         r = c.post(f"/api/collections/{cid}/qrels", content="t 0 d 1\n" * 500, headers=auth(admin))
         assert r.status_code == 413 and r.json()["error"]["code"] == "too_large"
         assert c.get(f"/api/collections/{cid}/qrels", headers=auth(admin)).json()["items"] == []
+
+
+def test_a_released_board_shares_per_topic_scores_not_run_files(world: World) -> None:
+    """Before the release a team reads its own runs' per-topic scores only; once the board is
+    released, its readers read every run's (as the run x topic matrix shows them) and compare any
+    two, while a run file stays its team's and the organisers'."""
+    c, t, cid = world.client, world.tokens, world.cid
+    alpha_run, beta = world.run_ids["RUN-01"], auth(t["beta"])
+    beta_run = next(rid for tag, rid in world.run_ids.items() if tag != "RUN-01" and
+                    c.get(f"/api/runs/{rid}", headers=beta).status_code == 200)
+    assert c.get(f"/api/runs/{alpha_run}/scores", headers=beta).status_code == 403
+    assert c.get(f"/api/collections/{cid}/compare?a={alpha_run}&b={beta_run}", headers=beta).status_code == 403
+    assert c.patch(f"/api/collections/{cid}", json={"leaderboard_released": True},
+                   headers=auth(t["admin"])).status_code == 200
+    scores = c.get(f"/api/runs/{alpha_run}/scores", headers=beta)
+    assert scores.status_code == 200, scores.text
+    matrix = c.get(f"/api/collections/{cid}/matrix", headers=beta).json()  # the same figures through both doors
+    row = next(r for r in matrix["rows"] if r["run"] == "RUN-01")
+    per_topic = scores.json()["runs"]["RUN-01"]["per_topic"]
+    assert dict(zip(matrix["topics"], row["scores"])) == per_topic
+    assert c.get(f"/api/runs/{alpha_run}/scores?format=trec", headers=beta).status_code == 200
+    assert c.get(f"/api/collections/{cid}/compare?a={alpha_run}&b={beta_run}", headers=beta).status_code == 200
+    assert c.get(f"/api/runs/{alpha_run}/file", headers=beta).status_code == 403
+    assert c.get(f"/api/runs/{alpha_run}/ir_metadata", headers=beta).status_code in (403, 404)

@@ -189,7 +189,8 @@ def test_released_public_board_is_readable_signed_out(world: World) -> None:
                  f"/runs/{world.run_ids['RUN-01']}"):
         assert c.get(path).status_code == 200, path
     run_page = c.get(f"/runs/{world.run_ids['RUN-01']}").text
-    assert 'id="metrics"' in run_page and 'id="per-topic"' not in run_page  # per-topic: the team's own
+    # a released board's readers see a run's per-topic scores (policy.may_see_run_topics), never its file
+    assert 'id="metrics"' in run_page and 'id="per-topic"' in run_page and "/file\"" not in run_page
     for page in ("compare", "runs", "submit", "qrels", "pools", "teams"):  # sign in first, then come back
         r = c.get(f"/c/{cid}/{page}", follow_redirects=False)
         assert r.status_code == 401 and f'<a href="/login?next=/c/{cid}/{page}">Sign in</a>' in r.text, page

@@ -315,16 +315,20 @@ def test_what_each_role_learns_before_and_after_the_release(world: World) -> Non
     # beta's figures are over beta's run alone: the topic medians are its scores
     beta = api(world, "beta", f"/api/collections/{cid}/topic-analysis")
     assert all(i["runs"] == 1 and i["median"] == i["best"] and i["best_runs"] == ["RUN-03"] for i in beta["items"])
-    # a run's trec_eval scores and its file: its team and the organisers, before and after the release
-    trec = {"anonymous": 401, "alpha": 200, "beta": 403, "organiser": 200, "admin": 200, "other_organiser": 403,
-            "assessor": 403}
+    # a run's file: its team and the organisers, before and after the release; its trec_eval
+    # scores too before the release, and every reader of the released (public) board's after it
+    team_only = {"anonymous": 401, "alpha": 200, "beta": 403, "organiser": 200, "admin": 200, "other_organiser": 403,
+                 "assessor": 403}
+    released_readers = {**team_only, "anonymous": 200, "beta": 200, "other_organiser": 200}
     for released in (False, True):
         patch_collection(world, leaderboard_released=released, visibility="public" if released else "private")
-        for role, status in trec.items():
+        for role, status in team_only.items():
+            scores_status = released_readers[role] if released else status
             assert c.get(f"/api/runs/{rid}/scores?format=trec", headers=auth(world.tokens.get(role))).status_code \
-                == status, (role, released)
-            for path in (f"/runs/{rid}/scores.txt", f"/runs/{rid}/file"):
-                assert c.get(path, headers=as_role(world, role)).status_code == status, (role, path, released)
+                == scores_status, (role, released)
+            assert c.get(f"/runs/{rid}/scores.txt", headers=as_role(world, role)).status_code == scores_status, \
+                (role, released)
+            assert c.get(f"/runs/{rid}/file", headers=as_role(world, role)).status_code == status, (role, released)
     # released and public: everyone compares with every released run
     for role in ("anonymous", "alpha", "beta"):
         doc = api(world, role, f"/api/collections/{cid}/topic-analysis")

@@ -30,7 +30,8 @@ class ResultsController(Controller):
          sync_to_thread=True, responses=errors(400, 401, 403, 404, 422))
     def scores(self, rid: RunId, uow: Uow, me: Caller, metric: Metric = None,
                format: ScoresFormat = "json") -> Response[RunScores]:  # noqa: A002
-        """The run's score on every topic for one metric (its team and organisers). With
+        """The run's score on every topic for one metric (its team and organisers; once the board
+        is released, every reader of the results, as the run x topic matrix shows them). With
         `format=trec`, trec_eval's `-q` layout: `measure<TAB>topic<TAB>value` lines (values `%.4f`)
         for every metric of the collection (or `metric`), topic by topic, then a line per metric
         with topic `all` and its mean; measures by their Cranfield canonical names (`nDCG@10`, not
@@ -47,7 +48,8 @@ class ResultsController(Controller):
         """Per-topic differences (a minus b), wins, ties, losses; the stored test's p-value of the
         pair with its test, B, alpha and correction; the mean difference with its t and bootstrap
         intervals and effect size, and why the test and an interval disagree when they do (runs the
-        caller may see per topic: its own team's, or all for organisers)."""
+        caller may see per topic: its own team's, all for organisers, and every run of a released
+        board for its readers)."""
         return out(Comparison, run_results.compare(uow.session, coll, me, a, b, metric))
 
     @get("/api/runs/{rid:int}/curve", operation_id="getRunCurves", summary="Gain curves of a run",

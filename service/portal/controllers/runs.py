@@ -21,17 +21,18 @@ from service.store.models import Collection, Run
 class RunController(Controller):
     @get("/runs/{rid:int}", sync_to_thread=True)
     def run(self, rid: FromPath[int], page: NamedDependency[Page], metric: FromQuery[str | None] = None) -> Template:
-        """``policy.may_see_run``; per-topic scores, warnings and downloads as
-        ``may_see_run_details``, the topics' median and best as ``may_see_results``, curves as
-        ``may_see_run_curve``."""
+        """``policy.may_see_run``; per-topic scores as ``may_see_run_topics``, warnings and the
+        run file as ``may_see_run_details``, the topics' median and best as ``may_see_results``,
+        curves as ``may_see_run_curve``."""
         s, me = page.session, page.me
         run, coll = submissions.get(s, rid, me)
         doc = run_results.run_metrics(s, rid, me)
         own = policy.may_see_run_details(me, run, coll)
+        topics_shown = policy.may_see_run_topics(me, run, coll)  # after the release: every reader's
         name = metric or coll.current_config.official_metric
         per_topic: list[dict[str, Any]] = []
         topic_chart = None
-        if own and doc["metrics"]:
+        if topics_shown and doc["metrics"]:
             scores = run_results.run_scores(s, rid, me, name)
             name = scores["metric"]
             # before the release a team sees its own bars only (the medians would reveal others' scores)
@@ -48,7 +49,7 @@ class RunController(Controller):
                                                  marks=[p["state"] for p in per_topic])
         return page.show(coll, "run.html", run=doc["run"], doc=doc, metric=name, per_topic=per_topic,
                          has_summary=any("median" in t for t in per_topic), topic_chart=topic_chart,
-                         curve_chart=_curve_chart(page, run, coll), own=own, metrics=list(coll.current_config.metrics),
+                         curve_chart=_curve_chart(page, run, coll), own=own, topics_shown=topics_shown, metrics=list(coll.current_config.metrics),
                          about=_about(doc["run"], run), public_topics=policy.sees_visible_topics_only(me, coll))
 
     @get("/runs/{rid:int}/file", sync_to_thread=True)
@@ -68,7 +69,7 @@ class RunController(Controller):
     @get("/runs/{rid:int}/scores.txt", sync_to_thread=True)
     def scores(self, rid: FromPath[int], page: NamedDependency[Page],
                metric: FromQuery[str | None] = None) -> Response[str]:
-        """The run's per-topic scores in trec_eval's ``-q`` layout (``policy.may_see_run_details``),
+        """The run's per-topic scores in trec_eval's ``-q`` layout (``policy.may_see_run_topics``),
         as ``GET /api/runs/{rid}/scores?format=trec`` gives them."""
         text = run_results.run_scores_trec(page.session, rid, page.me, metric or None)
         run, _ = submissions.get(page.session, rid, page.me)
@@ -77,10 +78,11 @@ class RunController(Controller):
     @get("/c/{cid:int}/compare", sync_to_thread=True)
     def compare(self, cid: FromPath[int], page: NamedDependency[Page], a: FromQuery[int | None] = None,
                 b: FromQuery[int | None] = None, metric: FromQuery[str | None] = None) -> Template:
-        """Signed-in readers choose among the runs they may list (their team's; organisers: all);
-        the comparison itself as ``policy.may_see_run_details`` of both runs."""
+        """Signed-in readers choose among the runs whose per-topic scores they may see (their
+        team's; organisers and, once the board is released, its readers: every evaluated run);
+        the comparison itself as ``policy.may_see_run_topics`` of both runs."""
         coll = page.collection(cid)
-        runs = [r for r in submissions.listed(page.session, coll, page.me) if r.status == "evaluated"]
+        runs = [r for r in submissions.comparable(page.session, coll, page.me) if r.status == "evaluated"]
         doc = chart = None
         if a is not None and b is not None:
             if a == b:
