@@ -34,7 +34,8 @@ def render(request: Request[Any, Any, Any], me: Principal, uow: UnitOfWork | Non
     team = teams.team_name(uow.session, me) if uow is not None and me.team_id is not None else None
     return Template(template_name=name, status_code=status, media_type="text/html", context={
         "me": me, "team": team, "csrf": csrf_for(secret_of(request)) if policy.is_signed_in(me) else "",
-        # a fresh key for forms that must act once per page (attempt_once): a reload re-posts it
+        # a fresh key per rendered page for forms that must act once (attempt_once): a reload
+        # re-posts it; a page with several such forms suffixes it per form
         "once": secrets.token_urlsafe(16), "path": request.url.path, **context})
 
 

@@ -605,3 +605,19 @@ def test_a_resent_token_form_makes_no_second_token(world: World, form: str) -> N
     assert changed.status_code == 422 and len(made()) == 1
     fresh = post(world, role, path, data)  # a form without a key (an older page): a new token, as before
     assert fresh.status_code == 200 and len(made()) == 2
+
+
+def test_two_token_forms_of_one_page_each_make_their_token(world: World) -> None:
+    """The teams page has a token form per team: each has a key of its own, so using one and
+    then another (e.g. after going back to the page) makes both tokens."""
+    c, cid = world.client, world.cid
+    page = c.get(f"/c/{cid}/teams", headers=as_role(world, "organiser")).text
+    keys = dict(re.findall(r'name="once" value="([^"]+)"><input type="hidden" name="team" value="([^"]+)"', page))
+    by_team = {team: key for key, team in keys.items()}
+    assert {"alpha", "beta"} <= set(by_team) and by_team["alpha"] != by_team["beta"]
+    for team in ("alpha", "beta"):
+        r = post(world, "organiser", f"/c/{cid}/teams",
+                 {"action": "token", "team": team, "name": "same-page", "once": by_team[team]})
+        assert r.status_code == 200 and 'id="new-token"' in r.text, (team, r.status_code)
+    items = c.get("/api/tokens?limit=500", headers=api(world, "admin")).json()["items"]
+    assert sorted(t["team"] for t in items if t["name"] == "same-page") == ["alpha", "beta"]
