@@ -39,7 +39,8 @@ def tune_allocator(threshold: int = 1 << 30) -> bool:
 def freeze_startup_heap() -> int:
     """Move every object alive now (modules, classes, functions, compiled templates, the ORM's
     mappers) to the collector's permanent generation, so that full collections no longer walk
-    them; returns how many were frozen. Called once the HTTP application has started: at 1,000
+    them; returns how many were frozen. Called once a server's HTTP application has started
+    (``service/asgi.py``; not in test processes, which make an application per test): at 1,000
     runs a board render allocates enough to trigger a full collection every ~15 renders, and
     each walked the whole startup heap for 50-90 ms, the board's whole p99 (with it frozen,
     under 1 ms; benchmarks/bench_board_scale.py). Objects created later are collected as usual.

@@ -60,11 +60,13 @@ def problem_response(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]
 
 def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT_MAX_BODY,
                readiness: Callable[[], dict[str, bool]] | None = None, board_ttl: float = 1.0,
-               limits: ServerLimits = ServerLimits()) -> Litestar:
+               limits: ServerLimits = ServerLimits(), freeze_heap: bool = False) -> Litestar:
     """The whole HTTP application on ``database_url``. ``dispatch`` hands follow-up work to the
     workers after a commit; ``readiness`` adds checks to /health/ready; ``board_ttl`` is how
     long a rendered leaderboard is served from memory; ``limits`` sizes the process's threads,
-    database slots, connection pool and admission limit together (docs/operations.md)."""
+    database slots, connection pool and admission limit together (docs/operations.md);
+    ``freeze_heap``: on startup, freeze the process's heap for the collector (a server process,
+    service/asgi.py; never a test process, where it would keep every earlier test's garbage)."""
     from litestar.plugins.jinja import JinjaTemplateEngine
     from litestar.static_files import create_static_files_router
     from litestar.template.config import TemplateConfig
@@ -88,8 +90,9 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         # readers of the board.
         app.state["upload_threads"] = anyio.CapacityLimiter(limits.uploads)
 
-    def freeze_heap(app: Litestar) -> None:
-        freeze_startup_heap()  # full collections then skip the startup heap (service/runtime.py)
+    def freeze(app: Litestar) -> None:
+        if freeze_heap:
+            freeze_startup_heap()  # full collections then skip the startup heap (service/runtime.py)
 
     return Litestar(
         route_handlers=[*CONTROLLERS, portal_router(factory, dispatch, after_write=after_write), assets_router(),
@@ -102,7 +105,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         state=State({"max_body": max_body, "board_cache": board_cache, "readiness": readiness,
                      "db_slots": DatabaseSlots(limits.db_slots, limits.queue_seconds)}),
         middleware=[DefineMiddleware(AdmissionLimit, gate=InFlight(limits.max_in_flight))],
-        on_startup=[size_thread_pools, freeze_heap],
+        on_startup=[size_thread_pools, freeze],
         request_max_body_size=max_body,
         template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
         openapi_config=openapi_config(),
