@@ -22,6 +22,7 @@ from service.evaluation.collections import iso
 from service.evaluation.reading import LeaderboardRow, annotate, complete_version_id, computed_at, significance_for
 from service.evaluation.reading import leaderboard as read_leaderboard
 from service.evaluation.setup import audit
+from service.evaluation.submissions import RUN_TYPES
 from service.evaluation.teams import team_name
 from service.metrics import parse_measure
 from service.metrics.spec import format_value
@@ -40,7 +41,6 @@ def access_snapshot(s: Session, cid: int) -> Collection | None:
                       current_config=CollectionConfig(evaluation=dict(cfg.evaluation)) if cfg is not None else None)
 
 
-RUN_TYPES = ("automatic", "manual", "interactive")
 #: How a board filter asks about a yes/no fact a run's team may leave unstated.
 STATED = ("yes", "no", "unstated")
 
@@ -133,13 +133,13 @@ def version_number(s: Session, version_id: int | None) -> int | None:
 
 
 def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | None = None,
-                    primary_only: bool = False, qrels_version: int | None = None,
-                    test: str | None = None, runs: RunFilter | None = None, pairs: bool = False) -> dict[str, Any]:
+                    qrels_version: int | None = None, test: str | None = None, runs: RunFilter | None = None,
+                    pairs: bool = False) -> dict[str, Any]:
     """The ranked board the caller may see (:func:`board_rows`), of the runs ``runs`` admits,
     annotated with the stored significance test (with ``pairs``: the names of the runs each
     row beats and is tied with, besides their counts)."""
     policy.require(policy.may_see_board(me, coll), me, f"the leaderboard of collection {coll.id}")
-    runs = dataclasses.replace(runs or RunFilter(), primary_only=primary_only or bool(runs and runs.primary_only))
+    runs = runs or RunFilter()
     public = policy.sees_visible_topics_only(me, coll)
     name, rows = read_leaderboard(s, coll.name, metric, qrels_version, public)
     meta = run_meta(s, coll)

@@ -37,18 +37,15 @@ def board_csv(doc: dict[str, Any]) -> str:
     bootstrap interval and its parameters, empty for results stored before them. No cell holds a
     value the metric cannot take."""
     limits = _limits(doc)
-    out = io.StringIO()
-    w = csv.writer(out)
-    w.writerow(["rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "baseline", "groups",
-                "t_truncated", "boot_low", "boot_high", "boot_method", "boot_resamples"])
+    rows = []
     for r in doc["rows"]:
         v = interval_view(r, limits)
         boot = ((v["low"], v["high"], r.get("boot_method"), r.get("boot_resamples")) if v["kind"] == "bootstrap"
                 else (None, None, None, None))
-        w.writerow([spreadsheet_safe(cell) for cell in (
-            r["rank"], r["run"], r["team"], r["mean"], v["t_low"], v["t_high"], r["n_topics"], r["baseline"],
-            r.get("groups", ""), truncated_ends(v), *boot)])
-    return out.getvalue()
+        rows.append([r["rank"], r["run"], r["team"], r["mean"], v["t_low"], v["t_high"], r["n_topics"],
+                     r["baseline"], r.get("groups", ""), truncated_ends(v), *boot])
+    return _csv(["rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "baseline", "groups",
+                 "t_truncated", "boot_low", "boot_high", "boot_method", "boot_resamples"], rows)
 
 
 def board_latex(doc: dict[str, Any]) -> str:

@@ -45,21 +45,6 @@ from service.store.models import (
 SELECTIONS = ("all", "primary", "priority")
 
 
-# ----------------------------------------------------------------------------- topics
-def add_topics(s: Session, coll: Collection, me: Principal, topics: list[str]) -> list[str]:
-    """Register topics before any judgment exists (runs are validated against them)."""
-    policy.require(policy.may_configure(me, coll), me, f"registering topics of collection {coll.id}")
-    cleaned = [str(t).strip() for t in topics]
-    if not cleaned or any(not t or any(c.isspace() for c in t) for t in cleaned):
-        raise InvalidMeasure("topics are non-empty ids without spaces")
-    known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
-    new = sorted(set(cleaned) - known)
-    if new:
-        s.execute(insert(Topic), [{"collection_id": coll.id, "topic_id": t} for t in new])
-        audit(s, me.name, "topics.add", coll.id, topics=new)
-    return sorted(known | set(new))
-
-
 # ------------------------------------------------------------------------------ pools
 def max_level(s: Session, coll: Collection) -> int:
     """The top judgment level H of the collection: declared (evaluation.max_level, or the

@@ -103,6 +103,7 @@ def test_every_figure_agrees_with_an_independent_computation(world: World) -> No
     changed = sum(1 for k in keys if ja[k] != jb[k])
     assert doc["labels"]["changes"] == {"added": 0, "removed": 0, "changed": changed}
     assert doc["labels"]["overlap"]["both"] == len(keys) and doc["labels"]["overlap"]["jaccard"] == 1.0
+    assert sorted(t["topic"] for t in doc["labels"]["topics"]) == sorted({k[0] for k in keys})
     for t in doc["labels"]["topics"]:
         tk = [k for k in keys if k[0] == t["topic"]]
         ta, tb = [ja[k] for k in tk], [jb[k] for k in tk]

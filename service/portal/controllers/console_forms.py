@@ -21,6 +21,7 @@ import msgspec.inspect as mi
 
 from service.api.schemas.collections import CollectionSettings, CollectionUpdate
 from service.errors import BadRequest
+from service.evaluation import collections
 from service.portal.forms import PostedForm
 
 # evaluation.hidden_topics has one control with the API's shorthand (the split is set in one place)
@@ -217,11 +218,9 @@ def _read_value(form: PostedForm, c: Control) -> Any:
     if c.kind == "number":
         return _number(text, c)
     if c.kind == "datetime":
-        try:
-            when = datetime.fromisoformat(text)
-        except ValueError:
-            raise BadRequest(f"{c.label}: a date and time (YYYY-MM-DDTHH:MM, UTC), not {text[:40]!r}") from None
-        return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
+        when = collections.parse_time(text, f"{c.label} (YYYY-MM-DDTHH:MM, UTC)")
+        assert when is not None  # text is not blank
+        return when.isoformat()
     return text  # a selector's value (the schema checks it is one of the choices)
 
 
@@ -272,6 +271,4 @@ def changed(full: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
             same = value == old
         if not same:
             out[key] = value
-    if "evaluation" in out and "hidden_topics" in full:
-        out["hidden_topics"] = full["hidden_topics"]  # a new evaluation without it would clear the split
     return out

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import zlib
 from typing import Any
 
@@ -83,8 +82,7 @@ def _preview(page: Page, cid: int, upload: Upload, refused: Refusal | None = Non
     coll = page.collection(cid)
     if summary is None:
         return _qrels_page(page, coll, invalid)
-    staged = {"staged": stage(upload.body), "source": upload.name,
-              "checksum": hashlib.sha256(upload.body).hexdigest()}
+    staged = {"staged": stage(upload.body), "source": upload.name}
     return _qrels_page(page, coll, refused, preview=summary, staged=staged)
 
 

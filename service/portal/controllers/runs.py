@@ -50,7 +50,7 @@ class RunController(Controller):
         return page.show(coll, "run.html", run=doc["run"], doc=doc, metric=name, per_topic=per_topic,
                          has_summary=any("median" in t for t in per_topic), topic_chart=topic_chart,
                          curve_chart=_curve_chart(page, run, coll), own=own, topics_shown=topics_shown, metrics=list(coll.current_config.metrics),
-                         about=_about(doc["run"], run), public_topics=policy.sees_visible_topics_only(me, coll))
+                         about=_about(doc["run"]), public_topics=policy.sees_visible_topics_only(me, coll))
 
     @get("/runs/{rid:int}/file", sync_to_thread=True)
     def file(self, rid: FromPath[int], page: NamedDependency[Page]) -> Response[str]:
@@ -96,14 +96,11 @@ class RunController(Controller):
                          metric=metric or cfg.official_metric, metrics=list(cfg.metrics))
 
 
-def _about(doc: dict[str, Any], run: Run) -> dict[str, Any]:
+def _about(doc: dict[str, Any]) -> dict[str, Any]:
     """How the run was made, as its team said at submission, and what the submission check warned
-    of (the run's document, with the stored columns for what it does not carry)."""
-    return {"run_type": doc.get("run_type", run.run_type),
-            "uses_training_data": doc.get("uses_training_data", run.uses_training_data),
-            "uses_external_resources": doc.get("uses_external_resources", run.uses_external_resources),
-            "has_ir_metadata": doc.get("has_ir_metadata", run.ir_metadata is not None),
-            "warnings": doc.get("warnings", run.warnings) or []}
+    of (from the run's document, ``submissions.document``)."""
+    return {k: doc[k] for k in ("run_type", "uses_training_data", "uses_external_resources", "has_ir_metadata",
+                                "warnings")}
 
 
 def _curve_chart(page: Page, run: Run, coll: Collection) -> str | None:
