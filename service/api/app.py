@@ -26,6 +26,7 @@ from service.api.controllers.health import HealthController
 from service.api.controllers.jobs import JobsController
 from service.api.controllers.judges import JudgesController
 from service.api.controllers.judging import AssessorsController, PoolsController
+from service.api.controllers.judgment_sets import JudgmentSetsController
 from service.api.controllers.qrels import QrelsController
 from service.api.controllers.results import ResultsController
 from service.api.controllers.runs import RunsController
@@ -41,7 +42,7 @@ from service.runtime import freeze_startup_heap
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
 CONTROLLERS = [HealthController, TeamsController, CollectionsController, QrelsController, RunsController,
                BoardsController, ResultsController, PoolsController, AssessorsController, AnalysesController,
-               JobsController, JudgesController]
+               JobsController, JudgesController, JudgmentSetsController]
 
 
 async def no_sniffing(message: Any, _scope: Any) -> None:

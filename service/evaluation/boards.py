@@ -26,7 +26,15 @@ from service.evaluation.submissions import RUN_TYPES
 from service.evaluation.teams import team_name
 from service.metrics import parse_measure
 from service.metrics.spec import format_value
-from service.store.models import Collection, CollectionConfig, Job, LeaderboardSnapshot, QrelsVersion, Run
+from service.store.models import (
+    Collection,
+    CollectionConfig,
+    Job,
+    JudgmentSet,
+    LeaderboardSnapshot,
+    QrelsVersion,
+    Run,
+)
 
 
 def access_snapshot(s: Session, cid: int) -> Collection | None:
@@ -132,6 +140,23 @@ def version_number(s: Session, version_id: int | None) -> int | None:
     return version.version if version else None
 
 
+def set_of_version(s: Session, coll: Collection, number: int | None) -> str | None:
+    """The name of the judgment set a version number of ``coll`` belongs to (the official
+    set's name when no version is named)."""
+    q = select(JudgmentSet.name).join(QrelsVersion, QrelsVersion.judgment_set_id == JudgmentSet.id)
+    if number is None:
+        return s.scalar(select(JudgmentSet.name).where(JudgmentSet.id == coll.official_set_id))
+    return s.scalar(q.where(QrelsVersion.collection_id == coll.id, QrelsVersion.version == number))
+
+
+def is_official_version(s: Session, coll: Collection, number: int) -> bool:
+    """Whether version ``number`` belongs to the official set (an unknown number counts as
+    official: the reader answers that it does not exist)."""
+    found = s.scalar(select(QrelsVersion.judgment_set_id).where(QrelsVersion.collection_id == coll.id,
+                                                                QrelsVersion.version == number))
+    return found is None or found == coll.official_set_id
+
+
 def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | None = None,
                     qrels_version: int | None = None, test: str | None = None, runs: RunFilter | None = None,
                     pairs: bool = False) -> dict[str, Any]:
@@ -141,6 +166,9 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
     policy.require(policy.may_see_board(me, coll), me, f"the leaderboard of collection {coll.id}")
     runs = runs or RunFilter()
     public = policy.sees_visible_topics_only(me, coll)
+    if qrels_version is not None and not policy.may_see_qrels(me, coll) and not is_official_version(
+            s, coll, qrels_version):
+        raise NotFound(f"no qrels version {qrels_version}")  # another set's board: organisers only
     name, rows = read_leaderboard(s, coll.name, metric, qrels_version, public)
     meta = run_meta(s, coll)
     visible, among = board_rows(s, coll, me, rows, runs, meta)
@@ -155,6 +183,7 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
             "qrels_version": rows[0].qrels_version if rows else (
                 qrels_version if qrels_version is not None else version_number(s, complete_version_id(s, coll))),
             "newest_qrels_version": coll.current_qrels.version if coll.current_qrels else None,
+            "judgment_set": set_of_version(s, coll, rows[0].qrels_version if rows else qrels_version),
             "computed_at": iso(computed_at(s, coll, qrels_version)),
             "reevaluation_in_progress": bool(running),
             "significance": ({"test": sig.test, "alpha": sig.alpha, "correction": sig.correction,

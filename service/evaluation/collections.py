@@ -19,7 +19,7 @@ from service.evaluation import policy
 from service.evaluation.access import Principal
 from service.evaluation.lookup import existing, new_name
 from service.evaluation.planning import plan_job
-from service.evaluation.setup import ConfigSpec, audit, set_config
+from service.evaluation.setup import ConfigSpec, audit, official_set, set_config
 from service.evaluation.work import Followup, Outcome
 from service.store.db import as_utc
 from service.store.models import Collection
@@ -86,6 +86,7 @@ def create(s: Session, me: Principal, name: str, settings: Mapping[str, Any]) ->
     coll = Collection(name=name, description=str(settings.get("description") or ""))
     s.add(coll)
     s.flush()
+    official_set(s, coll)
     _apply(s, coll, settings, me, new=True)
     audit(s, me.name, "collection.create", coll.id, name=name)
     return coll

@@ -42,7 +42,17 @@ from service.metrics.stats.agreement import LabelAgreement, bland_altman, judged
 from service.metrics.stats.common import pair_indices
 from service.metrics.stats.rank_agreement import ranking_agreement, significance_agreement, topic_correlation
 from service.store.arrays import unpack
-from service.store.models import Collection, CollectionConfig, Job, Judgment, QrelsVersion, Run, RunEvaluation, Score
+from service.store.models import (
+    Collection,
+    CollectionConfig,
+    Job,
+    Judgment,
+    JudgmentSet,
+    QrelsVersion,
+    Run,
+    RunEvaluation,
+    Score,
+)
 
 MAX_TOP_K = 10_000
 
@@ -318,10 +328,50 @@ def compare_versions(s: Session, coll: Collection, me: Principal, a: int, b: int
         if (test_a.test, test_a.correction, test_a.alpha) != (test_b.test, test_b.correction, test_b.alpha):
             notes.append("the two versions' stored tests differ in their test, correction or alpha")
 
+    names = dict(s.execute(select(JudgmentSet.id, JudgmentSet.name).where(
+        JudgmentSet.collection_id == coll.id)).tuples().all())
+
     def version_doc(v: QrelsVersion) -> dict[str, Any]:
-        return {"version": v.version, "judgments": v.n_judgments, "uploaded_by": v.uploaded_by,
-                "uploaded_at": collections.iso(v.uploaded_at)}
+        return {"version": v.version, "judgment_set": names.get(v.judgment_set_id), "judgments": v.n_judgments,
+                "uploaded_by": v.uploaded_by, "uploaded_at": collections.iso(v.uploaded_at)}
 
     return {"collection": coll.id, "a": version_doc(va), "b": version_doc(vb), "metric": name,
             "configuration": config.version, "labels": labels, **scores, "only_a": only_a, "only_b": only_b,
             "significance": significance, "significance_reason": reason, "notes": notes}
+
+
+# --------------------------------------------------------------------------- judgment sets
+def compare_references(s: Session, coll: Collection, me: Principal, a: str, b: str, metric: str | None = None,
+                       top_k: int = 10) -> dict[str, Any]:
+    """:func:`compare_versions` of two references to judgment sets (a set's name: its newest
+    version; ``name:N``; a version number), or the label figures of a set against one
+    assessor's labels (``assessor@name``), which are kept but never evaluated on their own."""
+    from service.evaluation import judgment_sets, labels
+
+    policy.require(policy.may_see_qrels(me, coll), me, f"the qrels of collection {coll.id}")
+    ref_a, ref_b = judgment_sets.resolve(s, coll, me, a), judgment_sets.resolve(s, coll, me, b)
+    if ref_a.version is not None and ref_b.version is not None:
+        return compare_versions(s, coll, me, ref_a.version.version, ref_b.version.version, metric, top_k)
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise BadRequest(f"top_k is a whole number from 1 to {MAX_TOP_K}, not {top_k}")
+    config = s.get(CollectionConfig, coll.current_config_id)
+    assert config is not None
+    name, _ = read_leaderboard(s, coll.name, metric)  # the metric checked: 400 when unknown
+
+    def judged(ref: Any) -> tuple[dict[tuple[str, str], int], dict[str, Any]]:
+        if ref.version is not None:
+            v = ref.version
+            return _judged(s, v.id), {"version": v.version, "judgment_set": ref.judgment_set.name,
+                                      "judgments": v.n_judgments, "uploaded_by": v.uploaded_by,
+                                      "uploaded_at": collections.iso(v.uploaded_at)}
+        found = {k: v[-1] for k, v in labels.labels_of_set(s, ref.judgment_set, ref.assessor).items()}
+        return found, {"version": None, "judgment_set": ref.judgment_set.name, "assessor": ref.assessor,
+                       "judgments": len(found), "uploaded_by": ref.assessor, "uploaded_at": None}
+
+    (judged_a, doc_a), (judged_b, doc_b) = judged(ref_a), judged(ref_b)
+    configured = [int(lv["level"]) for lv in config.levels if "level" in lv]
+    reason = "an assessor's labels are kept, not evaluated: only the label figures compare them"
+    return {"collection": coll.id, "a": doc_a, "b": doc_b, "metric": name, "configuration": config.version,
+            "labels": label_figures(judged_a, judged_b, configured), "runs": [], "ranking": None,
+            "bland_altman": None, "topics": None, "only_a": [], "only_b": [], "significance": None,
+            "significance_reason": reason, "notes": [reason]}

@@ -19,11 +19,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import Conflict, Forbidden, InvalidInput, InvalidMeasure, NotFound
-from service.evaluation import analyses, idempotency, policy
+from service.evaluation import analyses, idempotency, labels, policy
 from service.evaluation.access import Principal
 from service.evaluation.lookup import existing
 from service.evaluation.planning import plan_job
-from service.evaluation.setup import add_qrels, audit, judged_top_level, load_qrels, load_run
+from service.evaluation.setup import audit, judged_top_level, load_qrels, load_run, official_set
 from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, patiently
 from service.formats.readers import qrels_records
 from service.formats.types import Qrels
@@ -410,10 +410,12 @@ def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, b
     def store(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
         # The current version is read under the collection's lock (PostgreSQL row lock;
         # SQLite's BEGIN IMMEDIATE), so two uploads in flight cannot drop each other's judgments.
+        # Each assessor's labels are kept in the official set; its level for a document judged
+        # by several is the set's rule over their labels ("latest": the newest, as always).
         previous = coll.current_qrels_id
-        merged = _overlay(load_qrels(coll.current_qrels) if coll.current_qrels is not None else None, lines)
-        text = _qrels_text(merged)
-        version = add_qrels(s, coll, text, f"{source} (pool {pool.number})", me.name, parsed=merged)
+        official = official_set(s, coll)
+        touched = labels.store(s, official, ((ln.topic, ln.docno, me.name, ln.level) for ln in lines))
+        version = labels.derived_version(s, coll, official, me, f"{source} (pool {pool.number})", touched)
         audit(s, me.name, "judgments.accept", coll.id, pool=pool.number, topics=topics, judgments=len(lines))
         followups: list[Followup] = []
         job_id = None
@@ -425,21 +427,6 @@ def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, b
 
     return idempotency.store_once(factory, pool.collection_id, me, f"judgments:{pool_id}", idempotency_key, digest,
                                   store, what=f"a judgments upload to pool {pool_id}")
-
-
-def _overlay(current: Qrels | None, lines: list[JudgmentLine]) -> Qrels:
-    judgments = current.to_mapping() if current is not None else {}
-    for ln in lines:
-        judgments.setdefault(ln.topic, {})[ln.docno] = ln.level
-    return Qrels.from_mapping(judgments, source="judgments")
-
-
-def _qrels_text(qrels: Qrels) -> bytes:
-    """The version's file in NTCIR form (``topic docno Lk``), sorted: what `qrels` downloads give."""
-    out = []
-    for t, judgments in qrels.to_mapping().items():
-        out.extend(f"{t} {d} L{lv}\n" for d, lv in sorted(judgments.items()))
-    return "".join(out).encode("utf-8")
 
 
 def team_of(s: Session, run_ids: list[int]) -> dict[int, str]:

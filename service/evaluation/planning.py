@@ -69,23 +69,27 @@ def runs_hash(run_ids: list[int]) -> str:
 
 
 def plan_job(
-    s: Session, coll: Collection, kind: str, previous_qrels_id: int | None = None, *, retry_failed: bool = True
+    s: Session, coll: Collection, kind: str, previous_qrels_id: int | None = None, *, retry_failed: bool = True,
+    qrels_version_id: int | None = None,
 ) -> tuple[Job, list[Followup]]:
     """A job evaluating every run of ``coll`` that lacks current results, then the tests.
 
-    Runs already queued or evaluating in an active job with the same key are not queued
-    again (the active job is returned when it covers everything). ``retry_failed=False``
-    (the scheduled refresh) leaves out runs that already failed under the same key.
+    The results are on ``qrels_version_id`` (default: the collection's current qrels, the
+    official set's newest version; another set's version is evaluated the same way). Runs
+    already queued or evaluating in an active job with the same key are not queued again (the
+    active job is returned when it covers everything). ``retry_failed=False`` (the scheduled
+    refresh) leaves out runs that already failed under the same key.
     """
-    if coll.current_qrels_id is None or coll.current_config_id is None:
+    version_id = qrels_version_id if qrels_version_id is not None else coll.current_qrels_id
+    if version_id is None or coll.current_config_id is None:
         raise ValueError(f"collection {coll.name!r} has no qrels yet")
     # Serialise planners of one collection (PostgreSQL row lock; SQLite's BEGIN IMMEDIATE).
     s.execute(select(Collection.id).where(Collection.id == coll.id).with_for_update())
     config = s.get(CollectionConfig, coll.current_config_id)
     assert config is not None
-    same_key = job_key(coll, config)
+    same_key = job_key(coll, config, version_id)
     evaluated = set(s.scalars(select(RunEvaluation.run_id).join(Run).where(
-        Run.collection_id == coll.id, current_result(coll, coll.current_qrels_id))))
+        Run.collection_id == coll.id, current_result(coll, version_id))))
     pending = set(s.scalars(select(JobItem.run_id).join(Job).where(
         *same_key, Job.status.in_(ACTIVE), JobItem.status.in_(PENDING))))
     failed = set() if retry_failed else set(s.scalars(select(JobItem.run_id).join(Job).where(
@@ -95,7 +99,7 @@ def plan_job(
     active = s.scalars(select(Job).where(*same_key, Job.status.in_(ACTIVE)).order_by(Job.id.desc())).first()
     if not run_ids and active is not None:
         return active, []
-    job = Job(collection_id=coll.id, kind=kind, qrels_version_id=coll.current_qrels_id,
+    job = Job(collection_id=coll.id, kind=kind, qrels_version_id=version_id,
               previous_qrels_id=previous_qrels_id, config_id=config.id, evaluator_version=EVALUATOR_VERSION,
               status="running" if run_ids else "testing", total=len(run_ids))
     s.add(job)
@@ -109,8 +113,10 @@ def plan_job(
     return job, [Followup(TaskName.EVALUATE_ITEM, it.id) for it in items]
 
 
-def job_key(coll: Collection, config: CollectionConfig) -> tuple[Any, ...]:
-    """WHERE conditions on ``Job``: the jobs of the collection's current qrels, configuration
-    and evaluator version (what a new job would be planned under)."""
-    return (Job.collection_id == coll.id, Job.qrels_version_id == coll.current_qrels_id,
+def job_key(coll: Collection, config: CollectionConfig, qrels_version_id: int | None = None) -> tuple[Any, ...]:
+    """WHERE conditions on ``Job``: the jobs of the collection's current qrels (or of
+    ``qrels_version_id``), configuration and evaluator version (what a new job would be
+    planned under)."""
+    version_id = qrels_version_id if qrels_version_id is not None else coll.current_qrels_id
+    return (Job.collection_id == coll.id, Job.qrels_version_id == version_id,
             Job.config_id == config.id, Job.evaluator_version == EVALUATOR_VERSION)

@@ -17,22 +17,21 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import Conflict
-from service.evaluation import collections, idempotency, policy
+from service.evaluation import collections, idempotency, judgment_sets, policy
 from service.evaluation.access import Principal
-from service.evaluation.planning import plan_job
 from service.evaluation.reading import judgment_changes, qrels_diff
-from service.evaluation.setup import add_qrels
+from service.evaluation.setup import add_qrels, official_set
 from service.evaluation.work import Outcome
 from service.formats.readers import parse_qrels
 from service.formats.types import Qrels
-from service.store.models import Collection, Judgment, QrelsVersion, Topic
+from service.store.models import Collection, Judgment, JudgmentSet, QrelsVersion, Topic
 
 LARGE_REMOVAL = 0.2  # share of the current judgments the portal lets an upload remove without a confirmation
 
 
 def upload(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
            source: str = "qrels upload", idempotency_key: str | None = None,
-           max_removal: float | None = None) -> Outcome[dict[str, Any]]:
+           max_removal: float | None = None, judgment_set: str | None = None) -> Outcome[dict[str, Any]]:
     """Validate, store as a new qrels version and plan the re-evaluation. The caller is
     authorised and the file parsed before any write lock is taken; ``me_of(session)`` gives
     the caller. The write transaction locks the collection row first (the lock order of
@@ -41,36 +40,47 @@ def upload(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
 
     With ``max_removal``, an upload that removes a larger share of the current judgments is
     refused (409) before anything is stored; the check is made under the collection's lock,
-    against the version the upload would replace."""
+    against the version the upload would replace.
+
+    ``judgment_set`` names the set the version goes to (default: the official one, which the
+    board ranks by); a version of another set is evaluated when that set evaluates
+    automatically (see :mod:`service.evaluation.judgment_sets`)."""
     idempotency.check_key(idempotency_key)
     with factory() as s:
         me = me_of(s)
         coll = collections.get(s, cid, me)
         policy.require(policy.may_upload_qrels(me, coll), me, f"uploading qrels to collection {cid}")
+        if judgment_set is not None:
+            judgment_sets.get(s, coll, judgment_set, me)  # 404 before reading the body
     parsed = parse_qrels(body, source)  # InvalidInput with the line before anything is stored
     digest = idempotency.request_hash(body)
 
     def store(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
-        previous = coll.current_qrels_id
+        target = official_set(s, coll) if judgment_set is None else judgment_sets.get(s, coll, judgment_set, me)
+        previous = target.current_version_id
         if max_removal is not None and previous is not None:
-            change = summary(s, coll, parsed, max_removal)
+            change = summary(s, coll, parsed, max_removal, base_id=previous)
             if change["large_removal"]:
                 raise Conflict(removal_message(change))
-        version = add_qrels(s, coll, body, source, me.name, parsed=parsed)
-        job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
-        return Outcome({"version": version.version, "judgments": version.n_judgments, "job": job.id,
+        version = add_qrels(s, coll, body, source, me.name, parsed=parsed, judgment_set=target)
+        job_id, followups = judgment_sets.evaluation_followups(s, coll, target, version, previous)
+        return Outcome({"version": version.version, "judgment_set": target.name, "judgments": version.n_judgments,
+                        "job": job_id,
                         "previous_version": s.get(QrelsVersion, previous).version if previous else None},
                        tuple(followups))
 
-    return idempotency.store_once(factory, cid, me, f"qrels:{cid}", idempotency_key, digest, store,
+    scope = f"qrels:{cid}" if judgment_set is None else f"qrels:{cid}:{judgment_set}"
+    return idempotency.store_once(factory, cid, me, scope, idempotency_key, digest, store,
                                   what=f"a qrels upload to collection {cid}")
 
 
 def versions(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
     policy.require(policy.may_see_qrels(me, coll), me, f"the qrels of collection {coll.id}")
     rows = s.scalars(select(QrelsVersion).where(QrelsVersion.collection_id == coll.id).order_by(QrelsVersion.version))
+    names = dict(s.execute(select(JudgmentSet.id, JudgmentSet.name).where(JudgmentSet.collection_id == coll.id)).all())
     return {"current": coll.current_qrels.version if coll.current_qrels else None, "items": [
-        {"version": v.version, "uploaded_by": v.uploaded_by, "uploaded_at": collections.iso(v.uploaded_at),
+        {"version": v.version, "judgment_set": names.get(v.judgment_set_id), "uploaded_by": v.uploaded_by,
+         "uploaded_at": collections.iso(v.uploaded_at),
          "checksum": v.checksum, "judgments": v.n_judgments, "level_counts": v.level_counts} for v in rows]}
 
 
@@ -93,15 +103,18 @@ def preview(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
         return summary(s, collections.get(s, cid, me), parsed)
 
 
-def summary(s: Session, coll: Collection, parsed: Qrels, threshold: float = LARGE_REMOVAL) -> dict[str, Any]:
+def summary(s: Session, coll: Collection, parsed: Qrels, threshold: float = LARGE_REMOVAL,
+            base_id: int | None = None) -> dict[str, Any]:
     """The judgments ``parsed`` adds, removes and changes per topic against the current
-    version (in the form of :func:`diff`, so a preview and the diff of the stored version
-    agree), the share of the current judgments it removes and whether that is more than
-    ``threshold`` (a large removal: the portal asks for a confirmation)."""
+    version (or the version ``base_id``: another set's newest) in the form of :func:`diff`,
+    so a preview and the diff of the stored version agree; the share of the current judgments
+    it removes and whether that is more than ``threshold`` (a large removal: the portal asks
+    for a confirmation)."""
+    base = base_id if base_id is not None else coll.current_qrels_id
     current: dict[tuple[str, str], int] = {}
-    if coll.current_qrels_id is not None:
+    if base is not None:
         current = {(t, d): lv for t, d, lv in s.execute(select(Judgment.topic, Judgment.docno, Judgment.level)
-                                                        .where(Judgment.qrels_version_id == coll.current_qrels_id))}
+                                                        .where(Judgment.qrels_version_id == base))}
     uploaded = {(topic, docno.decode("utf-8")): int(level)
                 for i, topic in enumerate(parsed.topics)
                 for docno, level in zip(parsed.docnos[i].tolist(), parsed.levels[i].tolist())}
@@ -109,7 +122,8 @@ def summary(s: Session, coll: Collection, parsed: Qrels, threshold: float = LARG
     removed = change["totals"]["removed"]
     share = removed / len(current) if current else 0.0
     known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
-    return {"from": coll.current_qrels.version if coll.current_qrels is not None else None,
+    base_row = s.get(QrelsVersion, base) if base is not None else None
+    return {"from": base_row.version if base_row is not None else None,
             "topics": change["topics"], "totals": change["totals"], "current_judgments": len(current),
             "judgments": len(uploaded), "removed_share": share, "large_removal": share > threshold,
             "threshold": threshold, "new_topics": sorted(set(parsed.topics) - known)}

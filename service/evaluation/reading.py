@@ -86,10 +86,12 @@ def leaderboard(
 
 
 def complete_version_id(s: Session, coll) -> int | None:  # type: ignore[no-untyped-def]
-    """The newest qrels version whose evaluation under the current configuration has finished:
-    while a re-evaluation runs, boards keep serving the previous complete results."""
+    """The newest version of the official judgment set whose evaluation under the current
+    configuration has finished: while a re-evaluation runs, boards keep serving the previous
+    complete results (and never another set's, however new)."""
     done = s.scalar(select(Job.qrels_version_id).join(QrelsVersion, QrelsVersion.id == Job.qrels_version_id).where(
-        Job.collection_id == coll.id, Job.config_id == coll.current_config_id, Job.status == "done")
+        Job.collection_id == coll.id, Job.config_id == coll.current_config_id, Job.status == "done",
+        QrelsVersion.judgment_set_id == coll.official_set_id)
         .order_by(QrelsVersion.version.desc()).limit(1))
     return done if done is not None else coll.current_qrels_id
 

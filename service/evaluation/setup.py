@@ -29,6 +29,7 @@ from service.store.models import (
     CollectionConfig,
     Enrolment,
     Judgment,
+    JudgmentSet,
     QrelsVersion,
     Run,
     Team,
@@ -36,6 +37,7 @@ from service.store.models import (
 )
 
 EVALUATOR_VERSION = service.__version__
+OFFICIAL_SET = "official"  # the name of the judgment set every collection starts with
 
 DEFAULT_SIGNIFICANCE = {"test": "bootstrap", "resamples": 1000, "alpha": 0.05, "correction": "none", "seed": 0}
 
@@ -147,6 +149,7 @@ def ensure_collection(session: Session, name: str, spec: ConfigSpec | None, acto
         session.add(coll)
         session.flush()
         audit(session, actor, "collection.create", coll.id, name=name)
+        official_set(session, coll)
         set_config(session, coll, spec or ConfigSpec(), actor)
     elif spec is not None:
         set_config(session, coll, spec, actor)
@@ -179,19 +182,24 @@ def set_config(session: Session, coll: Collection, spec: ConfigSpec, actor: str 
 
 
 def add_qrels(
-    session: Session, coll: Collection, data: bytes, source: str, actor: str = "", *, parsed: Qrels | None = None
+    session: Session, coll: Collection, data: bytes, source: str, actor: str = "", *, parsed: Qrels | None = None,
+    judgment_set: JudgmentSet | None = None,
 ) -> QrelsVersion:
-    """Validate and store a new, immutable qrels version and make it current.
+    """Validate and store a new, immutable qrels version of ``judgment_set`` (default: the
+    official one) and make it the set's current version; a version of the official set
+    becomes the collection's current qrels (what boards rank by).
 
     ``parsed`` is ``parse_qrels(data, source)`` done beforehand (outside the transaction).
+    Version numbers run in one sequence per collection, across its sets.
     """
     qrels = parsed if parsed is not None else parse_qrels(data, source)  # InvalidInput before any write
     version = (session.scalar(select(func.max(QrelsVersion.version)).where(
         QrelsVersion.collection_id == coll.id)) or 0) + 1
     counts = {t: {str(int(lv)): int(c) for lv, c in zip(*np.unique(levels, return_counts=True))}
               for t, levels in zip(qrels.topics, qrels.levels)}
+    target = judgment_set if judgment_set is not None else official_set(session, coll)
     row = QrelsVersion(
-        collection_id=coll.id, version=version, uploaded_by=actor, source_name=source,
+        collection_id=coll.id, version=version, judgment_set_id=target.id, uploaded_by=actor, source_name=source,
         checksum=hashlib.sha256(data).hexdigest(), n_judgments=int(sum(lv.shape[0] for lv in qrels.levels)),
         level_counts=counts, file=zlib.compress(data, 6),
     )
@@ -202,9 +210,27 @@ def add_qrels(
     new_topics = [t for t in qrels.topics if t not in known]
     if new_topics:
         session.execute(insert(Topic), [{"collection_id": coll.id, "topic_id": t} for t in new_topics])
-    coll.current_qrels = row
-    coll.current_qrels_id = row.id
-    audit(session, actor, "qrels.upload", coll.id, version=version, checksum=row.checksum, judgments=row.n_judgments)
+    target.current_version_id = row.id
+    if target.id == coll.official_set_id:
+        coll.current_qrels = row
+        coll.current_qrels_id = row.id
+    audit(session, actor, "qrels.upload", coll.id, version=version, checksum=row.checksum, judgments=row.n_judgments,
+          judgment_set=target.name)
+    return row
+
+
+def official_set(session: Session, coll: Collection) -> JudgmentSet:
+    """The collection's official judgment set (boards rank by its newest version), made
+    ("official", human judgments) if the collection has none yet."""
+    if coll.official_set_id is not None:
+        found = session.get(JudgmentSet, coll.official_set_id)
+        assert found is not None
+        return found
+    row = JudgmentSet(collection_id=coll.id, name=OFFICIAL_SET, source="human", created_by="",
+                      current_version_id=coll.current_qrels_id)
+    session.add(row)
+    session.flush()
+    coll.official_set_id = row.id
     return row
 
 

@@ -71,9 +71,16 @@ class Collection(Base):
     current_config_id: Mapped[int | None] = mapped_column(
         ForeignKey("collection_configs.id", use_alter=True, name="fk_collections_current_config")
     )
+    # The newest version of the official judgment set: what boards rank by (migration 0017
+    # made every collection's judgments one set, "official"; see JudgmentSet).
     current_qrels_id: Mapped[int | None] = mapped_column(
         ForeignKey("qrels_versions.id", use_alter=True, name="fk_collections_current_qrels")
     )
+    official_set_id: Mapped[int | None] = mapped_column(
+        ForeignKey("judgment_sets.id", use_alter=True, name="fk_collections_official_set")
+    )
+    # A "judges" track: enrolled teams may submit judgment sets, ranked on the judge board.
+    accepts_judgments: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     current_config: Mapped[CollectionConfig | None] = relationship(foreign_keys=[current_config_id], post_update=True)
@@ -111,14 +118,60 @@ class Topic(Base):
     description: Mapped[str] = mapped_column(Text, default="", server_default="")
 
 
+class JudgmentSet(Base):
+    """A named set of judgments of a collection (the assessors' qrels, an automatic judge's, a
+    post-edited merge) with its provenance. Its versions are ``QrelsVersion`` rows, numbered in
+    one sequence per collection, so a version number alone names a version (and its set).
+
+    One set is the collection's official one (``Collection.official_set_id``): its newest
+    version is ``Collection.current_qrels_id``, what boards rank by. Sets submitted by a team
+    (``team_id``) are a judges track's submissions. A set built from several assessors' labels
+    keeps them (``AssessorLabel``) and derives each document's level by ``rule``."""
+
+    __tablename__ = "judgment_sets"
+    __table_args__ = (UniqueConstraint("collection_id", "name"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    source: Mapped[str] = mapped_column(String(20), default="human")  # human | automatic | merge
+    model: Mapped[str] = mapped_column(String(200), default="")  # an automatic judge's model
+    prompt: Mapped[str] = mapped_column(Text, default="")  # its prompt (or the prompt's name/URL)
+    judged_on: Mapped[str] = mapped_column(String(40), default="")  # when it judged (an ISO date), as stated
+    notes: Mapped[str] = mapped_column(Text, default="")
+    rule: Mapped[str] = mapped_column(String(20), default="latest")  # several assessors' labels -> one level
+    # evaluate every run under each new version (and when the configuration changes)
+    auto_evaluate: Mapped[bool] = mapped_column(Boolean, default=True)
+    team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    created_by: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    current_version_id: Mapped[int | None] = mapped_column(
+        ForeignKey("qrels_versions.id", use_alter=True, name="fk_judgment_sets_current_version")
+    )
+
+
+class AssessorLabel(Base):
+    """One assessor's label of a document for a topic, kept in a judgment set so that its
+    derived level (the set's rule over every assessor's label) can be recomputed."""
+
+    __tablename__ = "assessor_labels"
+    judgment_set_id: Mapped[int] = mapped_column(ForeignKey("judgment_sets.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(String(200), primary_key=True)
+    docno: Mapped[str] = mapped_column(String(500), primary_key=True)
+    assessor: Mapped[str] = mapped_column(String(200), primary_key=True)
+    level: Mapped[int] = mapped_column(Integer)
+    labelled_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class QrelsVersion(Base):
-    """One upload of judgments: immutable; a new upload is a new version."""
+    """One upload of judgments: immutable; a new upload is a new version of its set."""
 
     __tablename__ = "qrels_versions"
     __table_args__ = (UniqueConstraint("collection_id", "version"),)
     id: Mapped[int] = mapped_column(primary_key=True)
     collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
     version: Mapped[int] = mapped_column(Integer)
+    # None only transiently: migration 0017 put every earlier version in its collection's "official" set
+    judgment_set_id: Mapped[int | None] = mapped_column(ForeignKey("judgment_sets.id"))
     uploaded_by: Mapped[str] = mapped_column(String(200), default="")
     uploaded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     source_name: Mapped[str] = mapped_column(String(500), default="")

@@ -27,6 +27,9 @@ MaxRemoval = Annotated[float | None, Parameter(
     description="Refuse (409) an upload that would remove a larger share of the current judgments (e.g. 0.2); "
                 "left out: no limit.", ge=0, le=1)]
 
+SetName = Annotated[str | None, Parameter(
+    description="The judgment set the version goes to (default: the official one).", max_length=100)]
+
 
 class QrelsController(Controller):
     """Qrels versions of a collection: never edited, only added."""
@@ -40,16 +43,18 @@ class QrelsController(Controller):
           operation_class=upload_body("Qrels in TREC (`topic iter docno level`) or NTCIR (`topic docno Lk`) form."))
     async def upload(self, request: Request[Any, Any, Any], cid: CollectionId, uow: Uow, me: Caller,
                      state: State, idempotency_key: IdempotencyKeyHeader = None,
-                     max_removal: MaxRemoval = None) -> QrelsUploaded:
+                     max_removal: MaxRemoval = None, judgment_set: SetName = None) -> QrelsUploaded:
         """A new qrels version (organisers): validated whole before it is stored, then the
         collection is re-evaluated; earlier versions and their results are kept. With
         `max_removal`, an upload removing a larger share of the current judgments is refused
         (409, naming the topics that lose most); `POST .../qrels/preview` shows every change
-        first. With an `Idempotency-Key`, a retried upload is answered as the first one was."""
+        first. With an `Idempotency-Key`, a retried upload is answered as the first one was.
+        With `judgment_set`, the version goes to that set (see `/judgment-sets`) instead of the
+        official one, and is evaluated as the set says; boards keep ranking by the official set."""
         body = await read_body(request, state["max_body"])
         outcome = await anyio.to_thread.run_sync(
             lambda: qrels.upload(uow.factory, lambda _: me, cid, body, idempotency_key=idempotency_key,
-                                 max_removal=max_removal),
+                                 max_removal=max_removal, judgment_set=judgment_set),
             limiter=state.get("upload_threads"))
         return out(QrelsUploaded, uow.collect(outcome))
 

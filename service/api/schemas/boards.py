@@ -91,6 +91,8 @@ class Leaderboard(Response, kw_only=True):
     topics: Annotated[str, Meta(description="all, or visible only under an unrevealed topic split.")] = "all"
     qrels_version: int | None = None
     newest_qrels_version: int | None = None
+    judgment_set: Annotated[str | None, Meta(description="The judgment set of `qrels_version` (the official "
+                                                         "one unless another version was asked for).")] = None
     computed_at: str | None = None
     reevaluation_in_progress: bool = False
     significance: TestUsed | None = None

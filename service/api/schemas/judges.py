@@ -17,7 +17,9 @@ Figure = Annotated[float | None, Meta(description="null when undefined (the note
 
 
 class ComparedVersion(Response, kw_only=True):
-    version: int
+    version: Annotated[int | None, Meta(description="null for an assessor's labels (kept, not versioned).")]
+    judgment_set: Annotated[str | None, Meta(description="The judgment set it belongs to.")] = None
+    assessor: Annotated[str | None, Meta(description="One assessor's labels in that set.")] = None
     judgments: int
     uploaded_by: str
     uploaded_at: str | None

@@ -89,6 +89,7 @@ class Deleted(Response, kw_only=True):
 # ------------------------------------------------------------------------------ qrels
 class QrelsVersionOut(Response, kw_only=True):
     version: int
+    judgment_set: Annotated[str | None, Meta(description="The judgment set the version belongs to.")] = None
     uploaded_by: str | None
     uploaded_at: str | None
     checksum: str
@@ -103,8 +104,10 @@ class QrelsVersions(Response, kw_only=True):
 
 class QrelsUploaded(Response, kw_only=True):
     version: Annotated[int, Meta(description="The new qrels version.")]
+    judgment_set: Annotated[str, Meta(description="The judgment set it belongs to.")] = "official"
     judgments: int
-    job: Annotated[int, Meta(description="The re-evaluation job.")]
+    job: Annotated[int | None, Meta(description="The re-evaluation job (none for a set that is evaluated on "
+                                                "request only, or without runs).")]
 
 
 class JudgmentChange(Response, kw_only=True):

@@ -1,0 +1,136 @@
+"""Several assessors' labels of one document, kept, and the set's level derived from them.
+
+Every label is stored (``AssessorLabel``: set, topic, document, assessor, level, when); an
+assessor who labels a document again replaces its own label. A set's version is its previous
+judgments with the level of every labelled document re-derived from all its labels by the
+set's rule (:mod:`service.metrics.judgment_rules`: latest, majority, mean, max, min), so
+documents judged by an uploaded qrels file and never labelled keep their level. Labels come
+from two doors: an assessor's pool judgments (:func:`service.evaluation.judging.submit_judgments`,
+into the official set) and an organiser's label file (``topic docno assessor level`` lines,
+:func:`upload`). Changing a set's rule re-derives every labelled document (:func:`rederive`).
+With the rule ``latest`` and one label per document this is exactly the overlay of the newest
+judgments over the previous version that pool judging always did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import delete, insert, select, tuple_
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.errors import InvalidInput
+from service.evaluation import collections, idempotency, judgment_sets, policy
+from service.evaluation.access import Principal
+from service.evaluation.setup import add_qrels, audit, load_qrels
+from service.evaluation.work import Outcome
+from service.formats.labels import parse_labels
+from service.formats.types import Qrels
+from service.metrics.judgment_rules import derive
+from service.store.models import AssessorLabel, Collection, JudgmentSet, QrelsVersion, utcnow
+
+Key = tuple[str, str]  # (topic, docno)
+
+
+def qrels_text(qrels: Qrels) -> bytes:
+    """A version's file in NTCIR form (``topic docno Lk``), sorted: what `qrels` downloads give."""
+    out = []
+    for t, judgments in qrels.to_mapping().items():
+        out.extend(f"{t} {d} L{lv}\n" for d, lv in sorted(judgments.items()))
+    return "".join(out).encode("utf-8")
+
+
+def store(s: Session, js: JudgmentSet, labels: Iterable[tuple[str, str, str, int]]) -> set[Key]:
+    """Keep each (topic, docno, assessor, level), replacing that assessor's earlier label of the
+    document; the documents touched."""
+    rows = [{"judgment_set_id": js.id, "topic": t, "docno": d, "assessor": a, "level": int(lv)}
+            for t, d, a, lv in labels]
+    if not rows:
+        return set()
+    now = utcnow()
+    keys = [(r["topic"], r["docno"], r["assessor"]) for r in rows]
+    for start in range(0, len(keys), 500):  # bounded IN lists
+        chunk = keys[start:start + 500]
+        s.execute(delete(AssessorLabel).where(
+            AssessorLabel.judgment_set_id == js.id,
+            tuple_(AssessorLabel.topic, AssessorLabel.docno, AssessorLabel.assessor).in_(chunk)))
+    s.execute(insert(AssessorLabel), [{**r, "labelled_at": now} for r in rows])
+    return {(r["topic"], r["docno"]) for r in rows}
+
+
+def labels_of_set(s: Session, js: JudgmentSet, assessor: str | None = None) -> dict[Key, list[int]]:
+    """(topic, docno) -> the set's labels of it, oldest first (ties by assessor)."""
+    q = (select(AssessorLabel.topic, AssessorLabel.docno, AssessorLabel.level)
+         .where(AssessorLabel.judgment_set_id == js.id)
+         .order_by(AssessorLabel.labelled_at, AssessorLabel.assessor))
+    if assessor is not None:
+        q = q.where(AssessorLabel.assessor == assessor)
+    out: dict[Key, list[int]] = {}
+    for t, d, lv in s.execute(q):
+        out.setdefault((t, d), []).append(int(lv))
+    return out
+
+
+def derived_version(s: Session, coll: Collection, js: JudgmentSet, me: Principal, source: str,
+                    touched: set[Key] | None = None) -> QrelsVersion:
+    """A new version of ``js``: its current judgments with every labelled document of
+    ``touched`` (None: all) at the level its labels give under the set's rule."""
+    current = s.get(QrelsVersion, js.current_version_id) if js.current_version_id else None
+    judgments = load_qrels(current).to_mapping() if current is not None else {}
+    labels = labels_of_set(s, js)
+    if touched is not None:
+        labels = {k: v for k, v in labels.items() if k in touched}
+    for (t, d), level in derive(labels, js.rule).items():
+        judgments.setdefault(t, {})[d] = level
+    merged = Qrels.from_mapping(judgments, source=source)
+    return add_qrels(s, coll, qrels_text(merged), source, me.name, parsed=merged, judgment_set=js)
+
+
+def rederive(s: Session, coll: Collection, js: JudgmentSet, me: Principal, reason: str) -> Outcome[int | None]:
+    """Re-derive every labelled document of ``js`` (its rule changed): a new version (and its
+    evaluation), or None when the set has no labels."""
+    if not labels_of_set(s, js):
+        return Outcome(None)
+    previous = js.current_version_id
+    version = derived_version(s, coll, js, me, f"labels re-derived ({reason})")
+    _, followups = judgment_sets.evaluation_followups(s, coll, js, version, previous)
+    return Outcome(version.version, followups)
+
+
+def upload(factory: sessionmaker[Session], me_of: Any, cid: int, set_name: str, body: bytes,
+           source: str = "labels upload", idempotency_key: str | None = None) -> Outcome[dict[str, Any]]:
+    """An organiser's label file (``topic docno assessor level``) into a set: validated before
+    anything is stored (every line; levels within the collection's scale), kept, the touched
+    documents re-derived into a new version, which is evaluated as the set says."""
+    from service.evaluation.judging import max_level
+
+    idempotency.check_key(idempotency_key)
+    with factory() as s:
+        me = me_of(s)
+        coll = collections.get(s, cid, me)
+        policy.require(policy.may_upload_qrels(me, coll), me, f"uploading labels to collection {cid}")
+        judgment_sets.get(s, coll, set_name, me)
+        top = max_level(s, coll)
+    parsed = parse_labels(body, source)  # InvalidInput with the line before anything is stored
+    if not len(parsed):
+        raise InvalidInput(source, None, "no labels in the upload")
+    for line, level in zip(parsed.lines.tolist(), parsed.levels.tolist()):
+        if not 0 <= level <= top:
+            raise InvalidInput(source, line, f"level {level} is outside the collection's scale 0 to {top}")
+    digest = idempotency.request_hash(body)
+
+    def write(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
+        js = judgment_sets.get(s, coll, set_name, me)
+        previous = js.current_version_id
+        touched = store(s, js, zip(parsed.topics, parsed.docnos, parsed.assessors, parsed.levels.tolist()))
+        version = derived_version(s, coll, js, me, f"{source} (labels, rule {js.rule})", touched)
+        audit(s, me.name, "labels.upload", coll.id, judgment_set=js.name, labels=len(parsed),
+              assessors=list(parsed.assessor_ids), version=version.version)
+        job_id, followups = judgment_sets.evaluation_followups(s, coll, js, version, previous)
+        return Outcome({"judgment_set": js.name, "version": version.version, "labels": len(parsed),
+                        "documents": len(touched), "assessors": list(parsed.assessor_ids), "rule": js.rule,
+                        "judgments": version.n_judgments, "job": job_id}, followups)
+
+    return idempotency.store_once(factory, cid, me, f"labels:{cid}:{set_name}", idempotency_key, digest, write,
+                                  what=f"a labels upload to collection {cid}")
