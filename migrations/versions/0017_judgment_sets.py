@@ -72,6 +72,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('collections', schema=None) as batch_op:
         batch_op.add_column(sa.Column('accepts_judgments', sa.Boolean(), server_default=sa.false(), nullable=False))
+        batch_op.add_column(sa.Column('judge_track', sa.JSON(), server_default='{}', nullable=False))
     _add_reference('qrels_versions', 'judgment_set_id', 'judgment_sets',
                    'fk_qrels_versions_judgment_set_id_judgment_sets')
     _add_reference('collections', 'official_set_id', 'judgment_sets', 'fk_collections_official_set')
@@ -109,6 +110,7 @@ def downgrade() -> None:
         op.drop_constraint('fk_qrels_versions_judgment_set_id_judgment_sets', 'qrels_versions', type_='foreignkey')
         op.drop_column('qrels_versions', 'judgment_set_id')
     with op.batch_alter_table('collections', schema=None) as batch_op:
+        batch_op.drop_column('judge_track')
         batch_op.drop_column('accepts_judgments')
     op.drop_table('assessor_labels')
     op.drop_table('judgment_sets')

@@ -42,9 +42,12 @@ DEFAULT_DEPTH = 100  # without a pool: the depth taken as pooled (TREC's usual)
 DEFAULT_KEPT = (90, 70, 50, 30, 10)  # percent of the judgments kept (Buckley & Voorhees; Sakai)
 
 
+JUDGE_BOARD = "judge_board"  # a judges track's board (service.evaluation.judge_track)
+
+
 def task_of(kind: str) -> TaskName:
     """The task that does the work of an analysis row of this kind."""
-    return TaskName.BUILD_POOL if kind == POOL else TaskName.RUN_ANALYSIS
+    return {POOL: TaskName.BUILD_POOL, JUDGE_BOARD: TaskName.RANK_JUDGES}.get(kind, TaskName.RUN_ANALYSIS)
 
 
 def queue(s: Session, coll: Collection, me: Principal, kind: str, params: dict[str, Any]) -> Outcome[Analysis]:
@@ -239,7 +242,7 @@ def reduction(qrels: Any, runs: list[Any], params: dict[str, Any], settings: Any
 def get(s: Session, analysis_id: int, me: Principal) -> Analysis:
     """An analysis row (:func:`doc` decides who may read it)."""
     row = s.get(Analysis, analysis_id)
-    if row is None or row.kind == POOL:  # pool builds are read as such (judging.pool_request_doc)
+    if row is None or row.kind in (POOL, JUDGE_BOARD):  # read as such (pool_request_doc, judge_track.board)
         raise NotFound(f"no analysis {analysis_id}")
     return row
 

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.evaluation import analyses
+from service.evaluation import analyses, judge_track
 from service.evaluation.evaluating import finish_item, gave_up, lease_expired, maybe_start_tests
 from service.evaluation.planning import ACTIVE, PENDING, job_key, params_hash, plan_job, runs_hash
 from service.evaluation.results import current_result, tested_under
@@ -28,6 +28,7 @@ from service.store.models import (
     CollectionConfig,
     Job,
     JobItem,
+    JudgmentSet,
     Run,
     RunEvaluation,
     Significance,
@@ -154,6 +155,29 @@ def refresh_stale(factory: sessionmaker[Session]) -> list[Followup]:
             if stale:
                 _, more = plan_job(s, coll, "scheduled", retry_failed=False)
                 followups += more
+            followups += _refresh_other_sets(s, coll, config)
+            followups += judge_track.queue_if_stale(s, coll)
+    return followups
+
+
+def _refresh_other_sets(s: Session, coll: Collection, config: CollectionConfig) -> list[Followup]:
+    """Evaluate the newest version of every other judgment set that evaluates automatically and
+    lacks a run's current results (after a configuration change, say); runs that failed under
+    the same key are not retried."""
+    followups: list[Followup] = []
+    for js in s.scalars(select(JudgmentSet).where(JudgmentSet.collection_id == coll.id,
+                                                  JudgmentSet.id != coll.official_set_id,
+                                                  JudgmentSet.auto_evaluate.is_(True),
+                                                  JudgmentSet.current_version_id.is_not(None))):
+        key = job_key(coll, config, js.current_version_id)
+        if s.scalar(select(Job.id).where(*key, Job.status.in_(ACTIVE))) is not None:
+            continue
+        failed = set(s.scalars(select(JobItem.run_id).join(Job).where(*key, JobItem.status == "failed")))
+        fresh = set(s.scalars(select(RunEvaluation.run_id).join(Run).where(
+            Run.collection_id == coll.id, current_result(coll, js.current_version_id))))
+        if any(r not in fresh and r not in failed for r in s.scalars(select(Run.id).where(Run.collection_id == coll.id))):
+            _, more = plan_job(s, coll, "scheduled", retry_failed=False, qrels_version_id=js.current_version_id)
+            followups += more
     return followups
 
 

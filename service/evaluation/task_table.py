@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.evaluation import analyses, evaluating, judging, significance_tests
+from service.evaluation import analyses, evaluating, judge_track, judging, significance_tests
 from service.evaluation.work import Followup, Limits, TaskName
 
 __all__ = ["USE_CASES", "Limits", "UseCase", "run_here", "use_case"]
@@ -28,6 +28,8 @@ USE_CASES: Mapping[TaskName, UseCase] = MappingProxyType({
                                                                          limits.lease),
     TaskName.BUILD_POOL: lambda factory, id_, limits: judging.build_pool(factory, id_, limits.max_attempts,
                                                                          limits.lease),
+    TaskName.RANK_JUDGES: lambda factory, id_, limits: judge_track.compute(factory, id_, limits.max_attempts,
+                                                                           limits.lease),
 })
 
 

@@ -40,6 +40,7 @@ class TaskName(StrEnum):
     RUN_TESTS = "cranfield.run_tests"  # a job's pairwise tests, once its items are done
     RUN_ANALYSIS = "cranfield.run_analysis"  # a reusability or reduced-judgment analysis
     BUILD_POOL = "cranfield.build_pool"  # a requested pool (an Analysis row of kind "pool")
+    RANK_JUDGES = "cranfield.rank_judges"  # a judges track's board (an Analysis row of kind "judge_board")
     SWEEP = "cranfield.sweep"  # periodic, no id: re-queue stuck work
     REFRESH = "cranfield.refresh"  # periodic, no id: re-evaluate stale results
     PRUNE = "cranfield.prune"  # periodic, no id: delete old idempotency keys and ended portal sessions

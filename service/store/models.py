@@ -81,6 +81,8 @@ class Collection(Base):
     )
     # A "judges" track: enrolled teams may submit judgment sets, ranked on the judge board.
     accepts_judgments: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The judge board's settings (metric, measure, resamples, released, ...; service.evaluation.judge_track)
+    judge_track: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     current_config: Mapped[CollectionConfig | None] = relationship(foreign_keys=[current_config_id], post_update=True)

@@ -107,3 +107,84 @@ class LabelsUploaded(Response, kw_only=True):
     rule: str
     judgments: int
     job: int | None
+
+
+# --------------------------------------------------------------------------- a judges track
+Measure = Annotated[str, Meta(description="kendall | tau_ap | tau_ap_b | spearman | pearson | tau_top_k")]
+
+
+class JudgeTrackChange(Request, kw_only=True):
+    accepts_judgments: bool | msgspec.UnsetType = msgspec.UNSET
+    metric: Annotated[str, Meta(max_length=200, description="The metric the runs are ranked by (default: the "
+                                                            "official one).")] | None | msgspec.UnsetType = \
+        msgspec.UNSET
+    measure: Measure | msgspec.UnsetType = msgspec.UNSET
+    resamples: Annotated[int, Meta(ge=100, le=100_000)] | msgspec.UnsetType = msgspec.UNSET
+    level: Annotated[float, Meta(ge=0.5, lt=1)] | msgspec.UnsetType = msgspec.UNSET
+    seed: Annotated[int, Meta(ge=0, le=2**31 - 1)] | msgspec.UnsetType = msgspec.UNSET
+    top_k: Annotated[int, Meta(ge=2, le=10_000)] | msgspec.UnsetType = msgspec.UNSET
+    max_sets_per_team: Annotated[int, Meta(ge=1, le=1000)] | msgspec.UnsetType = msgspec.UNSET
+    released: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class JudgeTrackSettings(Response, kw_only=True):
+    accepts_judgments: bool
+    metric: Annotated[str | None, Meta(description="null: the official metric.")]
+    measure: str
+    resamples: int
+    level: float
+    seed: int
+    top_k: int
+    max_sets_per_team: int
+    released: bool
+
+
+class JudgmentsSubmitted(Response, kw_only=True):
+    judgment_set: str
+    version: int
+    judgments: int
+    judgeable: Annotated[int, Meta(description="Documents of the pool (and of the official judgments).")]
+    coverage: float | None
+    job: int | None
+
+
+class JudgeRow(Response, kw_only=True):
+    rank: int | None
+    judgment_set: str
+    team: str | None
+    source: str
+    model: str
+    version: int | None
+    runs: int
+    topics: int
+    value: Annotated[float | None, Meta(description="The agreement measure on the runs' means (null: undefined).")]
+    low: float | None
+    high: float | None
+    bias: Annotated[float | None, Meta(description="Mean per-topic score under the judge minus under the official "
+                                                   "set (positive: more lenient).")]
+    bias_low: float | None = None
+    bias_high: float | None = None
+    direction: str | None = None
+    undefined_resamples: int | None = None
+    notes: list[str]
+
+
+class JudgeBoard(Response, kw_only=True):
+    collection: int
+    accepts_judgments: bool
+    released: bool
+    official_set: str
+    computed_at: str | None
+    stale: Annotated[bool, Meta(description="Its inputs changed since it was computed (a newer one comes with the "
+                                            "next refresh, or on request).")]
+    metric: str
+    measure: str
+    resamples: int
+    level: float
+    rows: list[JudgeRow]
+
+
+class JudgeBoardRequested(Response, kw_only=True):
+    analysis: int | None
+    queued: bool
+    status: str | None

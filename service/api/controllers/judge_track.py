@@ -1,0 +1,88 @@
+"""A judges track: its settings, teams' judgment submissions and the judge board (issue 16)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import anyio.to_thread
+from litestar import Controller, Request, get, post, put
+from litestar.datastructures import State
+from litestar.params import JSONBody, Parameter
+
+from service.api.dependencies import Caller, Coll, Uow
+from service.api.openapi import WRITE_ERRORS, errors, upload_body
+from service.api.params import CollectionId, IdempotencyKeyHeader
+from service.api.schemas import out, present
+from service.api.schemas.judgment_sets import (
+    JudgeBoard,
+    JudgeBoardRequested,
+    JudgeTrackChange,
+    JudgeTrackSettings,
+    JudgmentsSubmitted,
+)
+from service.api.uploads import read_body
+from service.evaluation import judge_track
+from service.http.admission import OWN_TRANSACTIONS
+
+SetName = Annotated[str, Parameter(description="Your judgment set's name (a new name: a new set; your set's name "
+                                               "again: its next version).", max_length=100)]
+Text = Annotated[str | None, Parameter(max_length=2000)]
+
+
+class JudgeTrackController(Controller):
+    """Teams submit automatic judgments; the workers rank them by agreement with the official ones."""
+
+    path = "/api/collections/{cid:int}"
+    tags = ["judges track"]
+
+    @get("/judge-track", operation_id="getJudgeTrack", summary="Read the judges track's settings",
+         sync_to_thread=True, responses=errors(401, 403, 404, 422))
+    def read_settings(self, coll: Coll, uow: Uow, me: Caller) -> JudgeTrackSettings:
+        """Whether the collection accepts judgment sets and what its judge board ranks by
+        (organisers and enrolled teams)."""
+        return out(JudgeTrackSettings, judge_track.public_settings(uow.session, coll, me))
+
+    @put("/judge-track", operation_id="setJudgeTrack", summary="Open, close or set up the judges track",
+         sync_to_thread=True, responses=errors(*WRITE_ERRORS))
+    def change_settings(self, coll: Coll, data: JSONBody[JudgeTrackChange], uow: Uow, me: Caller) -> JudgeTrackSettings:
+        """Open or close the track and choose the board's metric, agreement measure, interval
+        (resamples, level, seed), the top k of `tau_top_k`, the sets a team may submit and
+        whether the board is released to the teams (organisers; audited)."""
+        return out(JudgeTrackSettings, judge_track.configure(uow.session, coll, me, present(data)))
+
+    @post("/judge-submissions", opt={OWN_TRANSACTIONS: True}, operation_id="submitJudgments",
+          summary="Submit a judgment set", responses=errors(400, 401, 403, 404, 409, 413, 422),
+          operation_class=upload_body("Judgments of pool documents in TREC (`topic iter docno level`) or NTCIR "
+                                      "(`topic docno Lk`) form."))
+    async def submit(self, request: Request[Any, Any, Any], cid: CollectionId, name: SetName, uow: Uow, me: Caller,
+                     state: State, model: Text = None, prompt: Text = None, judged_on: Text = None,
+                     notes: Text = None, idempotency_key: IdempotencyKeyHeader = None) -> JudgmentsSubmitted:
+        """A team's automatic judgments for the collection's pool (enrolled teams, while the
+        track is open): checked line by line before anything is stored (topics and documents of
+        the pool or of the official judgments, levels within the scale), stored as a version of
+        the team's set `name`, and every run evaluated under it. The official judgments, and
+        agreement with them document by document, are never shown to teams."""
+        body = await read_body(request, state["max_body"])
+        fields = {k: v for k, v in {"model": model, "prompt": prompt, "judged_on": judged_on,
+                                    "notes": notes}.items() if v is not None}
+        outcome = await anyio.to_thread.run_sync(
+            lambda: judge_track.submit(uow.factory, lambda _: me, cid, body, name, fields,
+                                       idempotency_key=idempotency_key),
+            limiter=state.get("upload_threads"))
+        return out(JudgmentsSubmitted, uow.collect(outcome))
+
+    @get("/judge-board", operation_id="getJudgeBoard", summary="Read the judge board", sync_to_thread=True,
+         responses=errors(401, 403, 404, 422))
+    def read_board(self, coll: Coll, uow: Uow, me: Caller) -> JudgeBoard:
+        """The submitted judges ranked by the agreement of the runs' ranking under their
+        judgments with the ranking under the official set, with a bootstrap interval over
+        topics and their leniency. Organisers see every row; a team its own sets until the
+        board is released; then whoever may read the collection."""
+        return out(JudgeBoard, judge_track.board(uow.session, coll, me))
+
+    @post("/judge-board", operation_id="computeJudgeBoard", summary="Compute the judge board now",
+          sync_to_thread=True, status_code=202, responses=errors(*WRITE_ERRORS))
+    def compute_board(self, coll: Coll, uow: Uow, me: Caller) -> JudgeBoardRequested:
+        """Have the workers compute the board now (organisers), unless an up-to-date one is
+        stored or on its way; the scheduled refresh does it anyway when its inputs change."""
+        return out(JudgeBoardRequested, uow.collect(judge_track.request_board(uow.session, coll, me)))

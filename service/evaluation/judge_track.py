@@ -1,0 +1,418 @@
+"""A judges track (the TREC AutoJudge / LLMJudge setting): teams submit automatic judgment
+sets for the collection's pool, the workers evaluate every run under each, and a judge board
+ranks the submitted judges by how well their judgments reproduce the official ranking of the
+runs, with a bootstrap interval over topics.
+
+* Organisers open the track (``configure``: ``accepts_judgments``) and choose what the board
+  ranks by: the metric the runs are scored with (default the official one), the agreement
+  measure (``tau_ap`` by default: Yilmaz et al.'s AP correlation with the official set as the
+  truth; ``kendall``, ``tau_ap_b``, ``spearman``, ``pearson``, ``tau_top_k``), the resamples
+  and the level of the interval, how many sets a team may submit, and whether the board is
+  released to the teams.
+* A team submits judgments (``submit``): a qrels file checked line by line against the
+  judgeable documents (every pooled document and every document the official set judged) and
+  the collection's scale; it becomes a judgment set of the team's (a set submitted again under
+  the same name is its next version), evaluated by the workers like any set.
+* The board is computed by the workers from stored per-topic scores
+  (:func:`service.metrics.stats.judge_meta.judge_agreement`) and stored as an analysis of kind
+  ``judge_board``; the scheduled refresh queues it again whenever its inputs change (a new
+  official version, configuration, setting, set version or evaluation). The API only reads it.
+
+Secrecy: a team never reads the official judgments, its own judgments' agreement with them
+document by document, nor another team's set: the board gives each submitted set's aggregate
+agreement only, to the organisers always, to the submitting team for its own sets, and to
+everyone who may read the collection once the organisers release the board. The per-team set
+limit bounds how often a team can probe the official judgments through the board.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.errors import BadRequest, Conflict, InvalidInput, NotFound
+from service.evaluation import analyses, collections, idempotency, judgment_sets, policy
+from service.evaluation.access import Principal
+from service.evaluation.results import current_result
+from service.evaluation.setup import add_qrels, audit, official_set
+from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, TaskName, patiently
+from service.formats.readers import parse_qrels, qrels_records
+from service.metrics import parse_measure
+from service.metrics.stats.agreement import bland_altman
+from service.metrics.stats.judge_meta import MEASURES, judge_agreement
+from service.store.arrays import unpack
+from service.store.db import transaction
+from service.store.models import (
+    Analysis,
+    Collection,
+    CollectionConfig,
+    Judgment,
+    JudgmentSet,
+    Pool,
+    PoolDocument,
+    QrelsVersion,
+    Run,
+    RunEvaluation,
+    Score,
+    Team,
+)
+
+JUDGE_BOARD = analyses.JUDGE_BOARD
+DEFAULTS: dict[str, Any] = {"metric": None, "measure": "tau_ap", "resamples": 1000, "level": 0.95, "seed": 0,
+                            "top_k": 10, "max_sets_per_team": 5, "released": False}
+
+
+# --------------------------------------------------------------------------- settings
+def settings(coll: Collection) -> dict[str, Any]:
+    return {"accepts_judgments": coll.accepts_judgments, **DEFAULTS, **(coll.judge_track or {})}
+
+
+def _check(values: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if value is None and key != "metric":
+            continue
+        if key == "metric":
+            out[key] = str(parse_measure(value)) if value else None
+        elif key == "measure":
+            if value not in MEASURES:
+                raise BadRequest(f"measure is one of {', '.join(MEASURES)}, not {value!r}")
+            out[key] = value
+        elif key in ("resamples", "top_k", "max_sets_per_team", "seed"):
+            low, high = {"resamples": (100, 100_000), "top_k": (2, 10_000), "max_sets_per_team": (1, 1000),
+                         "seed": (0, 2**31 - 1)}[key]
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                raise BadRequest(f"{key} is a whole number from {low} to {high}")
+            out[key] = value
+        elif key == "level":
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0.5 <= value < 1:
+                raise BadRequest("level is a number from 0.5 to below 1 (e.g. 0.95)")
+            out[key] = float(value)
+        elif key == "released":
+            if not isinstance(value, bool):
+                raise BadRequest("released is true or false")
+            out[key] = value
+        else:
+            raise BadRequest(f"unknown judge track setting {key!r}")
+    return out
+
+
+def configure(s: Session, coll: Collection, me: Principal, changes: Mapping[str, Any]) -> dict[str, Any]:
+    """Open or close the track and set what its board ranks by (organisers; audited). A
+    metric must be one of the collection's."""
+    policy.require(policy.may_configure(me, coll), me, f"the judges track of collection {coll.id}")
+    collections.lock(s, coll.id)
+    changes = dict(changes)
+    accepts = changes.pop("accepts_judgments", None)
+    values = _check(changes)
+    if values.get("metric") and values["metric"] not in coll.current_config.metrics:
+        raise BadRequest(f"{values['metric']} is not among the collection's metrics: "
+                         f"{', '.join(coll.current_config.metrics)}")
+    if accepts is not None:
+        if not isinstance(accepts, bool):
+            raise BadRequest("accepts_judgments is true or false")
+        coll.accepts_judgments = accepts
+    coll.judge_track = {**(coll.judge_track or {}), **values}
+    audit(s, me.name, "judge_track.update", coll.id, accepts_judgments=coll.accepts_judgments, **values)
+    return settings(coll)
+
+
+# --------------------------------------------------------------------------- submissions
+def judgeable(s: Session, coll: Collection) -> dict[str, set[str]]:
+    """topic -> the documents a judge may label: every pooled document and every document the
+    official set's newest version judged."""
+    found: dict[str, set[str]] = {}
+    for t, d in s.execute(select(PoolDocument.topic, PoolDocument.docno).join(Pool, Pool.id == PoolDocument.pool_id)
+                          .where(Pool.collection_id == coll.id)):
+        found.setdefault(t, set()).add(d)
+    if coll.current_qrels_id is not None:
+        for t, d in s.execute(select(Judgment.topic, Judgment.docno)
+                              .where(Judgment.qrels_version_id == coll.current_qrels_id)):
+            found.setdefault(t, set()).add(d)
+    return found
+
+
+def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, name: str,
+           fields: Mapping[str, Any], source: str = "judgments", idempotency_key: str | None = None
+           ) -> Outcome[dict[str, Any]]:
+    """A team's automatic judgments for the collection's pool: checked line by line before
+    anything is stored (topics and documents judgeable, levels within the scale), then a new
+    version of the team's set ``name`` (made on the first submission, with the provenance in
+    ``fields``), which every run is evaluated under."""
+    from service.evaluation.judging import max_level
+
+    idempotency.check_key(idempotency_key)
+    judgment_sets.check_name(name)
+    provenance = judgment_sets.check_fields({k: v for k, v in fields.items() if k in ("model", "prompt", "judged_on",
+                                                                                    "notes")})
+    with factory() as s:
+        me = me_of(s)
+        coll = collections.get(s, cid, me)
+        policy.require(policy.is_enrolled(me, coll) and me.team_id is not None, me,
+                       f"submitting judgments to collection {cid}")
+        if not coll.accepts_judgments:
+            raise Conflict(f"collection {cid} does not accept judgment sets (its organisers have not opened a "
+                           "judges track)")
+        pool = judgeable(s, coll)
+        top = max_level(s, coll)
+    if not pool:
+        raise Conflict(f"collection {cid} has no pool or judgments yet: there is nothing to judge")
+    records = qrels_records(body, source)  # InvalidInput with the line (syntax, duplicates) first
+    if not records:
+        raise InvalidInput(source, None, "no judgments in the upload")
+    for line, topic, docno, level in records:
+        if topic not in pool:
+            raise InvalidInput(source, line, f"topic {topic} has nothing to judge in this collection")
+        if docno not in pool[topic]:
+            raise InvalidInput(source, line, f"document {docno} is not in the pool of topic {topic}")
+        if not 0 <= level <= top:
+            raise InvalidInput(source, line, f"level {level} is outside the collection's scale 0 to {top}")
+    parsed = parse_qrels(body, source)
+    digest = idempotency.request_hash(body + json.dumps(provenance, sort_keys=True).encode())
+
+    def write(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
+        if not coll.accepts_judgments:
+            raise Conflict(f"collection {cid} does not accept judgment sets")
+        js = judgment_sets.find(s, coll, name)
+        if js is not None and js.team_id != me.team_id:
+            raise Conflict(f"the name {name!r} is taken in collection {cid}: choose another")
+        if js is None:
+            limit = settings(coll)["max_sets_per_team"]
+            mine = s.scalar(select(func.count(JudgmentSet.id)).where(JudgmentSet.collection_id == coll.id,
+                                                                    JudgmentSet.team_id == me.team_id)) or 0
+            if mine >= limit:
+                raise Conflict(f"your team has submitted {mine} judgment sets, the limit of this track "
+                               f"({limit}): submit a new version of one of them instead")
+            js = judgment_sets.create(s, coll, me, name, {"source": "automatic", **provenance}, team_id=me.team_id)
+        else:
+            for key, value in provenance.items():
+                setattr(js, key, value)
+        previous = js.current_version_id
+        version = add_qrels(s, coll, body, source, me.name, parsed=parsed, judgment_set=js)
+        job_id, followups = judgment_sets.evaluation_followups(s, coll, js, version, previous, kind="judges",
+                                                               force=True)
+        judged = len(records)
+        total = sum(len(v) for v in pool.values())
+        audit(s, me.name, "judgments.submit", coll.id, judgment_set=name, version=version.version, judgments=judged)
+        return Outcome({"judgment_set": name, "version": version.version, "judgments": judged,
+                        "judgeable": total, "coverage": judged / total if total else None, "job": job_id},
+                       followups)
+
+    return idempotency.store_once(factory, cid, me, f"judges:{cid}:{name}", idempotency_key, digest, write,
+                                  what=f"a judgments submission to collection {cid}")
+
+
+# --------------------------------------------------------------------------- the board
+def _inputs(s: Session, coll: Collection) -> dict[str, Any]:
+    """What the board is computed from; a change of any of it makes the stored board stale."""
+    cfg = settings(coll)
+    sets = {}
+    for js in s.scalars(select(JudgmentSet).where(JudgmentSet.collection_id == coll.id,
+                                                  JudgmentSet.id != coll.official_set_id,
+                                                  JudgmentSet.current_version_id.is_not(None))
+                        .order_by(JudgmentSet.id)):
+        done = s.scalar(select(func.count(RunEvaluation.id)).join(Run, Run.id == RunEvaluation.run_id).where(
+            Run.collection_id == coll.id, current_result(coll, js.current_version_id))) or 0
+        sets[str(js.id)] = [js.current_version_id, done]
+    official_done = s.scalar(select(func.count(RunEvaluation.id)).join(Run, Run.id == RunEvaluation.run_id).where(
+        Run.collection_id == coll.id, current_result(coll, coll.current_qrels_id))) or 0
+    return {"official": [coll.current_qrels_id, official_done], "config": coll.current_config_id,
+            "settings": {k: cfg[k] for k in ("metric", "measure", "resamples", "level", "seed", "top_k")},
+            "sets": sets}
+
+
+def _key(inputs: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+
+
+def _newest(s: Session, coll: Collection, *statuses: str) -> Analysis | None:
+    q = select(Analysis).where(Analysis.collection_id == coll.id, Analysis.kind == JUDGE_BOARD)
+    if statuses:
+        q = q.where(Analysis.status.in_(statuses))
+    return s.scalars(q.order_by(Analysis.id.desc()).limit(1)).first()
+
+
+def queue_if_stale(s: Session, coll: Collection, actor: str = "refresh") -> list[Followup]:
+    """Queue the board's computation when its inputs changed since the newest one (done,
+    queued or running) and there is a set to rank: the scheduled refresh calls this."""
+    if coll.current_qrels_id is None or coll.current_config_id is None:
+        return []
+    inputs = _inputs(s, coll)
+    if not inputs["sets"]:
+        return []
+    key = _key(inputs)
+    newest = _newest(s, coll, "done", "queued", "running")
+    if newest is not None and newest.params.get("key") == key:
+        return []
+    row = Analysis(collection_id=coll.id, kind=JUDGE_BOARD, params={"key": key, **inputs},
+                   qrels_version_id=coll.current_qrels_id, config_id=coll.current_config_id, created_by=actor)
+    s.add(row)
+    s.flush()
+    return [Followup(TaskName.RANK_JUDGES, row.id)]
+
+
+def request_board(s: Session, coll: Collection, me: Principal) -> Outcome[dict[str, Any]]:
+    """Compute the judge board now, unless an up-to-date one is stored or on its way (organisers)."""
+    policy.require(policy.may_configure(me, coll), me, f"the judge board of collection {coll.id}")
+    followups = queue_if_stale(s, coll, me.name)
+    newest = _newest(s, coll)
+    return Outcome({"analysis": newest.id if newest else None, "queued": bool(followups),
+                    "status": newest.status if newest else None}, tuple(followups))
+
+
+def _per_topic(s: Session, coll: Collection, version_id: int, config: CollectionConfig,
+               metric: str) -> dict[str, dict[str, float]]:
+    from service.evaluation.results import evaluated_under
+
+    out: dict[str, dict[str, float]] = {}
+    for tag, topics, blob in s.execute(
+            select(Run.tag, RunEvaluation.topics, Score.values).join(Score).join(Run, Run.id == RunEvaluation.run_id)
+            .where(Run.collection_id == coll.id, evaluated_under(version_id, config.settings_hash),
+                   Score.metric == metric)):
+        out[tag] = dict(zip(topics, unpack(blob).tolist()))
+    return out
+
+
+def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int = 3,
+            lease: float = Limits.lease) -> list[Followup]:
+    """The worker's part: claim the board's row, read the stored scores, rank the judges with
+    their intervals (no transaction open meanwhile), store the result in one transaction."""
+    attempt = analyses.claim(factory, analysis_id, max_attempts, (JUDGE_BOARD,), lease)
+    if attempt is None:
+        return []
+    try:
+        with Heartbeat(analyses.renewal(factory, analysis_id, attempt, lease), lease) as heartbeat:
+            return _compute(factory, analysis_id, attempt, heartbeat)
+    except LeaseLost:
+        return []
+
+
+def _compute(factory: sessionmaker[Session], analysis_id: int, attempt: int, heartbeat: Heartbeat) -> list[Followup]:
+    def read() -> tuple[dict[str, Any], str, dict[str, dict[str, float]], list[dict[str, Any]]]:
+        with factory() as s:
+            row = s.get(Analysis, analysis_id)
+            coll = s.get(Collection, row.collection_id)
+            config = s.get(CollectionConfig, row.config_id)
+            params = dict(row.params["settings"])
+            metric = params["metric"] or config.official_metric
+            reference = _per_topic(s, coll, row.qrels_version_id, config, metric)
+            judges = []
+            for set_id, (version_id, _) in row.params["sets"].items():
+                js = s.get(JudgmentSet, int(set_id))
+                if js is None:
+                    continue
+                team = s.get(Team, js.team_id) if js.team_id else None
+                version = s.get(QrelsVersion, version_id)
+                judges.append({"judgment_set": js.name, "team": team.name if team else None, "source": js.source,
+                               "model": js.model, "version": version.version if version else None,
+                               "scores": _per_topic(s, coll, version_id, config, metric)})
+            return params, metric, reference, judges
+
+    params, metric, reference, judges = patiently(read, heartbeat)
+    try:
+        with heartbeat.guarded():
+            result = rank_judges(reference, judges, metric, params)
+        error = ""
+    except LeaseLost:
+        raise
+    except Exception as exc:  # noqa: BLE001  (recorded on the analysis; the worker goes on)
+        result, error = {}, f"{type(exc).__name__}: {exc}"
+
+    def store() -> list[Followup]:
+        with transaction(factory) as s:
+            fresh = analyses.claimed(s, analysis_id, attempt)
+            if fresh is not None:
+                analyses.finish(fresh, result, error)
+        return []
+
+    return patiently(store, heartbeat)
+
+
+def _num(v: float) -> float | None:
+    return float(v) if v is not None and math.isfinite(v) else None
+
+
+def rank_judges(reference: Mapping[str, Mapping[str, float]], judges: list[dict[str, Any]], metric: str,
+                params: Mapping[str, Any]) -> dict[str, Any]:
+    """The board: every judge's agreement with the reference on the runs scored under both
+    (run means over the topics either scored; (topics, runs) matrices with NaN where a run was
+    not scored), ranked by the measure (undefined last), with its interval and the leniency
+    (Bland-Altman bias of the per-topic means, judge - official)."""
+    rows = []
+    for judge in judges:
+        scores = judge["scores"]
+        runs = sorted(set(reference) & set(scores))
+        topics = sorted({t for r in runs for t in (*reference[r], *scores[r])})
+        x = np.array([[reference[r].get(t, math.nan) for r in runs] for t in topics], dtype=np.float64)
+        y = np.array([[scores[r].get(t, math.nan) for r in runs] for t in topics], dtype=np.float64)
+        x, y = x.reshape(len(topics), len(runs)), y.reshape(len(topics), len(runs))
+        row: dict[str, Any] = {k: judge[k] for k in ("judgment_set", "team", "source", "model", "version")}
+        row.update(runs=len(runs), topics=len(topics))
+        if len(runs) < 2 or not topics:
+            row.update(value=None, low=None, high=None, bias=None,
+                       notes=["fewer than two runs evaluated under both the official set and this one"])
+            rows.append(row)
+            continue
+        agreement = judge_agreement(x, y, params["measure"], resamples=int(params["resamples"]),
+                                    level=float(params["level"]), seed=int(params["seed"]), top_k=int(params["top_k"]))
+        with np.errstate(invalid="ignore", divide="ignore"):  # a topic no run was scored on: NaN, left out
+            topic_x = np.where(np.isnan(x), 0.0, x).sum(axis=1) / (~np.isnan(x)).sum(axis=1)
+            topic_y = np.where(np.isnan(y), 0.0, y).sum(axis=1) / (~np.isnan(y)).sum(axis=1)
+        ba = bland_altman(topic_x, topic_y)
+        row.update(value=_num(agreement.value), low=_num(agreement.low), high=_num(agreement.high),
+                   undefined_resamples=agreement.undefined_resamples, bias=_num(ba.bias),
+                   bias_low=_num(ba.bias_low), bias_high=_num(ba.bias_high), direction=ba.direction,
+                   notes=list(agreement.notes))
+        rows.append(row)
+    rows.sort(key=lambda r: (r["value"] is None, -(r["value"] or 0.0), r["judgment_set"]))
+    for i, r in enumerate(rows):
+        r["rank"] = i + 1 if r["value"] is not None else None
+    return {"metric": metric, "measure": params["measure"], "resamples": int(params["resamples"]),
+            "level": float(params["level"]), "seed": int(params["seed"]), "top_k": int(params["top_k"]), "rows": rows}
+
+
+def board(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
+    """The newest judge board the caller may see: organisers every row; a team its own sets'
+    rows until the organisers release the board; once released, whoever may read the
+    collection every row. ``stale`` when its inputs changed since (a newer one is on its way
+    with the next refresh, or on request)."""
+    policy.require(policy.may_read_collection(me, coll), me, f"collection {coll.id}")
+    organiser = policy.may_see_qrels(me, coll)
+    cfg = settings(coll)
+    released = bool(cfg["released"])
+    if not (organiser or released or policy.is_enrolled(me, coll)):
+        policy.require(False, me, f"the judge board of collection {coll.id}")
+    row = _newest(s, coll, "done")
+    official = official_set(s, coll)
+    doc: dict[str, Any] = {"collection": coll.id, "accepts_judgments": coll.accepts_judgments, "released": released,
+                           "official_set": official.name, "computed_at": None, "stale": True,
+                           "metric": cfg["metric"] or coll.current_config.official_metric,
+                           "measure": cfg["measure"], "resamples": cfg["resamples"], "level": cfg["level"],
+                           "rows": []}
+    if row is None:
+        return doc
+    result = row.result or {}
+    own_team = None
+    if not organiser and not released:
+        team = s.get(Team, me.team_id) if me.team_id else None
+        own_team = team.name if team else ""
+    inputs = _inputs(s, coll) if coll.current_qrels_id is not None else None
+    doc.update(computed_at=collections.iso(row.finished_at), stale=inputs is None or row.params.get("key") != _key(
+        inputs), metric=result.get("metric", doc["metric"]), measure=result.get("measure", doc["measure"]),
+        resamples=result.get("resamples", doc["resamples"]), level=result.get("level", doc["level"]),
+        rows=[r for r in result.get("rows", []) if own_team is None or r.get("team") == own_team])
+    return doc
+
+
+def public_settings(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
+    policy.require(policy.may_read_collection(me, coll), me, f"collection {coll.id}")
+    if not (policy.may_see_qrels(me, coll) or policy.is_enrolled(me, coll)):
+        raise NotFound(f"collection {coll.id} has no judges track for you")
+    return settings(coll)
