@@ -34,8 +34,10 @@ def _judges_arguments(jd: argparse.ArgumentParser) -> None:
                                     "two qrels files on the same runs (--qrels A --qrels B RUN...). The first is "
                                     "the reference: differences are second - first.")
     c.add_argument("--collection", help="database mode: the collection")
-    c.add_argument("--from", dest="version_a", type=positive_int, metavar="V", help="the reference qrels version")
-    c.add_argument("--to", dest="version_b", type=positive_int, metavar="W", help="the compared qrels version")
+    c.add_argument("--from", dest="version_a", metavar="REF",
+                   help="the reference: a qrels version, a judgment set's name (its newest version), name:N, or "
+                        "assessor@name (one assessor's labels: label figures only)")
+    c.add_argument("--to", dest="version_b", metavar="REF", help="the compared one (as --from)")
     c.add_argument("--qrels", action="append", metavar="FILE",
                    help="file mode: a qrels file, given twice (the reference first)")
     c.add_argument("runs", nargs="*", metavar="RUN", help="file mode: TREC run files (or folders of them)")
@@ -45,10 +47,21 @@ def _judges_arguments(jd: argparse.ArgumentParser) -> None:
     c.add_argument("--topics", type=positive_int, default=10,
                    help="the disagreeing topics printed (default 10; --format json has all)")
     c.add_argument("--format", choices=("text", "json"), default="text")
+    ls = jsub.add_parser("sets", help="a collection's judgment sets, with provenance and evaluation",
+                         description="List a collection's judgment sets (the official one first).")
+    ls.add_argument("--collection", required=True)
+    ls.add_argument("--format", choices=("text", "json"), default="text")
+    bd = jsub.add_parser("board", help="a judges track's stored board",
+                         description="The judge board as the workers stored it (every row: organisers' view).")
+    bd.add_argument("--collection", required=True)
+    bd.add_argument("--format", choices=("text", "json"), default="text")
 
 
-@command("judges", "compare judgment sets (two qrels versions or files)", _judges_arguments)
+@command("judges", "judgment sets: compare two (versions, sets or files), list them, read the judge board",
+         _judges_arguments)
 def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
+    if args.judges_command in ("sets", "board"):
+        return _stored_listing(args, out)
     if args.collection is not None:
         if args.qrels or args.runs:
             raise InvalidMeasure("judges compare: --collection compares stored versions; --qrels and run files "
@@ -68,12 +81,44 @@ def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _compare_stored(args: argparse.Namespace) -> dict[str, Any]:
-    from service.evaluation.judge_comparison import compare_versions
+    from service.evaluation.judge_comparison import compare_references
     from service.evaluation.setup import get_collection
 
     with sessions(database_url())() as s:
         coll = get_collection(s, args.collection)
-        return compare_versions(s, coll, cli_principal(), args.version_a, args.version_b, args.metric, args.top_k)
+        return compare_references(s, coll, cli_principal(), args.version_a, args.version_b, args.metric, args.top_k)
+
+
+def _stored_listing(args: argparse.Namespace, out: TextIO) -> int:
+    from service.evaluation import judge_track, judgment_sets
+    from service.evaluation.setup import get_collection
+
+    with sessions(database_url())() as s:
+        coll = get_collection(s, args.collection)
+        doc = (judgment_sets.listing(s, coll, cli_principal()) if args.judges_command == "sets"
+               else judge_track.board(s, coll, cli_principal()))
+    if args.format == "json":
+        return write_json(doc, out)
+    if args.judges_command == "sets":
+        out.write("set\tofficial\tsource\tmodel\tversion\tjudgments\tlabels\tevaluated\tteam\n")
+        for js in doc["items"]:
+            ev = js["evaluation"]
+            out.write(f"{js['name']}\t{'yes' if js['official'] else ''}\t{js['source']}\t{js['model']}\t"
+                      f"{js['current_version'] or ''}\t{js['judgments']}\t{js['labels']}\t"
+                      f"{ev['evaluated']}/{ev['runs']}\t{js['team'] or ''}\n")
+        return 0
+    state = "stale" if doc["stale"] else "current"
+    out.write(f"# {doc['measure']} on {doc['metric']} against {doc['official_set']} ({doc['level']:.0%} bootstrap "
+              f"interval, B = {doc['resamples']}); computed {doc['computed_at'] or 'never'}, {state}\n")
+    out.write("rank\tset\tteam\tmodel\tvalue\tlow\thigh\tbias\n")
+
+    def f(v: Any) -> str:
+        return "" if v is None else f"{v:.4f}"
+
+    for r in doc["rows"]:
+        out.write(f"{r['rank'] or ''}\t{r['judgment_set']}\t{r['team'] or ''}\t{r['model']}\t{f(r['value'])}\t"
+                  f"{f(r['low'])}\t{f(r['high'])}\t{f(r['bias'])}\n")
+    return 0
 
 
 def compare_files(qrels_a: str, qrels_b: str, run_paths: list[str], metric: str, top_k: int = 10) -> dict[str, Any]:
@@ -149,7 +194,10 @@ def _f(v: float | None, digits: int = 4) -> str:
 def _side(doc: dict[str, Any]) -> str:
     if doc.get("file") is not None:
         return f"{doc['file']} ({doc['judgments']} judgments)"
-    return f"version {doc['version']} ({doc['judgments']} judgments)"
+    if doc.get("assessor") is not None:
+        return f"{doc['assessor']}'s labels in {doc['judgment_set']} ({doc['judgments']} judgments)"
+    named = f" of {doc['judgment_set']}" if doc.get("judgment_set") else ""
+    return f"version {doc['version']}{named} ({doc['judgments']} judgments)"
 
 
 def write_comparison(doc: dict[str, Any], out: TextIO, topics: int = 10) -> None:

@@ -332,7 +332,8 @@ def compare_versions(s: Session, coll: Collection, me: Principal, a: int, b: int
         JudgmentSet.collection_id == coll.id)).tuples().all())
 
     def version_doc(v: QrelsVersion) -> dict[str, Any]:
-        return {"version": v.version, "judgment_set": names.get(v.judgment_set_id), "judgments": v.n_judgments,
+        return {"version": v.version, "judgment_set": names.get(v.judgment_set_id), "assessor": None,
+                "judgments": v.n_judgments,
                 "uploaded_by": v.uploaded_by, "uploaded_at": collections.iso(v.uploaded_at)}
 
     return {"collection": coll.id, "a": version_doc(va), "b": version_doc(vb), "metric": name,

@@ -37,7 +37,7 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.errors import BadRequest, Conflict, InvalidInput, NotFound
+from service.errors import BadRequest, Conflict, InvalidInput
 from service.evaluation import analyses, collections, idempotency, judgment_sets, policy
 from service.evaluation.access import Principal
 from service.evaluation.results import current_result
@@ -157,7 +157,7 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
         coll = collections.get(s, cid, me)
         policy.require(policy.is_enrolled(me, coll) and me.team_id is not None, me,
                        f"submitting judgments to collection {cid}")
-        if not coll.accepts_judgments:
+        if not policy.may_submit_judgments(me, coll):
             raise Conflict(f"collection {cid} does not accept judgment sets (its organisers have not opened a "
                            "judges track)")
         pool = judgeable(s, coll)
@@ -383,12 +383,9 @@ def board(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
     rows until the organisers release the board; once released, whoever may read the
     collection every row. ``stale`` when its inputs changed since (a newer one is on its way
     with the next refresh, or on request)."""
-    policy.require(policy.may_read_collection(me, coll), me, f"collection {coll.id}")
-    organiser = policy.may_see_qrels(me, coll)
+    policy.require(policy.may_see_judge_board(me, coll), me, f"the judge board of collection {coll.id}")
     cfg = settings(coll)
-    released = bool(cfg["released"])
-    if not (organiser or released or policy.is_enrolled(me, coll)):
-        policy.require(False, me, f"the judge board of collection {coll.id}")
+    released = policy.judge_board_released(coll)
     row = _newest(s, coll, "done")
     official = official_set(s, coll)
     doc: dict[str, Any] = {"collection": coll.id, "accepts_judgments": coll.accepts_judgments, "released": released,
@@ -400,7 +397,7 @@ def board(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
         return doc
     result = row.result or {}
     own_team = None
-    if not organiser and not released:
+    if not policy.sees_all_judge_rows(me, coll):
         team = s.get(Team, me.team_id) if me.team_id else None
         own_team = team.name if team else ""
     inputs = _inputs(s, coll) if coll.current_qrels_id is not None else None
@@ -412,7 +409,5 @@ def board(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
 
 
 def public_settings(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
-    policy.require(policy.may_read_collection(me, coll), me, f"collection {coll.id}")
-    if not (policy.may_see_qrels(me, coll) or policy.is_enrolled(me, coll)):
-        raise NotFound(f"collection {coll.id} has no judges track for you")
+    policy.require(policy.may_list_judgment_sets(me, coll), me, f"the judges track of collection {coll.id}")
     return settings(coll)

@@ -93,9 +93,7 @@ def check_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- reading
 def may_see(me: Principal, coll: Collection, js: JudgmentSet) -> bool:
-    """Organisers see every set; a team the sets it submitted (while enrolled)."""
-    return policy.may_see_qrels(me, coll) or (
-        js.team_id is not None and me.team_id == js.team_id and policy.is_enrolled(me, coll))
+    return policy.may_see_judgment_set(me, coll, js)
 
 
 def find(s: Session, coll: Collection, name: str) -> JudgmentSet | None:
@@ -103,11 +101,13 @@ def find(s: Session, coll: Collection, name: str) -> JudgmentSet | None:
 
 
 def get(s: Session, coll: Collection, name: str, me: Principal) -> JudgmentSet:
-    """The set ``name`` if the caller may see it (404 naming the sets it may see otherwise, so
-    that a team learns nothing of sets that are not its own)."""
+    """The set ``name`` if the caller may see it (401/403 otherwise; 404 naming the sets the
+    caller may see when there is no such set)."""
     js = find(s, coll, name)
-    if js is None or not may_see(me, coll, js):
-        policy.require(policy.may_read_collection(me, coll), me, f"collection {coll.id}")
+    if js is not None:
+        policy.require(may_see(me, coll, js), me, f"judgment set {name!r} of collection {coll.id}")
+    else:
+        policy.require(policy.may_list_judgment_sets(me, coll), me, f"the judgment sets of collection {coll.id}")
         known = [j.name for j in _sets(s, coll) if may_see(me, coll, j)]
         raise NotFound(f"collection {coll.id} has no judgment set {name!r}"
                        + (f" (its sets: {', '.join(known)})" if known else ""))
@@ -155,11 +155,9 @@ def set_doc(s: Session, coll: Collection, js: JudgmentSet, *, versions: bool = F
 
 def listing(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
     """The sets the caller may see (organisers: all; a team: its own submissions)."""
-    policy.require(policy.may_read_collection(me, coll), me, f"collection {coll.id}")
+    policy.require(policy.may_list_judgment_sets(me, coll), me, f"the judgment sets of collection {coll.id}")
     official_set(s, coll)
     seen = [js for js in _sets(s, coll) if may_see(me, coll, js)]
-    if not seen and not policy.may_see_qrels(me, coll) and not policy.is_enrolled(me, coll):
-        policy.require(False, me, f"the judgment sets of collection {coll.id}")
     return {"collection": coll.id, "accepts_judgments": coll.accepts_judgments,
             "items": [set_doc(s, coll, js) for js in seen]}
 

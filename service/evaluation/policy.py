@@ -28,7 +28,7 @@ from service.store.db import as_utc
 
 if TYPE_CHECKING:
     from service.evaluation.access import Principal
-    from service.store.models import Collection, LeaderboardSnapshot, Pool, Run
+    from service.store.models import Collection, JudgmentSet, LeaderboardSnapshot, Pool, Run
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -302,3 +302,37 @@ def may_assess(me: Principal, collection_id: int, topic: str) -> bool:
 
 def is_assessor(me: Principal) -> bool:
     return me.role == "assessor"
+
+
+# ------------------------------------------------------------------------ judgment sets, judges tracks
+def may_list_judgment_sets(me: Principal, coll: Collection) -> bool:
+    """The list of judgment sets: organisers (every set) and enrolled teams (their own
+    submitted sets only: see :func:`may_see_judgment_set`)."""
+    return may_read_collection(me, coll) and (may_see_qrels(me, coll) or is_enrolled(me, coll))
+
+
+def may_see_judgment_set(me: Principal, coll: Collection, js: JudgmentSet) -> bool:
+    """A set's provenance and versions: organisers; the team that submitted it, while enrolled.
+    Nobody else, so a judge team never reads the official judgments nor another team's."""
+    return may_see_qrels(me, coll) or (js.team_id is not None and me.team_id == js.team_id
+                                       and is_enrolled(me, coll))
+
+
+def may_submit_judgments(me: Principal, coll: Collection) -> bool:
+    """A judges track's submissions: enrolled teams, while the organisers accept them."""
+    return is_enrolled(me, coll) and me.team_id is not None and coll.accepts_judgments
+
+
+def judge_board_released(coll: Collection) -> bool:
+    return bool((coll.judge_track or {}).get("released"))
+
+
+def may_see_judge_board(me: Principal, coll: Collection) -> bool:
+    """Organisers and enrolled teams (their own rows until the release); once the organisers
+    release it, whoever may read the collection."""
+    return may_read_collection(me, coll) and (may_see_qrels(me, coll) or is_enrolled(me, coll)
+                                              or judge_board_released(coll))
+
+
+def sees_all_judge_rows(me: Principal, coll: Collection) -> bool:
+    return may_see_qrels(me, coll) or judge_board_released(coll)

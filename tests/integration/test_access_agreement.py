@@ -18,7 +18,7 @@ import pytest
 
 from service.evaluation import access, policy
 from service.portal.forms import COOKIE, csrf_for
-from service.store.models import Collection, Pool, Run
+from service.store.models import Collection, JudgmentSet, Pool, Run
 from tests.integration.conftest import World, auth
 
 ROLES = ("anonymous", "alpha", "beta", "gamma", "organiser", "other_organiser", "admin", "assessor")
@@ -94,6 +94,17 @@ QUESTIONS = [
              "/api/collections/{cid}/leaderboard/metrics?format=csv", "/c/{cid}/metrics.csv"),
     Question("download the topic table", lambda me, c, r, p: policy.may_see_board(me, c),
              "/api/collections/{cid}/topic-analysis?format=csv", "/c/{cid}/topics.csv"),
+    # judgment sets and a judges track (issue 16): a team never reads the official judgments
+    Question("list judgment sets", lambda me, c, r, p: policy.may_list_judgment_sets(me, c),
+             "/api/collections/{cid}/judgment-sets"),
+    Question("read the official judgment set", lambda me, c, r, p: policy.may_see_judgment_set(
+        me, c, JudgmentSet(team_id=None)), "/api/collections/{cid}/judgment-sets/official"),
+    Question("compare judgment sets", lambda me, c, r, p: policy.may_see_qrels(me, c),
+             "/api/collections/{cid}/judgment-sets/compare?a=official&b=1"),
+    Question("read the judges track", lambda me, c, r, p: policy.may_list_judgment_sets(me, c),
+             "/api/collections/{cid}/judge-track"),
+    Question("see the judge board", lambda me, c, r, p: policy.may_see_judge_board(me, c),
+             "/api/collections/{cid}/judge-board"),
 ]
 
 # (visibility, released, topic split: None / hidden / revealed)

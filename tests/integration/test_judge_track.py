@@ -176,7 +176,7 @@ def test_a_judges_track_ranks_submitted_judges_by_agreement_with_the_hidden_offi
     assert [s["name"] for s in c.get(f"/api/collections/{cid}/judgment-sets", headers=g).json()["items"]] == [
         "gamma-llm"]
     for path in ("judgment-sets/official", "judgment-sets/delta-llm"):
-        assert c.get(f"/api/collections/{cid}/{path}", headers=g).status_code == 404
+        assert c.get(f"/api/collections/{cid}/{path}", headers=g).status_code == 403
     assert c.get(f"/api/collections/{cid}/judgment-sets/gamma-llm", headers=g).status_code == 200
     for path in ("qrels", "qrels/compare?a=1&b=2", "judgment-sets/compare?a=official&b=gamma-llm"):
         assert c.get(f"/api/collections/{cid}/{path}", headers=g).status_code in (403, 404), path

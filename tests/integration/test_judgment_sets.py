@@ -6,6 +6,8 @@ see and do what."""
 from __future__ import annotations
 
 import collections
+import io
+import json
 import random
 
 import pytest
@@ -92,6 +94,23 @@ def test_a_second_set_is_evaluated_beside_the_official_one_and_can_become_it(wor
     assert by_name.json()["b"]["judgment_set"] == "umbrela-gpt4o"
     assert c.get(f"/api/collections/{world.cid}/judgment-sets/compare", params={"a": "official:2", "b": "1"},
                  headers=org).status_code == 404  # version 2 is not the official set's
+
+    # The CLI reads the same use cases.
+    from service.cli import build_parser
+    from service.cli.registry import handler_for
+
+    outputs = {}
+    for key, argv in (("compare", ["judges", "compare", "--collection", "task", "--from", "official", "--to",
+                                   "umbrela-gpt4o", "--format", "json"]),
+                      ("sets", ["judges", "sets", "--collection", "task"])):
+        buf = io.StringIO()
+        args = build_parser().parse_args(argv)
+        assert handler_for(args.command)(args, buf) == 0
+        outputs[key] = buf.getvalue()
+    assert json.loads(outputs["compare"]) == by_name.json()
+    listed_lines = outputs["sets"].splitlines()
+    assert listed_lines[1].startswith("official\tyes\thuman") and listed_lines[2].startswith(
+        "umbrela-gpt4o\t\tautomatic\tgpt-4o-2024-08-06\t2\t")
 
     # Made official, the set ranks the board (its results were complete already); the
     # official set's earlier results are kept and readable by version.
