@@ -239,7 +239,7 @@ def _newest(s: Session, coll: Collection, *statuses: str) -> Analysis | None:
     return s.scalars(q.order_by(Analysis.id.desc()).limit(1)).first()
 
 
-def queue_if_stale(s: Session, coll: Collection, actor: str = "refresh") -> list[Followup]:
+def queue_if_stale(s: Session, coll: Collection, actor: str = "refresh", force: bool = False) -> list[Followup]:
     """Queue the board's computation when its inputs changed since the newest one (done,
     queued or running) and there is a set to rank: the scheduled refresh calls this."""
     if coll.current_qrels_id is None or coll.current_config_id is None:
@@ -249,7 +249,7 @@ def queue_if_stale(s: Session, coll: Collection, actor: str = "refresh") -> list
         return []
     key = _key(inputs)
     newest = _newest(s, coll, "done", "queued", "running")
-    if newest is not None and newest.params.get("key") == key:
+    if newest is not None and newest.params.get("key") == key and not (force and newest.status == "done"):
         return []
     row = Analysis(collection_id=coll.id, kind=JUDGE_BOARD, params={"key": key, **inputs},
                    qrels_version_id=coll.current_qrels_id, config_id=coll.current_config_id, created_by=actor)
@@ -258,10 +258,11 @@ def queue_if_stale(s: Session, coll: Collection, actor: str = "refresh") -> list
     return [Followup(TaskName.RANK_JUDGES, row.id)]
 
 
-def request_board(s: Session, coll: Collection, me: Principal) -> Outcome[dict[str, Any]]:
-    """Compute the judge board now, unless an up-to-date one is stored or on its way (organisers)."""
+def request_board(s: Session, coll: Collection, me: Principal, force: bool = False) -> Outcome[dict[str, Any]]:
+    """Compute the judge board now, unless an up-to-date one is stored (``force``: even then)
+    or on its way (organisers)."""
     policy.require(policy.may_configure(me, coll), me, f"the judge board of collection {coll.id}")
-    followups = queue_if_stale(s, coll, me.name)
+    followups = queue_if_stale(s, coll, me.name, force)
     newest = _newest(s, coll)
     return Outcome({"analysis": newest.id if newest else None, "queued": bool(followups),
                     "status": newest.status if newest else None}, tuple(followups))

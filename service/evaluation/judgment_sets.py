@@ -221,7 +221,8 @@ def evaluation_followups(s: Session, coll: Collection, js: JudgmentSet, version:
     return (job.id, tuple(followups))
 
 
-def request_evaluation(s: Session, coll: Collection, me: Principal, name: str) -> Outcome[dict[str, Any]]:
+def request_evaluation(s: Session, coll: Collection, me: Principal, name: str,
+                       retry_failed: bool = True) -> Outcome[dict[str, Any]]:
     """Evaluate every run on the set's newest version under the current configuration (the
     runs that have results already are not evaluated again). Organisers."""
     policy.require(policy.may_upload_qrels(me, coll), me, f"evaluating a judgment set of collection {coll.id}")
@@ -231,13 +232,15 @@ def request_evaluation(s: Session, coll: Collection, me: Principal, name: str) -
         raise Conflict(f"judgment set {name!r} has no judgments yet: upload a version first")
     if coll.current_config_id is None:
         raise Conflict(f"collection {coll.id} has no configuration yet")
-    job, followups = plan_job(s, coll, "judgments", qrels_version_id=js.current_version_id)
+    job, followups = plan_job(s, coll, "judgments", qrels_version_id=js.current_version_id,
+                              retry_failed=retry_failed)
     audit(s, me.name, "judgment_set.evaluate", coll.id, name=name, job=job.id)
     return Outcome({"judgment_set": name, "version": s.get(QrelsVersion, js.current_version_id).version,
                     "job": job.id, "status": job.status, "total": job.total}, tuple(followups))
 
 
-def make_official(s: Session, coll: Collection, me: Principal, name: str) -> Outcome[dict[str, Any]]:
+def make_official(s: Session, coll: Collection, me: Principal, name: str,
+                  reason: str = "") -> Outcome[dict[str, Any]]:
     """Make ``name`` the official set: boards rank by its newest version from now on (once
     its evaluation is complete; until then they keep the previous results). Organisers."""
     policy.require(policy.may_upload_qrels(me, coll), me, f"choosing the official judgments of collection {coll.id}")
@@ -253,7 +256,7 @@ def make_official(s: Session, coll: Collection, me: Principal, name: str) -> Out
     coll.current_qrels_id = js.current_version_id
     coll.current_qrels = s.get(QrelsVersion, js.current_version_id)
     s.flush()
-    audit(s, me.name, "judgment_set.official", coll.id, old=before.name, new=name)
+    audit(s, me.name, "judgment_set.official", coll.id, old=before.name, new=name, reason=reason)
     job_id, followups = None, ()
     if coll.current_config_id is not None:
         job, more = plan_job(s, coll, "qrels", previous_qrels_id=previous)

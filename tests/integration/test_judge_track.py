@@ -85,7 +85,7 @@ def _wait_board(track: Track, token: str, count: int) -> dict[str, Any]:
         doc = c.get(f"/api/collections/{track.cid}/judge-board", headers=h).json()
         if len(doc["rows"]) == count and not doc["stale"]:
             return doc
-        c.post(f"/api/collections/{track.cid}/judge-board", headers=h)  # queued again once the jobs finish
+        c.post(f"/api/collections/{track.cid}/judge-board", json={}, headers=h)  # queued again once the jobs finish
         return None
 
     return wait_for(ready, 180, "the judge board", track.backend)
@@ -184,7 +184,7 @@ def test_a_judges_track_ranks_submitted_judges_by_agreement_with_the_hidden_offi
     assert c.get(f"/api/collections/{cid}/leaderboard", params={"qrels_version": version},
                  headers=g).status_code == 404
     assert c.put(f"/api/collections/{cid}/judge-track", json={"released": True}, headers=g).status_code == 403
-    assert c.post(f"/api/collections/{cid}/judge-board", headers=g).status_code == 403
+    assert c.post(f"/api/collections/{cid}/judge-board", json={}, headers=g).status_code == 403
     assert c.put(f"/api/collections/{cid}/judge-track", json={"released": True}, headers=org).status_code == 200
     released = c.get(f"/api/collections/{cid}/judge-board", headers=auth(track.tokens["alpha"])).json()
     assert [row["judgment_set"] for row in released["rows"]] == ["gamma-llm", "delta-llm"]

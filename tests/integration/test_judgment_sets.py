@@ -114,7 +114,7 @@ def test_a_second_set_is_evaluated_beside_the_official_one_and_can_become_it(wor
 
     # Made official, the set ranks the board (its results were complete already); the
     # official set's earlier results are kept and readable by version.
-    r = c.post(f"/api/collections/{world.cid}/judgment-sets/umbrela-gpt4o/official", headers=org)
+    r = c.post(f"/api/collections/{world.cid}/judgment-sets/umbrela-gpt4o/official", json={}, headers=org)
     assert r.status_code == 200, r.text
     assert (r.json()["official"], r.json()["previous"], r.json()["changed"]) == ("umbrela-gpt4o", "official", True)
     now = _board(world, world.tokens["organiser"])
@@ -132,7 +132,7 @@ def test_a_set_evaluated_on_request_only(world: World) -> None:
     c = world.client
     assert c.post(f"/api/collections/{world.cid}/judgment-sets", headers=org,
                   json={"name": "post-edited", "source": "merge", "auto_evaluate": False}).status_code == 201
-    assert c.post(f"/api/collections/{world.cid}/judgment-sets/post-edited/evaluate",
+    assert c.post(f"/api/collections/{world.cid}/judgment-sets/post-edited/evaluate", json={},
                   headers=org).status_code == 409  # nothing to evaluate yet
     r = c.post(f"/api/collections/{world.cid}/qrels", params={"judgment_set": "post-edited"},
                content=_relabelled(world.qrels, seed=5), headers=org)
@@ -141,12 +141,12 @@ def test_a_set_evaluated_on_request_only(world: World) -> None:
     assert detail["evaluation"]["evaluated"] == 0
     assert c.get(f"/api/collections/{world.cid}/judgment-sets/compare", params={"a": "official", "b": "post-edited"},
                  headers=org).status_code == 409  # no results to compare yet
-    r = c.post(f"/api/collections/{world.cid}/judgment-sets/post-edited/evaluate", headers=org)
+    r = c.post(f"/api/collections/{world.cid}/judgment-sets/post-edited/evaluate", json={}, headers=org)
     assert r.status_code == 202, r.text
     assert (r.json()["version"], r.json()["total"]) == (2, 3)
     detail = c.get(f"/api/collections/{world.cid}/judgment-sets/post-edited", headers=org).json()
     assert detail["evaluation"]["evaluated"] == 3 and detail["evaluation"]["job_status"] == "done"
-    again = c.post(f"/api/collections/{world.cid}/judgment-sets/post-edited/evaluate", headers=org)
+    again = c.post(f"/api/collections/{world.cid}/judgment-sets/post-edited/evaluate", json={}, headers=org)
     assert again.status_code == 202 and again.json()["total"] == 0  # nothing evaluated twice
 
 
@@ -238,8 +238,8 @@ def test_who_may_see_and_change_judgment_sets(world: World) -> None:
         expected_read = {None: 401}.get(role, 404)
         assert c.get(f"{base}/official", headers=h).status_code in (expected_read, 403), role
         assert c.post(base, headers=h, json={"name": f"x{role}"}).status_code in (401, 403, 404), role
-        assert c.post(f"{base}/llm/evaluate", headers=h).status_code in (401, 403, 404), role
-        assert c.post(f"{base}/official/official", headers=h).status_code in (401, 403, 404), role
+        assert c.post(f"{base}/llm/evaluate", json={}, headers=h).status_code in (401, 403, 404), role
+        assert c.post(f"{base}/official/official", json={}, headers=h).status_code in (401, 403, 404), role
         assert c.post(f"/api/collections/{world.cid}/qrels", params={"judgment_set": "llm"}, content=world.qrels,
                       headers=h).status_code in (401, 403, 404), role
         assert c.get(f"{base}/compare", params={"a": "official", "b": "llm"}, headers=h).status_code in (401, 403,

@@ -15,6 +15,7 @@ from service.api.params import CollectionId, IdempotencyKeyHeader
 from service.api.schemas import out, present
 from service.api.schemas.judgment_sets import (
     JudgeBoard,
+    JudgeBoardIn,
     JudgeBoardRequested,
     JudgeTrackChange,
     JudgeTrackSettings,
@@ -26,7 +27,10 @@ from service.http.admission import OWN_TRANSACTIONS
 
 SetName = Annotated[str, Parameter(description="Your judgment set's name (a new name: a new set; your set's name "
                                                "again: its next version).", max_length=100)]
-Text = Annotated[str | None, Parameter(max_length=2000)]
+Model = Annotated[str | None, Parameter(description="The judge's model (e.g. gpt-4o-2024-08-06).", max_length=200)]
+Prompt = Annotated[str | None, Parameter(description="Its prompt, or the prompt's name or URL.", max_length=2000)]
+JudgedOn = Annotated[str | None, Parameter(description="When it judged (an ISO date).", max_length=40)]
+Notes = Annotated[str | None, Parameter(description="Anything the organisers should know.", max_length=2000)]
 
 
 class JudgeTrackController(Controller):
@@ -55,8 +59,8 @@ class JudgeTrackController(Controller):
           operation_class=upload_body("Judgments of pool documents in TREC (`topic iter docno level`) or NTCIR "
                                       "(`topic docno Lk`) form."))
     async def submit(self, request: Request[Any, Any, Any], cid: CollectionId, name: SetName, uow: Uow, me: Caller,
-                     state: State, model: Text = None, prompt: Text = None, judged_on: Text = None,
-                     notes: Text = None, idempotency_key: IdempotencyKeyHeader = None) -> JudgmentsSubmitted:
+                     state: State, model: Model = None, prompt: Prompt = None, judged_on: JudgedOn = None,
+                     notes: Notes = None, idempotency_key: IdempotencyKeyHeader = None) -> JudgmentsSubmitted:
         """A team's automatic judgments for the collection's pool (enrolled teams, while the
         track is open): checked line by line before anything is stored (topics and documents of
         the pool or of the official judgments, levels within the scale), stored as a version of
@@ -82,7 +86,7 @@ class JudgeTrackController(Controller):
 
     @post("/judge-board", operation_id="computeJudgeBoard", summary="Compute the judge board now",
           sync_to_thread=True, status_code=202, responses=errors(*WRITE_ERRORS))
-    def compute_board(self, coll: Coll, uow: Uow, me: Caller) -> JudgeBoardRequested:
+    def compute_board(self, coll: Coll, data: JSONBody[JudgeBoardIn], uow: Uow, me: Caller) -> JudgeBoardRequested:
         """Have the workers compute the board now (organisers), unless an up-to-date one is
         stored or on its way; the scheduled refresh does it anyway when its inputs change."""
-        return out(JudgeBoardRequested, uow.collect(judge_track.request_board(uow.session, coll, me)))
+        return out(JudgeBoardRequested, uow.collect(judge_track.request_board(uow.session, coll, me, data.force)))

@@ -22,6 +22,8 @@ from service.api.schemas.judgment_sets import (
     JudgmentSets,
     LabelsUploaded,
     OfficialSetChanged,
+    OfficialSetIn,
+    SetEvaluationIn,
     SetEvaluationRequested,
 )
 from service.api.uploads import read_body
@@ -90,18 +92,22 @@ class JudgmentSetsController(Controller):
 
     @post("/{name:str}/evaluate", operation_id="evaluateJudgmentSet", summary="Evaluate the runs under a set",
           sync_to_thread=True, status_code=202, responses=errors(*WRITE_ERRORS))
-    def evaluate(self, coll: Coll, name: SetName, uow: Uow, me: Caller) -> SetEvaluationRequested:
+    def evaluate(self, coll: Coll, name: SetName, data: JSONBody[SetEvaluationIn], uow: Uow,
+                 me: Caller) -> SetEvaluationRequested:
         """Have the workers evaluate every run under the set's newest version and the current
         configuration, then test every pair (organisers). Runs with results already are not
         evaluated again; the job is the one to follow."""
-        return out(SetEvaluationRequested, uow.collect(judgment_sets.request_evaluation(uow.session, coll, me, name)))
+        return out(SetEvaluationRequested, uow.collect(judgment_sets.request_evaluation(uow.session, coll, me, name,
+                                                                                       data.retry_failed)))
 
     @post("/{name:str}/official", operation_id="makeJudgmentSetOfficial", summary="Make a set the official one",
           sync_to_thread=True, status_code=200, responses=errors(*WRITE_ERRORS))
-    def official(self, coll: Coll, name: SetName, uow: Uow, me: Caller) -> OfficialSetChanged:
+    def official(self, coll: Coll, name: SetName, data: JSONBody[OfficialSetIn], uow: Uow,
+                 me: Caller) -> OfficialSetChanged:
         """Boards rank by this set's newest version from now on, once its evaluation is complete
         (until then they keep serving the previous results). Organisers; audited."""
-        return out(OfficialSetChanged, uow.collect(judgment_sets.make_official(uow.session, coll, me, name)))
+        return out(OfficialSetChanged, uow.collect(judgment_sets.make_official(uow.session, coll, me, name,
+                                                                                    data.reason)))
 
     @post("/{name:str}/labels", opt={OWN_TRANSACTIONS: True}, operation_id="uploadLabels",
           summary="Upload assessors' labels", responses=errors(400, 401, 403, 404, 409, 413, 422),

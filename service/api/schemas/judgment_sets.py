@@ -83,6 +83,15 @@ class JudgmentSets(Response, kw_only=True):
     items: list[JudgmentSetOut]
 
 
+class SetEvaluationIn(Request, kw_only=True):
+    retry_failed: Annotated[bool, Meta(description="Runs that failed under this set and the current settings are "
+                                                   "tried again.")] = True
+
+
+class OfficialSetIn(Request, kw_only=True):
+    reason: Annotated[str, Meta(max_length=2000, description="Why, for the audit log.")] = ""
+
+
 class SetEvaluationRequested(Response, kw_only=True):
     judgment_set: str
     version: int
@@ -182,6 +191,10 @@ class JudgeBoard(Response, kw_only=True):
     resamples: int
     level: float
     rows: list[JudgeRow]
+
+
+class JudgeBoardIn(Request, kw_only=True):
+    force: Annotated[bool, Meta(description="Compute it again even if the stored board is up to date.")] = False
 
 
 class JudgeBoardRequested(Response, kw_only=True):
