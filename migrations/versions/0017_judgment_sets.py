@@ -70,9 +70,10 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['judgment_set_id'], ['judgment_sets.id'], name=op.f('fk_assessor_labels_judgment_set_id_judgment_sets'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('judgment_set_id', 'topic', 'docno', 'assessor', name=op.f('pk_assessor_labels'))
     )
-    with op.batch_alter_table('collections', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('accepts_judgments', sa.Boolean(), server_default=sa.false(), nullable=False))
-        batch_op.add_column(sa.Column('judge_track', sa.JSON(), server_default='{}', nullable=False))
+    # plain ALTER TABLE ADD COLUMN (a batch would rebuild collections on SQLite: see above)
+    op.add_column('collections', sa.Column('accepts_judgments', sa.Boolean(), server_default=sa.false(),
+                                           nullable=False))
+    op.add_column('collections', sa.Column('judge_track', sa.JSON(), server_default='{}', nullable=False))
     _add_reference('qrels_versions', 'judgment_set_id', 'judgment_sets',
                    'fk_qrels_versions_judgment_set_id_judgment_sets')
     _add_reference('collections', 'official_set_id', 'judgment_sets', 'fk_collections_official_set')
@@ -101,16 +102,16 @@ def downgrade() -> None:
         "(SELECT official_set_id FROM collections WHERE official_set_id IS NOT NULL)"
     )
     bind = op.get_bind()
-    if bind.dialect.name == "sqlite":
-        op.execute("ALTER TABLE qrels_versions DROP COLUMN judgment_set_id")
-        op.execute("ALTER TABLE collections DROP COLUMN official_set_id")
+    if bind.dialect.name == "sqlite":  # in place: rebuilding collections would trip its foreign keys
+        for table, column in (("qrels_versions", "judgment_set_id"), ("collections", "official_set_id"),
+                              ("collections", "judge_track"), ("collections", "accepts_judgments")):
+            op.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     else:
         op.drop_constraint('fk_collections_official_set', 'collections', type_='foreignkey')
         op.drop_column('collections', 'official_set_id')
         op.drop_constraint('fk_qrels_versions_judgment_set_id_judgment_sets', 'qrels_versions', type_='foreignkey')
         op.drop_column('qrels_versions', 'judgment_set_id')
-    with op.batch_alter_table('collections', schema=None) as batch_op:
-        batch_op.drop_column('judge_track')
-        batch_op.drop_column('accepts_judgments')
+        op.drop_column('collections', 'judge_track')
+        op.drop_column('collections', 'accepts_judgments')
     op.drop_table('assessor_labels')
     op.drop_table('judgment_sets')

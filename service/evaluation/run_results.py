@@ -44,7 +44,9 @@ def per_topic(s: Session, coll: Collection, runs: list[Run], metric: str | None,
     name = str(parse_measure(metric)) if metric else coll.current_config.official_metric
     version_id = complete_version_id(s, coll)
     current = current_result(coll, version_id)
-    out: dict[str, Any] = {"metric": name, "qrels_version": boards.version_number(s, version_id), "runs": {}}
+    number = boards.version_number(s, version_id)
+    out: dict[str, Any] = {"metric": name, "qrels_version": number,
+                           "judgment_set": boards.set_of_version(s, coll, number), "runs": {}}
     for row in runs:
         found = s.execute(select(RunEvaluation.topics, Score.values, Score.mean).join(Score).where(
             RunEvaluation.run_id == row.id, current, Score.metric == name)).first()

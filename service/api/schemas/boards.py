@@ -263,6 +263,7 @@ class TopicScores(Response, kw_only=True):
 class RunScores(Response, kw_only=True):
     metric: str
     qrels_version: int | None
+    judgment_set: Annotated[str | None, Meta(description="The judgment set of that version.")] = None
     runs: dict[str, TopicScores]
 
 
