@@ -112,6 +112,22 @@ def _remote_arguments(parser: argparse.ArgumentParser) -> None:
     bd.add_argument("--primary-only", action="store_true", help="each team's primary runs only")
     bd.add_argument("--format", choices=("tsv", "json", "csv"), default="tsv")
 
+    jd = sub.add_parser("judgments", help="a judges track: submit an automatic judge's qrels for the pool")
+    jd.add_argument("collection", metavar="COLLECTION", help="an id or a name")
+    jd.add_argument("file", metavar="QRELS", help="judgments of pool documents (TREC or NTCIR qrels)")
+    jd.add_argument("--name", required=True, help="your judgment set's name (again: its next version)")
+    jd.add_argument("--model", help="the judge's model")
+    jd.add_argument("--prompt", help="its prompt, or the prompt's name or URL")
+    jd.add_argument("--judged-on", help="when it judged (an ISO date)")
+    jd.add_argument("--notes")
+    jd.add_argument("--idempotency-key", metavar="KEY", help="as for submit (default: new)")
+    jd.add_argument("--format", choices=("text", "json"), default="text")
+
+    jb = sub.add_parser("judge-board", help="a judges track's board: judges ranked by agreement with the official "
+                                            "judgments")
+    jb.add_argument("collection", metavar="COLLECTION", help="an id or a name")
+    jb.add_argument("--format", choices=("tsv", "json"), default="tsv")
+
     sc = sub.add_parser("scores", help="a run's per-topic scores")
     sc.add_argument("run", type=positive_int, metavar="RUN", help="the run id")
     sc.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC",
@@ -189,7 +205,8 @@ def _explained(exc: CranfieldError, remote: Remote) -> CranfieldError:
     return exc
 
 
-@command("remote", "a server's API from anywhere: login, submit, runs, wait, board, scores", _remote_arguments,
+@command("remote", "a server's API from anywhere: login, submit, runs, wait, board, scores, judgments",
+         _remote_arguments,
          description="Use a Cranfield server through its public HTTP API (docs/client.md).")
 def cmd_remote(args: argparse.Namespace, out: TextIO) -> int:
     if args.remote_command == "login":
@@ -504,5 +521,31 @@ def trec_layout(docs: list[dict[str, Any]], decimals: int = 4) -> str:
     return _trec_lines(lines)
 
 
+def _judgments(args: argparse.Namespace, client: Any, out: TextIO) -> int:
+    from service.client import Upload
+
+    cid = client.find_collection(args.collection)["id"]
+    doc = client.submit_judgments(cid, Upload(Path(args.file).name, read_bytes(args.file), "text/plain"), args.name,
+                                  model=args.model, prompt=args.prompt, judged_on=args.judged_on, notes=args.notes,
+                                  idempotency_key=args.idempotency_key or str(uuid.uuid4()))
+    if args.format == "json":
+        return write_json(doc, out)
+    coverage = "" if doc.get("coverage") is None else f", {doc['coverage']:.0%} of the pool"
+    out.write(f"judgment set {doc['judgment_set']} version {doc['version']}: {doc['judgments']} judgments"
+              f"{coverage}; evaluation job {doc.get('job')}\n")
+    return 0
+
+
+def _judge_board(args: argparse.Namespace, client: Any, out: TextIO) -> int:
+    doc = client.judge_board(client.find_collection(args.collection)["id"])
+    if args.format == "json":
+        return write_json(doc, out)
+    print(f"{doc['measure']} on {doc['metric']} against the official judgments ({doc['level']:.0%} bootstrap "
+          f"interval){'; stale' if doc.get('stale') else ''}", file=sys.stderr)
+    return _tsv(out, ["rank", "set", "team", "model", "value", "low", "high", "bias"],
+                [[r.get("rank"), r["judgment_set"], r.get("team"), r.get("model"), r.get("value"), r.get("low"),
+                  r.get("high"), r.get("bias")] for r in doc["rows"]])
+
+
 HANDLERS = {"collections": _collections, "runs": _runs, "submit": _submit, "wait": _wait, "board": _board,
-            "scores": _scores}
+            "scores": _scores, "judgments": _judgments, "judge-board": _judge_board}

@@ -53,6 +53,8 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "getJob": ("GET", "/api/jobs/{jid}"),
     "getLeaderboard": ("GET", "/api/collections/{cid}/leaderboard"),
     "getRunScores": ("GET", "/api/runs/{rid}/scores"),
+    "submitJudgments": ("POST", "/api/collections/{cid}/judge-submissions"),
+    "getJudgeBoard": ("GET", "/api/collections/{cid}/judge-board"),
 }
 
 _BY_STATUS: dict[int, type[CranfieldError]] = {400: BadRequest, 401: Unauthenticated, 403: Forbidden, 404: NotFound,
@@ -269,6 +271,25 @@ class Client:
                               headers=headers, retry=idempotency_key is not None,
                               timeout=httpx.Timeout(600.0, connect=10.0))  # the server validates the file
         return response.json()  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ a judges track
+    def submit_judgments(self, cid: int, judgments: Upload, name: str, *, model: str | None = None,
+                         prompt: str | None = None, judged_on: str | None = None, notes: str | None = None,
+                         idempotency_key: str | None = None) -> Json:
+        """submitJudgments: an automatic judge's qrels for the collection's pool, as a version of
+        the team's judgment set ``name`` (retried only with an ``idempotency_key``)."""
+        headers = {"Content-Type": "text/plain"}
+        if idempotency_key:
+            headers["Idempotency-Key"] = idempotency_key
+        params = {"name": name, "model": model, "prompt": prompt, "judged_on": judged_on, "notes": notes}
+        response = self._send("POST", self._path("submitJudgments", cid=cid), params=params,
+                              body=lambda: judgments.data, headers=headers,
+                              retry=idempotency_key is not None, timeout=httpx.Timeout(600.0, connect=10.0))
+        return response.json()  # type: ignore[no-any-return]
+
+    def judge_board(self, cid: int) -> Json:
+        """getJudgeBoard: the submitted judges ranked by agreement with the official judgments."""
+        return self._json(self._path("getJudgeBoard", cid=cid))
 
     # ------------------------------------------------------------------ jobs
     def job(self, jid: int) -> Json:

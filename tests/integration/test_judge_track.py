@@ -189,3 +189,16 @@ def test_a_judges_track_ranks_submitted_judges_by_agreement_with_the_hidden_offi
     released = c.get(f"/api/collections/{cid}/judge-board", headers=auth(track.tokens["alpha"])).json()
     assert [row["judgment_set"] for row in released["rows"]] == ["gamma-llm", "delta-llm"]
     assert c.get(f"/api/collections/{cid}/judge-board").status_code == 401  # a private collection
+
+    # The participants' client: a new version of the team's set, and the board.
+    from service.client import Client, Upload
+
+    # (not closed: the test client's transport is closed with the test client)
+    client = Client("http://testserver.local", track.tokens["gamma"], transport=c._transport, retries=0)
+    doc = client.submit_judgments(cid, Upload("again.qrels", judged["gamma"].encode(), "text/plain"), "gamma-llm",
+                                  model="m-2", idempotency_key="k-1")
+    assert doc["judgment_set"] == "gamma-llm" and doc["version"] > version
+    assert client.submit_judgments(cid, Upload("again.qrels", judged["gamma"].encode(), "text/plain"),
+                                   "gamma-llm", model="m-2", idempotency_key="k-1") == doc  # a retry
+    seen = client.judge_board(cid)
+    assert [r["judgment_set"] for r in seen["rows"]] == ["gamma-llm", "delta-llm"] and seen["stale"] is True
