@@ -241,8 +241,9 @@ def request_evaluation(s: Session, coll: Collection, me: Principal, name: str,
 
 def make_official(s: Session, coll: Collection, me: Principal, name: str,
                   reason: str = "") -> Outcome[dict[str, Any]]:
-    """Make ``name`` the official set: boards rank by its newest version from now on (once
-    its evaluation is complete; until then they keep the previous results). Organisers."""
+    """Make ``name`` the official set: boards rank by its newest version from now on. Its
+    evaluation under the current configuration must be complete (409 otherwise), so the board
+    moves from one complete ranking to another. Organisers; audited."""
     policy.require(policy.may_upload_qrels(me, coll), me, f"choosing the official judgments of collection {coll.id}")
     collections.lock(s, coll.id)
     js = get(s, coll, name, me)
@@ -251,6 +252,14 @@ def make_official(s: Session, coll: Collection, me: Principal, name: str,
     before = official_set(s, coll)
     if before.id == js.id:
         return Outcome({"official": name, "changed": False, "job": None})
+    state = _evaluated(s, coll, js.current_version_id)
+    if state["runs"] and (state["evaluated"] < state["runs"] or state["job_status"] != "done"):
+        # boards serve the official set's newest complete evaluation: a set without one would
+        # leave the board empty (and the previous official results out of it) until it is done
+        raise Conflict(f"judgment set {name!r} is not evaluated completely under the current configuration "
+                       f"({state['evaluated']} of {state['runs']} runs"
+                       + (f", job {state['job']} {state['job_status']}" if state["job"] else "")
+                       + "): evaluate it (POST .../evaluate) and make it official once that job is done")
     previous = coll.current_qrels_id
     coll.official_set_id = js.id
     coll.current_qrels_id = js.current_version_id

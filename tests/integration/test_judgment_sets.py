@@ -150,6 +150,24 @@ def test_a_set_evaluated_on_request_only(world: World) -> None:
     assert again.status_code == 202 and again.json()["total"] == 0  # nothing evaluated twice
 
 
+def test_only_a_completely_evaluated_set_becomes_official(world: World) -> None:
+    org = auth(world.tokens["organiser"])
+    c = world.client
+    assert c.post(f"/api/collections/{world.cid}/judgment-sets", headers=org,
+                  json={"name": "late", "auto_evaluate": False}).status_code == 201
+    assert c.post(f"/api/collections/{world.cid}/qrels", params={"judgment_set": "late"},
+                  content=_relabelled(world.qrels, seed=9), headers=org).status_code == 201
+    before = _board(world, world.tokens["organiser"])
+    r = c.post(f"/api/collections/{world.cid}/judgment-sets/late/official", json={}, headers=org)
+    assert r.status_code == 409 and "0 of 3 runs" in r.text, r.text
+    assert _rows(_board(world, world.tokens["organiser"])) == _rows(before)  # nothing moved
+    assert c.post(f"/api/collections/{world.cid}/judgment-sets/late/evaluate", json={}, headers=org).status_code == 202
+    r = c.post(f"/api/collections/{world.cid}/judgment-sets/late/official", json={"reason": "adjudicated"},
+               headers=org)
+    assert r.status_code == 200 and r.json()["changed"] is True, r.text
+    assert _board(world, world.tokens["organiser"])["judgment_set"] == "late"
+
+
 def _labels_file(qrels: str, seed: int) -> tuple[str, dict[tuple[str, str], list[int]]]:
     """Three assessors' labels of the first 40 judged documents (each labels most of them)."""
     rng = random.Random(seed)

@@ -104,8 +104,9 @@ class JudgmentSetsController(Controller):
           sync_to_thread=True, status_code=200, responses=errors(*WRITE_ERRORS))
     def official(self, coll: Coll, name: SetName, data: JSONBody[OfficialSetIn], uow: Uow,
                  me: Caller) -> OfficialSetChanged:
-        """Boards rank by this set's newest version from now on, once its evaluation is complete
-        (until then they keep serving the previous results). Organisers; audited."""
+        """Boards rank by this set's newest version from now on (organisers; audited). Its
+        evaluation under the current configuration must be complete (409 otherwise: evaluate
+        it first), so the board moves from one complete ranking to another."""
         return out(OfficialSetChanged, uow.collect(judgment_sets.make_official(uow.session, coll, me, name,
                                                                                     data.reason)))
 
