@@ -328,8 +328,8 @@ def compare_versions(s: Session, coll: Collection, me: Principal, a: int, b: int
         if (test_a.test, test_a.correction, test_a.alpha) != (test_b.test, test_b.correction, test_b.alpha):
             notes.append("the two versions' stored tests differ in their test, correction or alpha")
 
-    names = dict(s.execute(select(JudgmentSet.id, JudgmentSet.name).where(
-        JudgmentSet.collection_id == coll.id)).tuples().all())
+    names = {i: n for i, n in s.execute(select(JudgmentSet.id, JudgmentSet.name)
+                                         .where(JudgmentSet.collection_id == coll.id))}
 
     def version_doc(v: QrelsVersion) -> dict[str, Any]:
         return {"version": v.version, "judgment_set": names.get(v.judgment_set_id), "assessor": None,

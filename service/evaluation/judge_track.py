@@ -149,14 +149,14 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
     from service.evaluation.judging import max_level
 
     idempotency.check_key(idempotency_key)
-    judgment_sets.check_name(name)
-    provenance = judgment_sets.check_fields({k: v for k, v in fields.items() if k in ("model", "prompt", "judged_on",
-                                                                                    "notes")})
     with factory() as s:
         me = me_of(s)
         coll = collections.get(s, cid, me)
         policy.require(policy.is_enrolled(me, coll) and me.team_id is not None, me,
                        f"submitting judgments to collection {cid}")
+        judgment_sets.check_name(name)  # 400s only for those who may submit
+        provenance = judgment_sets.check_fields({k: v for k, v in fields.items()
+                                                 if k in ("model", "prompt", "judged_on", "notes")})
         if not policy.may_submit_judgments(me, coll):
             raise Conflict(f"collection {cid} does not accept judgment sets (its organisers have not opened a "
                            "judges track)")

@@ -41,8 +41,10 @@ from service.portal.controllers.analysis import AnalysisController
 from service.portal.controllers.boards import BoardController
 from service.portal.controllers.console import ConsoleController
 from service.portal.controllers.console_runs import ConsoleRunsController
+from service.portal.controllers.judge_track import JudgeTrackController
 from service.portal.controllers.judges import JudgesController
 from service.portal.controllers.judging import AssessmentController, PoolController
+from service.portal.controllers.judgment_sets import JudgmentSetsController
 from service.portal.controllers.qrels import QrelsController
 from service.portal.controllers.runs import RunController
 from service.portal.controllers.signin import SignInController
@@ -67,7 +69,8 @@ SECURITY_HEADERS = {
 
 CONTROLLERS = [SignInController, BoardController, RunController, AnalysisController, SubmissionController,
                QrelsController, PoolController, AssessmentController, SnapshotController, TeamController,
-               TopicController, ConsoleController, ConsoleRunsController, TokenController, JudgesController]
+               TopicController, ConsoleController, ConsoleRunsController, TokenController, JudgesController,
+               JudgmentSetsController, JudgeTrackController]
 
 
 def portal_router(factory: sessionmaker[Session], dispatch: Dispatch,

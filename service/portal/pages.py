@@ -56,6 +56,8 @@ def navigation(coll: Collection, me: Principal) -> dict[str, Any]:
         "can_pools": policy.may_manage_pools(me, coll),
         "can_teams": policy.may_manage_teams(me, coll),
         "can_enrol": policy.may_enrol_self(me, coll) and not policy.is_enrolled(me, coll),
+        "can_judgment_sets": policy.may_list_judgment_sets(me, coll),
+        "can_judges": policy.may_see_judge_board(me, coll),
     }
 
 

@@ -333,8 +333,25 @@ def test_pages_read_without_javascript_and_meet_accessibility_basics(service: Se
                  f"/c/{service.cid}/console/runs/{run_id}/delete", f"/c/{service.cid}/console/assessors",
                  f"/c/{service.cid}/console/audit"]
         _check_pages(page, service, paths)
+        # judgment sets and the judges track (issue 16): a second set with a version (not evaluated: nothing
+        # for the worker to do), the track open
+        with httpx.Client(base_url=service.base, timeout=30,
+                          headers={"Authorization": f"Bearer {service.tokens['organiser']}"}) as c:
+            sets = f"/api/collections/{service.cid}/judgment-sets"
+            if c.get(f"{sets}/auto").status_code == 404:
+                assert c.post(sets, json={"name": "auto", "source": "automatic", "model": "m-1",
+                                          "auto_evaluate": False}).status_code == 201
+                assert c.post(f"/api/collections/{service.cid}/qrels", params={"judgment_set": "auto"},
+                              content=service.qrels).status_code == 201
+            assert c.put(f"/api/collections/{service.cid}/judge-track",
+                         json={"accepts_judgments": True}).status_code == 200
+        _check_pages(page, service, [f"/c/{service.cid}/judgment-sets", f"/c/{service.cid}/judgment-sets/official",
+                                     f"/c/{service.cid}/judgment-sets/auto",
+                                     f"/c/{service.cid}/judgment-sets/auto/official", f"/c/{service.cid}/judges"])
         sign_in(page, service.base, service.tokens["admin"])  # the admins' pages
         _check_pages(page, service, ["/tokens", "/collections/new"])
+        sign_in(page, service.base, service.tokens["alpha"])  # a team's judges track: its submission form
+        _check_pages(page, service, [f"/c/{service.cid}/judges", f"/c/{service.cid}/judgment-sets"])
         sign_in(page, service.base, service.tokens["organiser"])
         # reading without JavaScript: the board's table and chart, the selector with its button
         page.goto(f"{service.base}/c/{service.cid}")

@@ -96,15 +96,16 @@ QUESTIONS = [
              "/api/collections/{cid}/topic-analysis?format=csv", "/c/{cid}/topics.csv"),
     # judgment sets and a judges track (issue 16): a team never reads the official judgments
     Question("list judgment sets", lambda me, c, r, p: policy.may_list_judgment_sets(me, c),
-             "/api/collections/{cid}/judgment-sets"),
+             "/api/collections/{cid}/judgment-sets", "/c/{cid}/judgment-sets", "/c/{cid}/judgment-sets"),
     Question("read the official judgment set", lambda me, c, r, p: policy.may_see_judgment_set(
-        me, c, JudgmentSet(team_id=None)), "/api/collections/{cid}/judgment-sets/official"),
+        me, c, JudgmentSet(team_id=None)), "/api/collections/{cid}/judgment-sets/official",
+             "/c/{cid}/judgment-sets/official"),
     Question("compare judgment sets", lambda me, c, r, p: policy.may_see_qrels(me, c),
-             "/api/collections/{cid}/judgment-sets/compare?a=official&b=1"),
+             "/api/collections/{cid}/judgment-sets/compare?a=official&b=1", "/c/{cid}/qrels/compare?a=official&b=1"),
     Question("read the judges track", lambda me, c, r, p: policy.may_list_judgment_sets(me, c),
              "/api/collections/{cid}/judge-track"),
     Question("see the judge board", lambda me, c, r, p: policy.may_see_judge_board(me, c),
-             "/api/collections/{cid}/judge-board"),
+             "/api/collections/{cid}/judge-board", "/c/{cid}/judges", "/c/{cid}/judges"),
 ]
 
 # (visibility, released, topic split: None / hidden / revealed)

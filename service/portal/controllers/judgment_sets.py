@@ -65,7 +65,8 @@ class JudgmentSetsController(Controller):
         if action in ("qrels", "labels"):  # in their own transactions: the request's session is not opened before
             return _upload(page, cid, form, action)
         coll = page.collection(cid)
-        policy.require(policy.may_upload_qrels(page.me, coll), page.me, f"changing the judgment sets of collection {cid}")
+        policy.require(policy.may_upload_qrels(page.me, coll), page.me,
+                       f"changing the judgment sets of collection {cid}")
         if action == "create":
             return _create(page, coll, form)
         if action == "evaluate":
@@ -104,15 +105,19 @@ class JudgmentSetsController(Controller):
 
 # ------------------------------------------------------------------------ the forms
 def _create(page: Page, coll: Collection, form: PostedForm) -> Redirect | Template:
-    fields = {key: form.text(key) for key in ("source", "model", "prompt", "judged_on", "notes", "rule")}
-    fields["auto_evaluate"] = form.text("auto_evaluate") == "1"
+    fields: dict[str, Any] = {key: form.text(key) for key in ("model", "prompt", "judged_on", "notes")}
+    fields.update(source=form.optional("source"), rule=form.optional("rule"),  # None: the default
+                  auto_evaluate=form.text("auto_evaluate") == "1")
     made, earlier, refused = attempt_once(
         page, form, f"judgment-set:{coll.id}",
         lambda: Outcome(judgment_sets.create(page.session, coll, page.me, form.text("name"), fields)),
         lambda js: {"name": js.name})
     if refused is not None:
         return _listing_page(page, coll, refused, form.fields)
-    return done_at(coll.id, done="created", name=earlier["name"] if earlier else made.name)
+    if earlier is not None:  # the same form again: what it made the first time
+        return done_at(coll.id, done="created", name=earlier["name"])
+    assert made is not None
+    return done_at(coll.id, done="created", name=made.name)
 
 
 def _upload(page: Page, cid: int, form: PostedForm, action: str) -> Redirect | Template:
@@ -176,12 +181,18 @@ def _change_rule(page: Page, coll: Collection, form: PostedForm) -> Redirect | T
 # ------------------------------------------------------------------------ the pages
 def _listing_page(page: Page, coll: Collection, refused: Refusal | None, values: Any,
                   done: dict[str, Any] | None = None) -> Template:
+    """The sets the visitor may see; for organisers the forms, the posted one (``values``) with
+    what the visitor entered (the files must be chosen again), the create form with the defaults."""
     s, me = page.session, page.me
     doc = judgment_sets.listing(s, coll, me)  # policy.may_list_judgment_sets
+    posted = dict(values or {})
+    forms: dict[str, dict[str, str]] = {a: posted if a == posted.get("action") else {} for a in ACTIONS}
+    if posted.get("action") != "create":
+        forms["create"] = dict(DEFAULTS)
     return page.show(coll, "judgment_sets.html", status=refused.status if refused else 200, error=refused,
                      sets=doc["items"], accepts_judgments=doc["accepts_judgments"],
-                     can_change=policy.may_upload_qrels(me, coll), values=dict(values) if values else DEFAULTS,
-                     posted=values is not None, sources=judgment_sets.SOURCES, rules=RULES, done=done,
+                     can_change=policy.may_upload_qrels(me, coll),
+                     forms=forms, sources=judgment_sets.SOURCES, rules=RULES, done=done,
                      threshold=qrels.LARGE_REMOVAL)
 
 
