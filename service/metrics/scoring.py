@@ -173,6 +173,10 @@ def evaluate(
         levels, present = level_matrix(qrels, batch, topic_idx, col_of, settings.depth)
         row_topic = np.tile(np.arange(n_topics), len(batch))
         lists = RankedLists(levels, row_topic, stats)
+        if any(m.name == "infAP" for m in ms_ranked):  # which unjudged documents were pooled (negative labels)
+            from service.metrics.measures.inferred import pool_status, with_pool_status
+
+            with_pool_status(lists, pool_status(qrels, batch, topic_idx, col_of, settings.depth))
         for m in ms_ranked:
             target = lists.condensed() if m.get("judged_only") is True else lists
             values = np.asarray(m.definition.kernel(target, m, scale), dtype=np.float64).reshape(len(batch), n_topics)

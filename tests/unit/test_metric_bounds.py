@@ -19,7 +19,7 @@ from tests.support.collections import generate
 VARIANTS = [
     "AP", "AP@5", "AP(norm=minRk)@5", "AP'", "AP(rel=2)", "RR", "RR@3", "P@5", "P@50", "Recall", "Recall@5",
     "Rprec", "Hit@5", "NumRel", "NumRet", "NumRet@5", "NumRelRet", "Judged", "Judged@5", "bpref", "bpref_R",
-    "bpref_N", "bpref_relative", "bpref(rel=2)",
+    "bpref_N", "bpref_relative", "bpref(rel=2)", "infAP", "infAP(rel=2)",
     "ERR", "ERR@5", "ERR(stop=linear)@10", "nERR@10", "nERR(stop=linear)", "RBP", "RBP(p=0.5)@5",
     "RBP(scale=topic)", "RBPresidual", "RBPresidual(p=0.8)@10",
     "nDCG", "nDCG@5", "nDCG(base=5)@10", "nDCG'@10", "MSnDCG", "MSnDCG@5", "CG@5", "CG@50", "DCG@10",

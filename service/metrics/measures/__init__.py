@@ -1,3 +1,3 @@
 """One module per metric family; importing them registers every metric."""
 
-from service.metrics.measures import binary, cascade, cumgain, graded  # noqa: F401
+from service.metrics.measures import binary, cascade, cumgain, graded, inferred  # noqa: F401
