@@ -324,8 +324,9 @@ def rank_change_report(s: Session, coll: Collection, me: Principal) -> dict[str,
     Organisers only while the board is unreleased; the report names every run.
     """
     policy.require(policy.may_see_analyses(me, coll), me, f"the rank-change report of collection {coll.id}")
-    job = s.scalars(select(Job).where(Job.collection_id == coll.id, Job.status == "done",
-                                      Job.previous_qrels_id.is_not(None))
+    job = s.scalars(select(Job).join(QrelsVersion, QrelsVersion.id == Job.qrels_version_id)
+                    .where(Job.collection_id == coll.id, Job.status == "done", Job.previous_qrels_id.is_not(None),
+                           QrelsVersion.judgment_set_id == coll.official_set_id)  # not another set's update
                     .order_by(Job.id.desc())).first()
     if job is None or not job.report or "runs" not in job.report:
         return None

@@ -149,6 +149,21 @@ def test_a_set_evaluated_on_request_only(world: World) -> None:
     again = c.post(f"/api/collections/{world.cid}/judgment-sets/post-edited/evaluate", json={}, headers=org)
     assert again.status_code == 202 and again.json()["total"] == 0  # nothing evaluated twice
 
+    # An automatically evaluated set's second version: its job compares it with the first, but
+    # the board's rank-change report stays the official qrels' (none: they never changed).
+    assert c.post(f"/api/collections/{world.cid}/judgment-sets", headers=org, json={"name": "second"}).status_code == 201
+    for seed in (6, 7):
+        r = c.post(f"/api/collections/{world.cid}/qrels", params={"judgment_set": "second"},
+                   content=_relabelled(world.qrels, seed=seed), headers=org)
+        assert r.status_code == 201 and r.json()["job"] is not None, r.text
+    from service.evaluation.access import Principal
+    from service.evaluation.boards import rank_change_report
+    from service.store.models import Collection, Job
+
+    with world.factory() as s:
+        assert s.query(Job).filter(Job.previous_qrels_id.is_not(None), Job.status == "done").count() == 1
+        assert rank_change_report(s, s.get(Collection, world.cid), Principal(role="admin", name="t")) is None
+
 
 def test_only_a_completely_evaluated_set_becomes_official(world: World) -> None:
     org = auth(world.tokens["organiser"])
