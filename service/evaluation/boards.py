@@ -174,8 +174,9 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
     visible, among = board_rows(s, coll, me, rows, runs, meta)
     sig = significance_for(s, coll, name, test, qrels_version, "public" if public else "all")
     annotated = annotate(visible, sig, pairs)
-    running = s.scalar(select(func.count()).select_from(Job).where(
-        Job.collection_id == coll.id, Job.status.in_(("running", "testing"))))
+    running = s.scalar(select(func.count()).select_from(Job).join(QrelsVersion, QrelsVersion.id == Job.qrels_version_id)
+                       .where(Job.collection_id == coll.id, Job.status.in_(("running", "testing")),
+                              QrelsVersion.judgment_set_id == coll.official_set_id))  # the board's, not another set's
     limits = bounds_of(name)
     shown = [interval_view(r, limits) for r in annotated]
     return {"collection": coll.name, "metric": name, "released": coll.leaderboard_released,

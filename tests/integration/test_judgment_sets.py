@@ -139,6 +139,21 @@ def test_a_set_evaluated_on_request_only(world: World) -> None:
     assert r.status_code == 201 and r.json()["job"] is None, r.text
     detail = c.get(f"/api/collections/{world.cid}/judgment-sets/post-edited", headers=org).json()
     assert detail["evaluation"]["evaluated"] == 0
+    # Another set's job in progress is not the board's re-evaluation.
+    from sqlalchemy import select
+
+    from service.store.db import transaction
+    from service.store.models import Collection, Job, QrelsVersion
+
+    with transaction(world.factory) as s:
+        coll = s.get(Collection, world.cid)
+        version = s.scalar(select(QrelsVersion).where(QrelsVersion.collection_id == world.cid,
+                                                      QrelsVersion.version == 2))
+        s.add(Job(collection_id=world.cid, kind="judgments", qrels_version_id=version.id,
+                  config_id=coll.current_config_id, evaluator_version="test", status="running", total=0))
+    assert _board(world, world.tokens["organiser"])["reevaluation_in_progress"] is False
+    with transaction(world.factory) as s:
+        s.query(Job).filter(Job.evaluator_version == "test").delete()
     assert c.get(f"/api/collections/{world.cid}/judgment-sets/compare", params={"a": "official", "b": "post-edited"},
                  headers=org).status_code == 409  # no results to compare yet
     r = c.post(f"/api/collections/{world.cid}/judgment-sets/post-edited/evaluate", json={}, headers=org)
