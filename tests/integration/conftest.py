@@ -303,3 +303,30 @@ def run_inline(factory, followups) -> None:  # type: ignore[no-untyped-def]
 
     run_here(factory, followups)
 
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A module that sets ``SQLITE_ONLY_BUT = {...test names...}`` runs its tests on SQLite only,
+    but for the named ones (which depend on the database: locks, savepoints, COPY, concurrency)
+    and those parametrized over ``backend`` explicitly: a question of pages, forms or rules is
+    answered the same on both databases, and running it twice only costs the suite's time."""
+    kept, dropped = [], []
+    names_of: dict[Any, set[str]] = {}
+    for item in items:
+        names_of.setdefault(getattr(item, "module", None), set()).add(getattr(item, "originalname", item.name))
+    for module, names in names_of.items():
+        unknown = set(getattr(module, "SQLITE_ONLY_BUT", None) or ()) - names
+        if unknown and len(names) > 1:  # (a run of one test of the module names only that one)
+            raise pytest.UsageError(f"{module.__name__}.SQLITE_ONLY_BUT names no test: {', '.join(sorted(unknown))}")
+    for item in items:
+        keep_pg = getattr(getattr(item, "module", None), "SQLITE_ONLY_BUT", None)
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        explicit = any(m.args and m.args[0] == "backend" for m in item.iter_markers("parametrize"))
+        name = getattr(item, "originalname", item.name)
+        if keep_pg is not None and params.get("backend") == "postgres" and not explicit and name not in keep_pg:
+            dropped.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

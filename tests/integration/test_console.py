@@ -21,6 +21,11 @@ from service.api.schemas.collections import CollectionSettings
 from tests.integration.conftest import World, auth
 from tests.integration.test_portal import as_role, csrf_of
 
+# Run on PostgreSQL too; the module's other tests run on SQLite only (conftest.py):
+# the preview's SAVEPOINT, the one-time keys and the audit rows on both databases; pages and forms on SQLite.
+SQLITE_ONLY_BUT = {"test_the_preview_announces_what_saving_then_does", "test_a_resent_token_form_makes_no_second_token",
+                   "test_the_audit_log_lists_what_was_done"}
+
 ROLES = ("anonymous", "alpha", "assessor", "other_organiser", "organiser", "admin")
 STAFF = ("organiser", "admin")
 

@@ -20,6 +20,11 @@ from service.portal.forms import COOKIE, csrf_for
 from service.store.models import Pool
 from tests.integration.conftest import World, auth
 
+# Run on PostgreSQL too; the module's other tests run on SQLite only (conftest.py):
+# pages and forms render the same on both databases; these touch sessions and uploads.
+SQLITE_ONLY_BUT = {"test_sign_in_submit_and_see_the_run_ranked", "test_the_sign_in_cookie_lasts_as_configured",
+                   "test_organiser_uploads_qrels_sees_the_diff_progress_and_rank_changes"}
+
 ROLES = ("anonymous", "alpha", "beta", "organiser", "other_organiser", "admin", "assessor")
 
 

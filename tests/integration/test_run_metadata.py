@@ -19,6 +19,11 @@ from service.store.models import Collection, Run
 from tests.integration.conftest import World, auth
 from tests.integration.test_portal import as_role, csrf_of
 
+# Run on PostgreSQL too; the module's other tests run on SQLite only (conftest.py):
+# metadata rules on SQLite; storage on both.
+SQLITE_ONLY_BUT = {"test_metadata_round_trip_as_a_multipart_form", "test_idempotency_key_compares_the_metadata_too",
+                   "test_bad_metadata_is_refused_naming_the_field_and_stores_nothing"}
+
 TOPICS = [f"{i:04d}" for i in range(1, 7)]
 IR_METADATA = b"""schema-version: 0.1
 tag: TAG
