@@ -66,14 +66,14 @@ WRITE_ERRORS = (400, 401, 403, 404, 409, 422)
 
 
 def upload_body(description: str, *, multipart: bool = False,
-                form_fields: dict[str, Schema] | None = None) -> type[Operation]:
+                form_fields: dict[str, Schema] | None = None, file_field: str = "file") -> type[Operation]:
     """An Operation class whose request body is a raw text file (and, if ``multipart``, also a
-    multipart form with the file in field ``file`` and the optional ``form_fields``)."""
+    multipart form with the file in field ``file_field`` and the optional ``form_fields``)."""
     content = {"text/plain": MediaType(schema=Schema(type="string", format="binary"))}  # type: ignore[arg-type]
     if multipart:
-        properties = {"file": Schema(type="string", format="binary"), **(form_fields or {})}  # type: ignore[arg-type]
+        properties = {file_field: Schema(type="string", format="binary"), **(form_fields or {})}  # type: ignore[arg-type]
         content["multipart/form-data"] = MediaType(schema=Schema(
-            type="object", properties=properties, required=["file"]))  # type: ignore[arg-type]
+            type="object", properties=properties, required=[file_field]))  # type: ignore[arg-type]
 
     @dataclass
     class UploadOperation(Operation):

@@ -56,3 +56,45 @@ async def read_run_form(request: Request[Any, Any, Any], limit: int, fields: tup
         else:
             raise InvalidRequest(f"{key}: not a field of a run submission (file, ir_metadata, {', '.join(fields)})")
     return await read_body(request, limit), texts, metadata, name
+
+
+async def read_qrels_form(request: Request[Any, Any, Any], limit: int
+                          ) -> tuple[bytes, bytes | None, str | None, str | None]:
+    """A qrels upload: the qrels (the raw body, or the multipart part ``qrels``, also read as
+    ``file``) and, in a multipart form, an intent probability file (part ``probabilities``)
+    and a ``format`` text field; returns (qrels, probabilities or None, format or None, the
+    probability file's name). The parts together are refused (413) past ``limit``; any other
+    field is refused (422 naming it)."""
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        return await read_body(request, limit), None, None, None
+    form = await request.form()
+    qrels: bytes | None = None
+    probabilities: bytes | None = None
+    fmt: str | None = None
+    name: str | None = None
+    size = 0
+    for key, value in form.multi_items():
+        if key in ("qrels", "file", "probabilities"):
+            if isinstance(value, str):
+                raise BadRequest(f"send {key} as a file part of the form")
+            data: bytes = await value.read()
+            size += len(data)
+            if size > limit:
+                raise TooLarge(f"the upload is larger than {limit} bytes")
+            if key == "probabilities":
+                if probabilities is not None:
+                    raise InvalidRequest("probabilities: given twice")
+                probabilities, name = data, value.filename or None
+            else:
+                if qrels is not None:
+                    raise InvalidRequest(f"{key}: one qrels file per upload (as the part qrels)")
+                qrels = data
+        elif key == "format" and isinstance(value, str):
+            if fmt is not None:
+                raise InvalidRequest("format: given twice")
+            fmt = value
+        else:
+            raise InvalidRequest(f"{key}: not a field of a qrels upload (qrels, probabilities, format)")
+    if qrels is None:
+        raise BadRequest("send the qrels file as the form field 'qrels'")
+    return qrels, probabilities, fmt, name

@@ -14,16 +14,22 @@ from service.cli.registry import command
 
 def _pool_arguments(pl: argparse.ArgumentParser) -> None:
     pl.add_argument("--collection", required=True)
-    pl.add_argument("--depth", type=int, required=True)
+    kind = pl.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--depth", type=int, help="a depth-k pool: the union of the runs' top K, less what is judged")
+    kind.add_argument("--strata", metavar="FIRST-LAST:RATE,...",
+                      help="a stratified-sampling pool, e.g. 1-10:1,11-100:0.1 (ranks 1-10 judged in full, "
+                           "11-100 sampled at 10%%); only the sampled documents are written")
+    pl.add_argument("--seed", type=int, help="with --strata: the seed of the draw (default: random, printed)")
     pick = pl.add_mutually_exclusive_group()
     pick.add_argument("--primary-only", action="store_true", help="only each team's primary runs")
     pick.add_argument("--max-priority", type=int, help="only runs within this judging priority (TREC)")
     pl.add_argument("--out", required=True, help="folder for the per-topic files (documents in a seeded random order)")
 
 
-@command("pool", "build a depth-k pool of the submitted runs (less what is judged) and write one file per topic "
-                 "for the assessors", _pool_arguments)
+@command("pool", "build a depth-k pool (less what is judged) or a stratified-sampling pool of the submitted runs "
+                 "and write one file per topic for the assessors", _pool_arguments)
 def cmd_pool(args: argparse.Namespace, out: TextIO) -> int:
+    from service.errors import BadRequest
     from service.evaluation import judging
     from service.evaluation.setup import get_collection
     from service.store.models import Pool
@@ -31,9 +37,13 @@ def cmd_pool(args: argparse.Namespace, out: TextIO) -> int:
     url = database_url()
     me = cli_principal()
     selection = "primary" if args.primary_only else "priority" if args.max_priority is not None else "all"
+    if args.seed is not None and args.strata is None:
+        raise BadRequest("--seed is for a stratified pool (--strata)")
+    strata = judging.parse_strata(args.strata) if args.strata is not None else None
     with sessions(url)() as s:
         cid = get_collection(s, args.collection).id
-    pid = judging.create_pool(sessions(url), lambda s: me, cid, args.depth, selection, args.max_priority)
+    pid = judging.create_pool(sessions(url), lambda s: me, cid, args.depth, selection, args.max_priority,
+                              kind="stratified" if strata else "depth", strata=strata, seed=args.seed)
     with sessions(url)() as s:
         pool = s.get(Pool, pid)
         doc = judging.pool_doc(s, pool, me)
@@ -43,6 +53,13 @@ def cmd_pool(args: argparse.Namespace, out: TextIO) -> int:
             if counts["new"]:
                 (folder / f"{topic}.txt").write_text(judging.assessment_file(s, pool.id, me, topic))
         (folder / "pool.json").write_text(json.dumps(doc, indent=2, default=str))
+    if doc["kind"] == "stratified":
+        layers = ", ".join(f"{st['first_rank']}-{st['last_rank']} at {st['rate']:g}: {st['sampled']} of "
+                           f"{st['pooled']}" for st in doc["strata"])
+        out.write(f"stratified pool {doc['number']} (id {doc['id']}) of {args.collection}: seed {doc['seed']}, "
+                  f"{len(doc['runs'])} runs ({selection}), strata {layers}; {doc['size']} sampled documents to "
+                  f"judge over {sum(1 for c in doc['counts'].values() if c['new'])} topics\nfiles: {folder}\n")
+        return 0
     out.write(f"pool {doc['number']} (id {doc['id']}) of {args.collection}: depth {doc['depth']}, "
               f"{len(doc['runs'])} runs ({selection}), {doc['size']} documents to judge over "
               f"{sum(1 for c in doc['counts'].values() if c['new'])} topics")

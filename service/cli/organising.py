@@ -20,9 +20,32 @@ def _send_and_report(followups: Any, text: str, out: TextIO) -> int:
     return 0
 
 
+QRELS_FORMATS = ("adhoc", "diversity-trec", "diversity-ntcir", "sampled")  # setup.UPLOAD_FORMATS
+
+
+def _format_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=QRELS_FORMATS, default="adhoc", dest="qrels_format",
+                        help="the qrels' format: adhoc (TREC or NTCIR ad hoc qrels; default), diversity-trec "
+                             "(topic subtopic docno rel), diversity-ntcir (topic intent docno Lk) or sampled "
+                             "(NIST's topic 0 docno stratum rel)")
+    parser.add_argument("--probabilities", metavar="FILE",
+                        help="diversity-ntcir: the intent probability file (topic intent probability); "
+                             "without it the intents of a topic weigh alike")
+
+
+def _read_qrels(path: str, fmt: str, probabilities: str | None) -> tuple[bytes, Any]:
+    """The qrels file's bytes and the file read in its format (every line validated)."""
+    from service.evaluation.setup import parse_upload
+
+    data = read_bytes(path)
+    probs = read_bytes(probabilities) if probabilities else None
+    return data, parse_upload(data, path, fmt, probs, probabilities or "intent probabilities")
+
+
 def _load_arguments(load: argparse.ArgumentParser) -> None:
     load.add_argument("--collection", required=True)
     load.add_argument("--qrels", required=True)
+    _format_arguments(load)
     load.add_argument("--runs", nargs="+", required=True, metavar="PATH", help="run files or folders of run files")
     load.add_argument("--team", help="team of every run (default: each run's tag names its team)")
     load.add_argument("--official-metric", help="the leaderboard's metric (default AP)")
@@ -36,8 +59,8 @@ def cmd_load(args: argparse.Namespace, out: TextIO) -> int:
 
     from service.evaluation.collections import lock
     from service.evaluation.planning import plan_job
-    from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection
-    from service.formats.readers import parse_qrels, parse_run
+    from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection, set_config
+    from service.formats.readers import parse_run
     from service.metrics.scoring import DEFAULT_MEASURES
     from service.store.db import transaction
     from service.store.models import Collection
@@ -53,17 +76,21 @@ def cmd_load(args: argparse.Namespace, out: TextIO) -> int:
         order = config.evaluation.get("order", "score") if config is not None else "score"
     # Validate every file before the write transaction: errors name file and line, and the
     # database's write lock is held only while storing.
-    qrels_data = read_bytes(args.qrels)
-    qrels = parse_qrels(qrels_data, args.qrels)
+    qrels_data, qrels = _read_qrels(args.qrels, args.qrels_format, args.probabilities)
     uploads = [(str(f), data, parse_run(data, str(f), order)) for f in run_files(args.runs) for data in [read_bytes(f)]]
     with transaction(sessions(url)) as s:  # all or nothing: a bad file stores nothing
-        coll = lock(s, ensure_collection(s, args.collection, spec, args.actor).id)  # the lock order of writes
+        # an existing collection's new configuration is checked against the qrels loaded with it
+        coll = lock(s, ensure_collection(s, args.collection, spec if existing is None else None, args.actor).id)
         current = coll.current_qrels
-        if current is None or current.checksum != hashlib.sha256(qrels_data).hexdigest():
+        same = current is not None and current.checksum == hashlib.sha256(qrels_data).hexdigest() \
+            and current.format == qrels.format and not (qrels.probabilities or current.intent_probabilities)
+        if not same:
             previous = coll.current_qrels_id
             version = add_qrels(s, coll, qrels_data, args.qrels, args.actor, parsed=qrels)
         else:
             previous, version = None, current
+        if existing is not None and spec is not None:
+            set_config(s, coll, spec, args.actor)
         runs = [add_run(s, coll, data, name, team=args.team, actor=args.actor, parsed=parsed)
                 for name, data, parsed in uploads]
         job, followups = plan_job(s, coll, "load", previous_qrels_id=previous)
@@ -78,6 +105,7 @@ def _qrels_arguments(q: argparse.ArgumentParser) -> None:
     qa = qsub.add_parser("add", help="add a qrels version and enqueue the re-evaluation")
     qa.add_argument("--collection", required=True)
     qa.add_argument("file")
+    _format_arguments(qa)
     qa.add_argument("--actor", default="cli")
 
 
@@ -88,13 +116,14 @@ def cmd_qrels_add(args: argparse.Namespace, out: TextIO) -> int:
     from service.evaluation.setup import add_qrels, get_collection
     from service.store.db import transaction
 
-    data = read_bytes(args.file)
+    data, parsed = _read_qrels(args.file, args.qrels_format, args.probabilities)
     with transaction(sessions(database_url())) as s:
         coll = lock(s, get_collection(s, args.collection).id)  # the lock order of collection writes
         previous = coll.current_qrels_id
-        version = add_qrels(s, coll, data, args.file, args.actor)
+        version = add_qrels(s, coll, data, args.file, args.actor, parsed=parsed)
         job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
-        text = f"qrels version {version.version} of {coll.name!r}; job {job.id} re-evaluates {job.total} runs"
+        text = (f"qrels version {version.version} of {coll.name!r} ({version.format}); "
+                f"job {job.id} re-evaluates {job.total} runs")
     return _send_and_report(followups, text, out)
 
 

@@ -23,8 +23,10 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.evaluation.planning import PENDING
-from service.evaluation.setup import EVALUATOR_VERSION, eval_settings, load_qrels, load_run
+from service.evaluation.setup import EVALUATOR_VERSION, eval_settings, load_judgments, load_run, unavailable_metrics
 from service.evaluation.work import BudgetExceeded, Followup, Heartbeat, LeaseLost, Limits, TaskName, patiently
+from service.formats.diversity import IntentQrels
+from service.formats.sampled import SampledQrels
 from service.formats.types import Qrels
 from service.metrics import evaluate
 from service.metrics.stats.intervals import bootstrap_interval, mean_interval
@@ -48,16 +50,18 @@ log = logging.getLogger("cranfield.evaluating")
 #: shown beside the leaderboard so that organisers see when condensed-list metrics fit better.
 ALWAYS_EVALUATED = ("Judged@10",)
 CURVE_DEPTH = 1000  # ranks of the stored gain curves (J&K plot up to 200)
-_QRELS_CACHE: dict[tuple[str, int, str], Qrels] = {}
+Judgments = tuple[Qrels, IntentQrels | SampledQrels | None]
+_QRELS_CACHE: dict[tuple[str, int, str], Judgments] = {}
 
 
-def _qrels_for(s: Session, version: QrelsVersion) -> Qrels:
-    """Qrels versions are immutable: each worker process parses one at most once."""
+def _qrels_for(s: Session, version: QrelsVersion) -> Judgments:
+    """Qrels versions are immutable: each worker process parses one at most once. The ad hoc
+    view, and the intents or the sample of a diversity or sampled version (``load_judgments``)."""
     key = (str(s.get_bind().url), version.id, version.checksum)
     if key not in _QRELS_CACHE:
         if len(_QRELS_CACHE) >= 4:
             _QRELS_CACHE.pop(next(iter(_QRELS_CACHE)))
-        _QRELS_CACHE[key] = load_qrels(version)
+        _QRELS_CACHE[key] = load_judgments(version)
     return _QRELS_CACHE[key]
 
 
@@ -190,20 +194,24 @@ def _pause(seconds: float) -> None:
 
 def _compute_and_store(factory: sessionmaker[Session], claim: _Claim, heartbeat: Heartbeat,
                        limits: Limits) -> list[Followup]:
-    def read() -> tuple[Qrels, bytes, str, str]:
+    def read() -> tuple[Judgments, bytes, str, str, str]:
         with factory() as s:  # read the inputs, then compute with no transaction open
-            qrels = _qrels_for(s, s.get(QrelsVersion, claim.key["qrels_version_id"]))
+            version = s.get(QrelsVersion, claim.key["qrels_version_id"])
+            judgments = _qrels_for(s, version)
             run = s.get(Run, claim.key["run_id"])
-            return qrels, run.file, run.source_name, run.tag
+            return judgments, run.file, run.source_name, run.tag, version.format or "adhoc"
 
-    qrels, blob, source, tag = patiently(read, heartbeat)
+    (qrels, extra), blob, source, tag, fmt = patiently(read, heartbeat)
+    unavailable = unavailable_metrics(claim.metrics, fmt)
+    if unavailable:  # NaN on every topic; the job's report says why (significance_tests)
+        log.info("item %d: %s", claim.item_id, "; ".join(unavailable.values()))
     started = time.perf_counter()
     try:
         with heartbeat.guarded():
             if limits.pause:
                 _pause(limits.pause)
             core_run = load_run(blob, source or tag, claim.order)
-            result = evaluate(qrels, [core_run], claim.metrics, claim.settings)
+            result = evaluate(qrels, [core_run], claim.metrics, claim.settings, extra=extra)
             rows = _score_rows(result, set(claim.hidden))
             curve = _curve(qrels, core_run, claim.settings)
     except (LeaseLost, SQLAlchemyError):

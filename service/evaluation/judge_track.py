@@ -130,7 +130,7 @@ def judgeable(s: Session, coll: Collection) -> dict[str, set[str]]:
     official set's newest version judged."""
     found: dict[str, set[str]] = {}
     for t, d in s.execute(select(PoolDocument.topic, PoolDocument.docno).join(Pool, Pool.id == PoolDocument.pool_id)
-                          .where(Pool.collection_id == coll.id)):
+                          .where(Pool.collection_id == coll.id, PoolDocument.sampled.is_(True))):  # not sampled out
         found.setdefault(t, set()).add(d)
     if coll.current_qrels_id is not None:
         for t, d in s.execute(select(Judgment.topic, Judgment.docno)

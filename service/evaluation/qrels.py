@@ -7,10 +7,15 @@ truncated or wrong file does not silently become the version every run is scored
 portal guards every upload at :data:`LARGE_REMOVAL` until the organiser confirms; the API
 guards when the client asks (``?max_removal=0.2``), so scripts that replace whole qrels files
 keep working.
+
+An upload names its format (``setup.UPLOAD_FORMATS``: adhoc, diversity-trec, diversity-ntcir,
+sampled; an NTCIR intent qrels upload may bring its intent probability file); the preview, the
+removal guard and the diff compare the flattened ad hoc view that the judgment rows hold.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from sqlalchemy import select
@@ -20,9 +25,8 @@ from service.errors import Conflict
 from service.evaluation import collections, idempotency, judgment_sets, policy
 from service.evaluation.access import Principal
 from service.evaluation.reading import judgment_changes, qrels_diff
-from service.evaluation.setup import add_qrels, official_set
+from service.evaluation.setup import add_qrels, official_set, parse_upload
 from service.evaluation.work import Outcome
-from service.formats.readers import parse_qrels
 from service.formats.types import Qrels
 from service.store.models import Collection, Judgment, JudgmentSet, QrelsVersion, Topic
 
@@ -31,7 +35,9 @@ LARGE_REMOVAL = 0.2  # share of the current judgments the portal lets an upload 
 
 def upload(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
            source: str = "qrels upload", idempotency_key: str | None = None,
-           max_removal: float | None = None, judgment_set: str | None = None) -> Outcome[dict[str, Any]]:
+           max_removal: float | None = None, judgment_set: str | None = None, fmt: str = "adhoc",
+           probabilities: bytes | None = None,
+           probabilities_source: str = "intent probabilities") -> Outcome[dict[str, Any]]:
     """Validate, store as a new qrels version and plan the re-evaluation. The caller is
     authorised and the file parsed before any write lock is taken; ``me_of(session)`` gives
     the caller. The write transaction locks the collection row first (the lock order of
@@ -44,7 +50,10 @@ def upload(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
 
     ``judgment_set`` names the set the version goes to (default: the official one, which the
     board ranks by); a version of another set is evaluated when that set evaluates
-    automatically (see :mod:`service.evaluation.judgment_sets`)."""
+    automatically (see :mod:`service.evaluation.judgment_sets`).
+
+    ``fmt`` is the upload's format (``setup.UPLOAD_FORMATS``); ``probabilities`` an NTCIR
+    intent probability file (diversity-ntcir only), validated with the qrels and kept verbatim."""
     idempotency.check_key(idempotency_key)
     with factory() as s:
         me = me_of(s)
@@ -52,20 +61,22 @@ def upload(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
         policy.require(policy.may_upload_qrels(me, coll), me, f"uploading qrels to collection {cid}")
         if judgment_set is not None:
             judgment_sets.get(s, coll, judgment_set, me)  # 404 before reading the body
-    parsed = parse_qrels(body, source)  # InvalidInput with the line before anything is stored
-    digest = idempotency.request_hash(body)
+    # InvalidInput with the file and line before anything is stored
+    parsed = parse_upload(body, source, fmt, probabilities, probabilities_source)
+    digest = idempotency.request_hash(body) if fmt == "adhoc" else idempotency.request_hash(
+        body, fmt, None if probabilities is None else hashlib.sha256(probabilities).hexdigest())
 
     def store(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
         target = official_set(s, coll) if judgment_set is None else judgment_sets.get(s, coll, judgment_set, me)
         previous = target.current_version_id
         if max_removal is not None and previous is not None:
-            change = summary(s, coll, parsed, max_removal, base_id=previous)
+            change = summary(s, coll, parsed.qrels, max_removal, base_id=previous)
             if change["large_removal"]:
                 raise Conflict(removal_message(change))
         version = add_qrels(s, coll, body, source, me.name, parsed=parsed, judgment_set=target)
         job_id, followups = judgment_sets.evaluation_followups(s, coll, target, version, previous)
         return Outcome({"version": version.version, "judgment_set": target.name, "judgments": version.n_judgments,
-                        "job": job_id,
+                        "format": version.format, "job": job_id,
                         "previous_version": s.get(QrelsVersion, previous).version if previous else None},
                        tuple(followups))
 
@@ -78,9 +89,12 @@ def versions(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
     policy.require(policy.may_see_qrels(me, coll), me, f"the qrels of collection {coll.id}")
     rows = s.scalars(select(QrelsVersion).where(QrelsVersion.collection_id == coll.id).order_by(QrelsVersion.version))
     names = dict(s.execute(select(JudgmentSet.id, JudgmentSet.name).where(JudgmentSet.collection_id == coll.id)).all())
+    with_probabilities = set(s.scalars(select(QrelsVersion.id).where(  # without reading the (deferred) files
+        QrelsVersion.collection_id == coll.id, QrelsVersion.intent_probabilities.is_not(None))))
     return {"current": coll.current_qrels.version if coll.current_qrels else None, "items": [
         {"version": v.version, "judgment_set": names.get(v.judgment_set_id), "uploaded_by": v.uploaded_by,
-         "uploaded_at": collections.iso(v.uploaded_at),
+         "uploaded_at": collections.iso(v.uploaded_at), "format": v.format or "adhoc",
+         "intent_probabilities": v.id in with_probabilities,
          "checksum": v.checksum, "judgments": v.n_judgments, "level_counts": v.level_counts} for v in rows]}
 
 
@@ -91,16 +105,18 @@ def diff(s: Session, coll: Collection, me: Principal, old: int, new: int) -> dic
 
 # ------------------------------------------------------------------- what an upload changes
 def preview(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
-            source: str = "qrels upload") -> dict[str, Any]:
+            source: str = "qrels upload", fmt: str = "adhoc", probabilities: bytes | None = None,
+            probabilities_source: str = "intent probabilities") -> dict[str, Any]:
     """What uploading ``body`` would change (:func:`summary`), stored nowhere: the caller is
-    authorised as for an upload, and the file validated as an upload is (422 with the line)."""
+    authorised as for an upload, and the file validated as an upload is (422 with the line),
+    in its format (the change is that of the flattened judgments)."""
     with factory() as s:
         me = me_of(s)
         coll = collections.get(s, cid, me)
         policy.require(policy.may_upload_qrels(me, coll), me, f"uploading qrels to collection {cid}")
-    parsed = parse_qrels(body, source)  # InvalidInput with the line, as the upload would
+    parsed = parse_upload(body, source, fmt, probabilities, probabilities_source)  # as the upload would
     with factory() as s:
-        return summary(s, collections.get(s, cid, me), parsed)
+        return summary(s, collections.get(s, cid, me), parsed.qrels)
 
 
 def summary(s: Session, coll: Collection, parsed: Qrels, threshold: float = LARGE_REMOVAL,

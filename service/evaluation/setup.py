@@ -2,6 +2,18 @@
 
 Every upload is validated by the core's readers *before* anything is stored, so a bad
 file leaves nothing behind; its error names the file and line.
+
+A qrels version has a format (``QrelsVersion.format``): ``adhoc``, ``diversity`` (intent-aware
+judgments, uploaded as TREC diversity qrels or NTCIR intent qrels with an optional intent
+probability file) or ``sampled`` (NIST's five-column stratified-sample qrels). The upload is
+kept verbatim; the judgment rows hold its flattened ad hoc view (for diversity the largest
+level of a document over the topic's intents, for a sample ``SampledQrels.to_qrels()``), so
+that pools, diffs, comparisons and the ad hoc metrics read every version alike.
+:func:`load_judgments` gives the workers both the flattened view and what the format carries
+beyond it. A metric that needs what a version does not carry (a diversity metric on ad hoc
+qrels) is refused when a configuration naming it is saved over such current qrels; on any
+other version (a later upload, another judgment set) its values are NaN and the job's report
+says why (:func:`unavailable_metrics`).
 """
 
 from __future__ import annotations
@@ -9,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,12 +30,14 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 import service
-from service.errors import InvalidInput, InvalidMeasure
+from service.errors import InvalidInput, InvalidMeasure, InvalidRequest
+from service.formats.diversity import IntentQrels, parse_diversity_qrels, parse_intent_probabilities
 from service.formats.readers import parse_qrels, parse_run
+from service.formats.sampled import SampledQrels, parse_sampled_qrels
 from service.formats.types import Qrels
 from service.formats.types import Run as CoreRun
 from service.metrics import EvalSettings, parse_measure, parse_measures
-from service.metrics.scoring import DEFAULT_MEASURES
+from service.metrics.scoring import DEFAULT_MEASURES, needs_judgments
 from service.store.models import (
     AuditEvent,
     Collection,
@@ -38,6 +53,17 @@ from service.store.models import (
 
 EVALUATOR_VERSION = service.__version__
 OFFICIAL_SET = "official"  # the name of the judgment set every collection starts with
+
+#: The upload formats of qrels, each with the format its versions are stored in.
+UPLOAD_FORMATS: dict[str, str] = {"adhoc": "adhoc", "diversity-trec": "diversity", "diversity-ntcir": "diversity",
+                                  "sampled": "sampled"}
+#: What each stored format is, in words (messages and pages).
+FORMAT_NAMES = {"adhoc": "ad hoc qrels", "diversity": "intent-aware (diversity) qrels",
+                "sampled": "stratified-sample qrels"}
+#: What a metric needing a format must be given.
+_FORMAT_NEEDED = {"diversity": "intent-aware judgments (qrels uploaded with format diversity-trec or diversity-ntcir)",
+                  "sampled": "a stratified sample's qrels (uploaded with format sampled: topic iteration docno "
+                             "stratum rel)"}
 
 DEFAULT_SIGNIFICANCE = {"test": "bootstrap", "resamples": 1000, "alpha": 0.05, "correction": "none", "seed": 0}
 
@@ -156,11 +182,36 @@ def ensure_collection(session: Session, name: str, spec: ConfigSpec | None, acto
     return coll
 
 
+def unavailable_metrics(metrics: Iterable[str], fmt: str) -> dict[str, str]:
+    """The metrics among ``metrics`` that a qrels version of format ``fmt`` cannot score (their
+    per-topic values are NaN), each with why; names the registry does not know are left out."""
+    out: dict[str, str] = {}
+    for name in metrics:
+        try:
+            need = needs_judgments(name)
+        except InvalidMeasure:
+            continue
+        if need is not None and need != fmt:
+            out[name] = f"{name} needs {_FORMAT_NEEDED[need]}; these are {FORMAT_NAMES.get(fmt, fmt)}"
+    return out
+
+
+def _check_formats(cfg: dict[str, Any], current: QrelsVersion) -> None:
+    """Metrics the current qrels cannot score are refused (400) when the configuration is saved."""
+    problems = unavailable_metrics(cfg["metrics"], current.format or "adhoc")
+    if problems:
+        raise InvalidMeasure(f"cannot be computed on the current qrels (version {current.version}): "
+                             + "; ".join(problems.values())
+                             + ". Upload such judgments first, then choose their metrics.")
+
+
 def set_config(session: Session, coll: Collection, spec: ConfigSpec, actor: str = "") -> CollectionConfig:
-    """A new configuration version, unless it equals the current one."""
+    """A new configuration version, unless it equals the current one. Checked against the
+    current qrels: gains covering their levels, metrics their format can score."""
     cfg = spec.normalised()
     if coll.current_qrels is not None:
         _check_gains(cfg, judged_top_level(coll.current_qrels))
+        _check_formats(cfg, coll.current_qrels)
     current = coll.current_config
     if current is not None and {
         "official_metric": current.official_metric, "metrics": current.metrics, "levels": current.levels,
@@ -181,18 +232,61 @@ def set_config(session: Session, coll: Collection, spec: ConfigSpec, actor: str 
     return row
 
 
+@dataclass(frozen=True)
+class ParsedQrels:
+    """A qrels upload read in its format: the flattened ad hoc view (stored as the judgment
+    rows) and what the format carries beyond it (``extra``: the intents or the strata)."""
+
+    upload_format: str  # a key of UPLOAD_FORMATS
+    qrels: Qrels
+    extra: IntentQrels | SampledQrels | None = None
+    probabilities: bytes | None = None  # the intent probability file, verbatim
+
+    @property
+    def format(self) -> str:
+        """The stored format: adhoc, diversity or sampled."""
+        return UPLOAD_FORMATS[self.upload_format]
+
+
+def parse_upload(data: bytes, source: str, fmt: str = "adhoc", probabilities: bytes | None = None,
+                 probabilities_source: str = "intent probabilities") -> ParsedQrels:
+    """Read a qrels upload in its declared format (``UPLOAD_FORMATS``): every line validated
+    (InvalidInput naming the file and line) before anything is stored. ``probabilities`` (NTCIR's
+    ``topic intent probability``, format diversity-ntcir only) is checked against the qrels."""
+    if fmt not in UPLOAD_FORMATS:
+        raise InvalidRequest(f"format: one of {', '.join(UPLOAD_FORMATS)}, not {fmt!r}")
+    if probabilities is not None and fmt != "diversity-ntcir":
+        raise InvalidRequest(f"probabilities: an intent probability file goes with format diversity-ntcir, "
+                             f"not {fmt}")
+    if fmt == "adhoc":
+        return ParsedQrels(fmt, parse_qrels(data, source))
+    if fmt == "sampled":
+        sample = parse_sampled_qrels(data, source)
+        return ParsedQrels(fmt, sample.to_qrels(), sample)
+    probs = parse_intent_probabilities(probabilities, probabilities_source) if probabilities is not None else None
+    intents = parse_diversity_qrels(data, source, "trec" if fmt == "diversity-trec" else "ntcir", probs)
+    return ParsedQrels(fmt, intents.to_qrels(), intents, probabilities)
+
+
 def add_qrels(
-    session: Session, coll: Collection, data: bytes, source: str, actor: str = "", *, parsed: Qrels | None = None,
-    judgment_set: JudgmentSet | None = None,
+    session: Session, coll: Collection, data: bytes, source: str, actor: str = "", *,
+    parsed: Qrels | ParsedQrels | None = None, judgment_set: JudgmentSet | None = None, fmt: str = "adhoc",
+    probabilities: bytes | None = None,
 ) -> QrelsVersion:
     """Validate and store a new, immutable qrels version of ``judgment_set`` (default: the
     official one) and make it the set's current version; a version of the official set
     becomes the collection's current qrels (what boards rank by).
 
-    ``parsed`` is ``parse_qrels(data, source)`` done beforehand (outside the transaction).
+    ``parsed`` is the upload read beforehand (outside the transaction): ``parse_upload(data,
+    source, fmt, probabilities)``, or ad hoc qrels (``parse_qrels``); without it the upload is
+    read here in ``fmt`` (an upload format: adhoc, diversity-trec, diversity-ntcir, sampled).
     Version numbers run in one sequence per collection, across its sets.
     """
-    qrels = parsed if parsed is not None else parse_qrels(data, source)  # InvalidInput before any write
+    if parsed is None:
+        parsed = parse_upload(data, source, fmt, probabilities)  # InvalidInput before any write
+    elif isinstance(parsed, Qrels):
+        parsed = ParsedQrels("adhoc", parsed)
+    qrels = parsed.qrels
     version = (session.scalar(select(func.max(QrelsVersion.version)).where(
         QrelsVersion.collection_id == coll.id)) or 0) + 1
     counts = {t: {str(int(lv)): int(c) for lv, c in zip(*np.unique(levels, return_counts=True))}
@@ -201,7 +295,8 @@ def add_qrels(
     row = QrelsVersion(
         collection_id=coll.id, version=version, judgment_set_id=target.id, uploaded_by=actor, source_name=source,
         checksum=hashlib.sha256(data).hexdigest(), n_judgments=int(sum(lv.shape[0] for lv in qrels.levels)),
-        level_counts=counts, file=zlib.compress(data, 6),
+        level_counts=counts, file=zlib.compress(data, 6), format=parsed.format,
+        intent_probabilities=None if parsed.probabilities is None else zlib.compress(parsed.probabilities, 6),
     )
     session.add(row)
     session.flush()
@@ -215,7 +310,7 @@ def add_qrels(
         coll.current_qrels = row
         coll.current_qrels_id = row.id
     audit(session, actor, "qrels.upload", coll.id, version=version, checksum=row.checksum, judgments=row.n_judgments,
-          judgment_set=target.name)
+          judgment_set=target.name, format=parsed.upload_format)
     return row
 
 
@@ -306,8 +401,42 @@ def judged_top_level(version: QrelsVersion) -> int:
 
 
 def load_qrels(version: QrelsVersion) -> Qrels:
-    """The stored upload, parsed again (the bytes were validated when stored)."""
-    return parse_qrels(zlib.decompress(version.file), f"qrels v{version.version}")
+    """The stored upload, parsed again (the bytes were validated when stored), as ad hoc qrels:
+    for a diversity or sampled version its flattened view (what its judgment rows hold)."""
+    return load_judgments(version)[0]
+
+
+def load_judgments(version: QrelsVersion) -> tuple[Qrels, IntentQrels | SampledQrels | None]:
+    """A stored version for evaluation: the ad hoc view and, for a diversity or sampled
+    version, the intent-aware judgments or the sample (``scoring.evaluate``'s ``extra``)."""
+    fmt = version.format or "adhoc"
+    if fmt == "diversity":
+        intents = load_intent_qrels(version)
+        return intents.to_qrels(), intents
+    if fmt == "sampled":
+        sample = load_sampled_qrels(version)
+        return sample.to_qrels(), sample
+    return parse_qrels(zlib.decompress(version.file), f"qrels v{version.version}"), None
+
+
+def load_intent_qrels(version: QrelsVersion) -> IntentQrels:
+    """A diversity version's intent-aware judgments, with its intent probabilities if it has a
+    file of them (else uniform). Read with the NTCIR reader whatever the upload's format: its
+    level column (``L<n>`` or an integer) reads a TREC diversity file's integer labels as the
+    TREC reader did when the file was validated."""
+    if version.format != "diversity":
+        raise ValueError(f"qrels version {version.version} is {version.format}, not diversity")
+    blob = version.intent_probabilities
+    probs = None if blob is None else parse_intent_probabilities(
+        zlib.decompress(blob), f"intent probabilities of qrels v{version.version}")
+    return parse_diversity_qrels(zlib.decompress(version.file), f"qrels v{version.version}", "ntcir", probs)
+
+
+def load_sampled_qrels(version: QrelsVersion) -> SampledQrels:
+    """A sampled version's stratified sample (NIST's five columns)."""
+    if version.format != "sampled":
+        raise ValueError(f"qrels version {version.version} is {version.format}, not sampled")
+    return parse_sampled_qrels(zlib.decompress(version.file), f"qrels v{version.version}")
 
 
 def load_run(blob: bytes, source: str, order: str) -> CoreRun:

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.evaluation.planning import PENDING, TEST_PARAMS, params_hash, runs_hash
 from service.evaluation.results import evaluated_under, json_safe, tested_under
-from service.evaluation.setup import EVALUATOR_VERSION
+from service.evaluation.setup import EVALUATOR_VERSION, unavailable_metrics
 from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, TaskName, patiently
 from service.metrics.pooling import competition_ranks
 from service.metrics.stats.letters import letter_columns, members
@@ -241,16 +241,23 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
                         p_adjusted=pack(res.p_adjusted), letters=letters))
             config = s.get(CollectionConfig, claim.config_id)
             meta_doc = meta_document(meta, settings["all_metrics"])
+            version = s.get(QrelsVersion, claim.qrels_id)
+            # metrics the version's format cannot score (NaN on every topic), each with why
+            warnings = unavailable_metrics(config.metrics, version.format if version is not None else "adhoc")
             now = utcnow()
             for job in jobs:
                 report = rank_changes(s, job, config) if job.previous_qrels_id else {}
                 if errors:
                     report = {**report, "test_errors": errors}
+                if warnings:
+                    report = {**report, "warnings": warnings}
                 report = {**report, "meta": meta_doc}
                 job.report = json_safe(report)
                 job.error = "; ".join(filter(None, [
                     f"{job.failed} of {job.total} runs failed; see their status" if job.failed else "",
-                    "tests not run for " + ", ".join(errors) if errors else ""]))
+                    "tests not run for " + ", ".join(errors) if errors else "",
+                    ", ".join(warnings) + " not computed on this qrels version's format (see the report's warnings)"
+                    if warnings else ""]))
                 job.status, job.finished_at = "done", now
             s.flush()
             later = s.scalars(select(Job.id).where(*same_key(jobs[0]), Job.status == "testing")

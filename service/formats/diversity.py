@@ -52,6 +52,7 @@ from service.formats.tokenize import (
     parse_ints,
     tokenize,
 )
+from service.formats.types import Qrels
 
 DiversityFormat = Literal["trec", "ntcir"]
 
@@ -119,6 +120,19 @@ class IntentQrels:
 
     def get(self, topic: str) -> TopicIntents | None:
         return self.entries.get(topic)
+
+    def to_qrels(self) -> Qrels:
+        """The flattened ad hoc view: one judgment per (topic, docno), at the largest level
+        the document has for any intent of the topic (0 when it is relevant to none). Pools,
+        diffs and the ad hoc metrics read it; the intent-aware measures read the intents."""
+        flat: dict[str, dict[str, int]] = {}
+        for t in self.topics:
+            docs: dict[str, int] = {}
+            for judged in self.entries[t].judgments:
+                for d, lv in judged.items():
+                    docs[d] = max(docs.get(d, 0), lv)
+            flat[t] = docs
+        return Qrels.from_mapping(flat, self.source)
 
     @classmethod
     def from_mapping(

@@ -621,6 +621,44 @@ _register(DiversityMetricDef(
     (GAMMA, BETA_Q, NORM_Q, GAINS), "gamma I-rec + (1 - gamma) D-Q", "optional", "NTCIREVAL D-NTCIR-eval D#-Q@k"))
 
 
+# ---------------------------------------------------------------------------- the main registry
+# Every diversity metric is also a metric of the main registry (``service.metrics.spec``), of
+# family "diversity", under the same name, parameters, cutoff rule and aliases, so that a
+# collection's configuration names it like any other metric; both registries build the same
+# canonical string. ``service.metrics.scoring.evaluate`` routes these metrics to
+# :class:`DiversityEvaluator` when it is given the intent-aware judgments, and has no kernel
+# for them otherwise (a value per topic needs the intents).
+
+#: The greedy ideal can be beaten (see the module docstring): these can exceed 1.
+_UNBOUNDED_ABOVE = frozenset({"alpha-nDCG", "nERR-IA", "nNRBP"})
+#: 1 for an ideal ranking whatever the judgments (the ideal list is exact: sorted by global gain).
+_IDEAL_IS_ONE = frozenset({"D-nDCG"})
+
+
+def _needs_intents(*_: object) -> np.ndarray:
+    raise InvalidMeasure("diversity metrics are computed on intent-aware judgments (service.metrics.diversity), "
+                         "not on ranked lists of ad hoc levels")
+
+
+def _register_in_spec() -> None:
+    from service.metrics.spec import NON_NEGATIVE, UNIT, MetricDef, register
+
+    for name, defn in REGISTRY.items():
+        aliases = sorted(a for a, n in ALIASES.items() if n == name and a != name.lower())
+        register(MetricDef(name, _needs_intents, defn.params, f"{defn.doc} (intent-aware; {defn.tool})",
+                           cutoff=defn.cutoff, family="diversity", ideal_is_one=name in _IDEAL_IS_ONE,
+                           bounds=NON_NEGATIVE if name in _UNBOUNDED_ABOVE else UNIT), *aliases)
+
+
+_register_in_spec()
+
+
+def diversity_measure(measure: Any) -> DiversityMeasure:
+    """The :class:`DiversityMeasure` of a main-registry ``Measure`` of family "diversity" (the
+    same name, parameters and cutoff: the two canonical strings are one)."""
+    return DiversityMeasure(name=measure.name, params=tuple(measure.params), cutoff=measure.cutoff)
+
+
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+#\-]*")
 
 

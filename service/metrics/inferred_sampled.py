@@ -44,8 +44,11 @@ that a zero-padded topic never matches its qrels); a document retrieved twice or
 twice in the qrels is an error (the script keeps the last score, and counts a qrels line
 twice in its stratum's size).
 
-These are not registered metrics: they need each pooled document's stratum, which the ranked
-lists of the ad hoc metrics do not carry (docs/definitions.md).
+``xinfAP`` and ``infNDCG`` are metrics of the main registry (family "sampled", no parameter,
+no cutoff), so that a collection's configuration names them; a value needs each pooled
+document's stratum, which the ranked lists of the ad hoc metrics do not carry, so
+``service.metrics.scoring.evaluate`` computes them here (:class:`SampleEvaluator`, the "trec"
+variant, ``max_result_size`` 1000) when it is given the :class:`SampledQrels`.
 """
 
 from __future__ import annotations
@@ -57,8 +60,10 @@ from typing import Literal
 
 import numpy as np
 
+from service.errors import InvalidMeasure
 from service.formats.sampled import SampledQrels, StratumCounts
 from service.formats.types import Run
+from service.metrics.spec import NON_NEGATIVE, UNIT, MetricDef, register
 
 Variant = Literal["trec", "trecvid"]
 
@@ -295,3 +300,22 @@ def sample_eval(qrels: SampledQrels, runs: Sequence[Run], *, max_result_size: in
     """Every run's estimates (``sample_eval.pl -q`` for each run)."""
     evaluator = SampleEvaluator(qrels, max_result_size=max_result_size, variant=variant)
     return [evaluator.evaluate(run) for run in runs]
+
+
+# ---------------------------------------------------------------------------- the main registry
+#: The registered metrics, by name: the field of :class:`SampledEstimate` each one is.
+REGISTERED = {"xinfAP": "xinfAP", "infNDCG": "infNDCG"}
+
+
+def _needs_strata(*_: object) -> np.ndarray:
+    raise InvalidMeasure("xinfAP and infNDCG are computed on a stratified sample's qrels "
+                         "(service.metrics.inferred_sampled), not on ranked lists of ad hoc levels")
+
+
+register(MetricDef("xinfAP", _needs_strata, (), "extended inferred AP from a stratified sample of the pool "
+                   "(Yilmaz, Kanoulas & Aslam 2008; NIST sample_eval.pl's infAP)", cutoff="none", family="sampled",
+                   bounds=UNIT))
+# The estimated DCG of a run can exceed the ideal DCG built from the estimated R per level.
+register(MetricDef("infNDCG", _needs_strata, (), "inferred nDCG from a stratified sample of the pool "
+                   "(Yilmaz, Kanoulas & Aslam 2008; NIST sample_eval.pl)", cutoff="none", family="sampled",
+                   bounds=NON_NEGATIVE))

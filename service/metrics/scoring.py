@@ -13,6 +13,14 @@ Rules (see docs/definitions.md):
 * ``depth`` keeps only the top ``depth`` documents of every list.
 * ``judged_only=true`` evaluates the condensed list (unjudged removed) first,
   then the metric's cutoff applies to it.
+
+Two families need more than ad hoc levels, and ``evaluate`` takes it as ``extra``: the
+diversity metrics (alpha-nDCG, ERR-IA, D#-nDCG, ...) the intent-aware judgments
+(:class:`IntentQrels`, of which ``qrels`` is the flattened view, ``IntentQrels.to_qrels()``),
+and xinfAP / infNDCG the stratified sample (:class:`SampledQrels`, ``qrels`` being
+``SampledQrels.to_qrels()``). The rules above (topics, missing, depth) apply to them as to
+every metric. Without the judgments a metric needs (``needs_judgments``), its value is NaN on
+every topic: the caller says why (``service.evaluation.setup.unavailable_metrics``).
 """
 
 from __future__ import annotations
@@ -23,13 +31,18 @@ from typing import Literal
 
 import numpy as np
 
-import service.metrics.measures  # noqa: F401  (registers the metrics)
+import service.metrics.measures  # registers the metrics
 import service.metrics.sessions  # noqa: F401  (registers the session metrics)
 from service.errors import InvalidMeasure
+from service.formats.diversity import IntentQrels
 from service.formats.keys import topic_keys
+from service.formats.sampled import SampledQrels
 from service.formats.types import ABSENT, UNJUDGED, Qrels, Run
+from service.metrics.diversity import DiversityEvaluator, diversity_measure  # registers the diversity metrics
+from service.metrics.inferred_sampled import REGISTERED as SAMPLED_FIELDS  # registers xinfAP and infNDCG
+from service.metrics.inferred_sampled import SampleEvaluator
 from service.metrics.lists import RankedLists, Scale, TopicStats, resolve_gains
-from service.metrics.spec import Measure, parse_measure
+from service.metrics.spec import OWN_EVALUATOR_FAMILIES, Measure, parse_measure
 
 Missing = Literal["zero", "skip"]
 NoRelevant = Literal["skip", "count"]
@@ -130,13 +143,30 @@ def evaluation_topics(qrels: Qrels, settings: EvalSettings) -> tuple[int, ...]:
     return tuple(keep)
 
 
+#: The judgments beyond ad hoc levels that a family's metrics need, as ``evaluate``'s ``extra``.
+JUDGMENTS_NEEDED: dict[str, type] = {"diversity": IntentQrels, "sampled": SampledQrels}
+
+
+def needs_judgments(measure: Measure | str) -> str | None:
+    """"diversity" (intent-aware judgments) or "sampled" (a stratified sample's strata) for a
+    metric that ad hoc qrels cannot score; None for every other metric."""
+    family = _as_measure(measure).definition.family
+    return family if family in JUDGMENTS_NEEDED else None
+
+
 def evaluate(
     qrels: Qrels,
     runs: Sequence[Run],
     measures: Iterable[str | Measure] = DEFAULT_MEASURES,
     settings: EvalSettings | None = None,
+    *,
+    extra: IntentQrels | SampledQrels | None = None,
 ) -> Evaluation:
-    """Score every run on every measure, per topic."""
+    """Score every run on every measure, per topic.
+
+    ``extra``: the intent-aware judgments or the stratified sample whose flattened view
+    ``qrels`` is (see the module docstring); the diversity and sampled metrics are NaN without it.
+    """
     settings = settings or EvalSettings()
     ms = parse_measures(measures)
     try:
@@ -159,9 +189,10 @@ def evaluate(
             values, present = session_scores(qrels, runs, m, scale, topic_idx, depth=settings.depth,
                                              sep=settings.session_sep)
             scores[m][:] = np.where(present, values, np.nan) if settings.missing == "skip" else values
-        ms_ranked = tuple(m for m in ms if m.definition.family != "session")
-    else:
-        ms_ranked = ms
+    judged_ms = [m for m in ms if m.definition.family in JUDGMENTS_NEEDED]
+    if judged_ms:
+        _judgment_family_scores(runs, judged_ms, topics, settings, extra, scores)
+    ms_ranked = tuple(m for m in ms if m.definition.family not in OWN_EVALUATOR_FAMILIES)
     if not ms_ranked:
         return Evaluation(topics, tuple(r.tag for r in runs), ms, scores, settings)
 
@@ -184,6 +215,43 @@ def evaluate(
                 values = np.where(present, values, np.nan)
             scores[m][start : start + len(batch)] = values
     return Evaluation(topics, tuple(r.tag for r in runs), ms, scores, settings)
+
+
+def _judgment_family_scores(runs: Sequence[Run], ms: Sequence[Measure], topics: tuple[str, ...],
+                            settings: EvalSettings, extra: IntentQrels | SampledQrels | None,
+                            scores: dict[Measure, np.ndarray]) -> None:
+    """The diversity and sampled metrics (NaN, as ``scores`` starts, without their judgments):
+    each run's list of each evaluated topic, cut at ``depth``, in the run's rank order; a topic
+    the run lacks is an empty list (0), or NaN with ``missing="skip"``."""
+    diversity = [m for m in ms if m.definition.family == "diversity"] if isinstance(extra, IntentQrels) else []
+    sampled = [m for m in ms if m.definition.family == "sampled"] if isinstance(extra, SampledQrels) else []
+    if not diversity and not sampled:
+        return
+    div_eval = DiversityEvaluator(extra) if isinstance(extra, IntentQrels) and diversity else None
+    sample_eval = SampleEvaluator(extra) if isinstance(extra, SampledQrels) and sampled else None
+    pooled = set(extra.topics) if sample_eval is not None else set()
+    div_names = {m: diversity_measure(m) for m in diversity}
+    empty = np.array([], dtype="S1")
+    for ri, run in enumerate(runs):
+        lists: dict[str, np.ndarray] = {}
+        for i, t in enumerate(run.topics):
+            docs = run.docnos[int(run.offsets[i]): int(run.offsets[i + 1])]
+            lists[t] = docs if settings.depth is None else docs[: settings.depth]
+        if div_eval is not None:
+            wanted = {t: [d.decode("utf-8") for d in lists[t].tolist()] for t in topics if t in lists}
+            got = div_eval.evaluate(wanted, div_names.values(), no_relevant="count")
+            for m, dm in div_names.items():
+                values = got[str(dm)]
+                scores[m][ri] = [values.get(t, np.nan) for t in topics]
+        if sample_eval is not None:
+            estimates = {t: sample_eval.topic(t, lists.get(t, empty)) for t in topics if t in pooled}
+            for m in sampled:
+                field_name = SAMPLED_FIELDS[m.name]
+                scores[m][ri] = [float(getattr(estimates[t], field_name)) if t in estimates else np.nan for t in topics]
+        if settings.missing == "skip":
+            absent = np.array([t not in lists for t in topics], dtype=bool)
+            for m in (*diversity, *sampled):
+                scores[m][ri, absent] = np.nan
 
 
 def _chunk_size(runs: Sequence[Run], n_topics: int, depth: int | None) -> int:

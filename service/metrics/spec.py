@@ -4,7 +4,8 @@ Grammar::
 
     Name[']['(' param=value {, param=value} ')']['@' cutoff]
 
-``value`` is a number, ``true``/``false``, a bare word (an enumerated choice such
+``Name`` starts with a letter and may hold letters, digits and ``_ + - #`` (``alpha-nDCG``,
+``D#-nDCG``). ``value`` is a number, ``true``/``false``, a bare word (an enumerated choice such
 as ``minRk``) or, for ``gains``, a level:gain mapping ``{1:1,2:5,3:10}``. The
 parameter list is read with Python's ``ast`` module, never by splitting
 strings. A trailing prime (``Q'``) is the paper's notation for the condensed
@@ -124,7 +125,8 @@ class MetricDef:
     cutoff: str = "optional"  # "none" | "optional" | "required"
     #: True when the value lies in [0, 1] and is 1 for an ideal ranking.
     ideal_is_one: bool = False
-    #: Binary metrics count levels >= rel as relevant; graded ones use gains.
+    #: Binary metrics count levels >= rel as relevant; graded ones use gains. The families of
+    #: ``OWN_EVALUATOR_FAMILIES`` are not kernels over ranked levels (``kernel`` refuses).
     family: str = "graded"
     #: The range of values the metric can take on any topic, whatever its parameters:
     #: ``UNIT`` [0, 1] or ``NON_NEGATIVE`` [0, inf) (counts, CG, DCG). A mean over topics and
@@ -141,6 +143,12 @@ class MetricDef:
         if not low < high or (self.ideal_is_one and not low <= 1.0 <= high):
             raise ValueError(f"metric {self.name}: bounds {self.bounds} do not hold its values")
 
+
+#: Families whose metrics are not computed by ``kernel`` over the ranked lists of levels but
+#: by an evaluator of their own, to which ``scoring.evaluate`` routes them: ``session``
+#: (per session of queries), ``diversity`` (intent-aware judgments, ``service.metrics.diversity``)
+#: and ``sampled`` (the strata of a stratified sample, ``service.metrics.inferred_sampled``).
+OWN_EVALUATOR_FAMILIES = frozenset({"session", "diversity", "sampled"})
 
 #: The two ranges metrics have: a share or normalised score, and an unbounded count or gain sum.
 UNIT: tuple[float, float] = (0.0, 1.0)
@@ -246,7 +254,7 @@ def make_measure(name: str, given: Mapping[str, Any], cutoff: int | None) -> Mea
 #: The longest metric name read (the width of the columns that store one). Checked before
 #: anything else, so reading a name costs time and memory bounded by this length.
 MAX_NAME_LENGTH = 200
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+\-]*")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+#\-]*")  # '#' and '-': the D#-measures, alpha-nDCG
 _WORD_VALUES = {"true": True, "false": False, "True": True, "False": False}
 
 

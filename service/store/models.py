@@ -27,6 +27,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column, relationship
 
@@ -182,6 +183,11 @@ class QrelsVersion(Base):
     level_counts: Mapped[dict[str, Any]] = mapped_column(default=dict)  # topic -> {level: count}
     # the upload, zlib-compressed, verbatim; loaded only when read (a board needs the row, not the file)
     file: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
+    # adhoc | diversity (intent-aware: TREC diversity or NTCIR intent qrels) | sampled (NIST's
+    # stratified-sample qrels); the judgment rows are the flattened ad hoc view (migration 0018)
+    format: Mapped[str] = mapped_column(String(20), default="adhoc", server_default="adhoc")
+    # an NTCIR upload's intent probability file, zlib-compressed, verbatim (None: uniform)
+    intent_probabilities: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
 
 
 class Judgment(Base):
@@ -460,10 +466,13 @@ class AuditEvent(Base):
 
 
 class Pool(Base):
-    """A depth-k pool of a collection's runs: which runs, what was excluded, counts per topic.
+    """A pool of a collection's runs: which runs, what was excluded, counts per topic.
 
-    Immutable once written; its documents are rows of PoolDocument. ``base_qrels_version_id``
-    is the version whose judged documents were left out (incremental pooling).
+    Immutable once written; its documents are rows of PoolDocument. ``kind`` "depth": the
+    union of the runs' top ``depth``, less what ``base_qrels_version_id`` judged (incremental
+    pooling). ``kind`` "stratified" (migration 0019): ``strata`` ``[[first_rank, last_rank,
+    rate], ...]`` (``depth`` is the last rank), every pooled document a row, those drawn at
+    their stratum's rate with ``sample_seed`` marked ``sampled`` (the only ones judged).
     """
 
     __tablename__ = "pools"
@@ -481,16 +490,25 @@ class Pool(Base):
     seed: Mapped[int] = mapped_column(Integer, default=0)  # the assessors' document order
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     created_by: Mapped[str] = mapped_column(String(200), default="")
+    kind: Mapped[str] = mapped_column(String(20), default="depth", server_default="depth")  # depth | stratified
+    strata: Mapped[list[Any] | None] = mapped_column(JSON)  # stratified: [[first_rank, last_rank, rate], ...]
+    sample_seed: Mapped[int | None] = mapped_column(Integer)  # stratified: the seed of the draw
     __table_args__ = (UniqueConstraint("collection_id", "number"),)
 
 
 class PoolDocument(Base):
-    """One document of a pool's topic, to be judged."""
+    """One document of a pool's topic: to be judged when ``sampled`` (every document of a depth
+    pool); a stratified pool's documents also keep their stratum (index into the pool's
+    ``strata``), best rank over the pooled runs and inclusion probability."""
 
     __tablename__ = "pool_documents"
     pool_id: Mapped[int] = mapped_column(ForeignKey("pools.id", ondelete="CASCADE"), primary_key=True)
     topic: Mapped[str] = mapped_column(String(100), primary_key=True)
     docno: Mapped[str] = mapped_column(String(200), primary_key=True)
+    stratum: Mapped[int | None] = mapped_column(Integer)
+    best_rank: Mapped[int | None] = mapped_column(Integer)
+    inclusion_probability: Mapped[float | None] = mapped_column(Float)
+    sampled: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
 
 class AssessorAssignment(Base):

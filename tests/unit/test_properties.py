@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from service.formats.types import Qrels, Run
 from service.metrics import REGISTRY, EvalSettings, evaluate
+from service.metrics.spec import OWN_EVALUATOR_FAMILIES
 
 # Metrics normalised to their ideal: in [0, 1] and exactly 1 for an ideal ranking.
 IDEAL_ONE = [
@@ -23,7 +24,7 @@ BOUNDED = ["AP@5", "Q@5", "bpref_relative", "rpref_relative", "ERR", "ERR@5", "R
 
 
 def test_ideal_flags_match_this_list() -> None:
-    flagged = {n for n, d in REGISTRY.items() if d.ideal_is_one and d.family != "session"}
+    flagged = {n for n, d in REGISTRY.items() if d.ideal_is_one and d.family not in OWN_EVALUATOR_FAMILIES}
     listed = {m.split("(")[0].split("@")[0].rstrip("'") for m in IDEAL_ONE}
     assert flagged == listed
 
@@ -141,7 +142,7 @@ def test_a_runs_scores_do_not_depend_on_the_runs_beside_it() -> None:
     runs = [parse_run(t.encode()) for t in run_texts.values()]
     runs.append(Run.from_rankings("short", {t: d[:13] for t, d in runs[0].to_rankings().items()}, "short"))
     names = [n if REGISTRY[n].cutoff != "required" else f"{n}@20" for n in REGISTRY
-             if REGISTRY[n].family != "session"]
+             if REGISTRY[n].family not in OWN_EVALUATOR_FAMILIES]
     names += ["AP'", "Q'", "nDCG(judged_only=true)@10", "RBP(p=0.8)", "ERR(stop=linear)"]
     whole = ev_fn(qrels, runs, names)
     saved = module._CHUNK_CELLS

@@ -25,8 +25,8 @@ from service.api.schemas.judging import (
     PoolRequestOut,
 )
 from service.api.uploads import read_body
-from service.http.admission import OWN_TRANSACTIONS
 from service.evaluation import judging
+from service.http.admission import OWN_TRANSACTIONS
 
 # A topic id as a path parameter of type path (it may contain "/"); it arrives with a leading "/".
 TopicPath = Annotated[str, Parameter(description="A topic id (it may contain \"/\").", min_length=1)]
@@ -41,14 +41,19 @@ class PoolsController(Controller):
     @post("/api/collections/{cid:int}/pools", operation_id="requestPool", summary="Build a pool", sync_to_thread=True,
           status_code=202, responses=errors(*WRITE_ERRORS))
     def request_pool(self, coll: Coll, data: JSONBody[PoolCreate], uow: Uow, me: Caller) -> PoolRequestOut:
-        """Organisers ask the workers for a depth-k pool of the collection's runs (documents
-        judged in the current qrels are left out). Answers at once with the pending build;
-        read it at `/api/pool-builds/{id}` until it names the pool."""
+        """Organisers ask the workers for a pool of the collection's runs: a depth-k pool
+        (documents judged in the current qrels are left out), or a stratified-sampling pool
+        (`kind: "stratified"`, `strata`, `seed`: every document some run ranks within the
+        strata is pooled in the stratum of its best rank, and drawn at the stratum's rate;
+        assessors judge the drawn ones). Answers at once with the pending build; read it at
+        `/api/pool-builds/{id}` until it names the pool."""
         selection = "primary" if data.primary_only else data.selection
         if data.max_priority is not None and selection == "all":
             selection = "priority"
-        return out(PoolRequestOut, uow.collect(judging.request_pool(uow.session, coll, me, data.depth, selection,
-                                                                    data.max_priority)))
+        strata = [list(s) for s in data.strata] if data.strata is not None else None
+        return out(PoolRequestOut, uow.collect(judging.request_pool(
+            uow.session, coll, me, data.depth, selection, data.max_priority, kind=data.kind, strata=strata,
+            seed=data.seed)))
 
     @get("/api/pool-builds/{aid:int}", operation_id="getPoolBuild", summary="Read a pool build", sync_to_thread=True,
          responses=errors(401, 403, 404, 422))
@@ -75,7 +80,8 @@ class PoolsController(Controller):
          responses=errors(401, 403, 404, 422))
     def assessment_file(self, pid: PoolId, topic: TopicPath, uow: Uow, me: Caller) -> Response[str]:
         """`topic docno` lines in a seeded random order (never rank order), for the topic's
-        assessor or the organisers; return it with a level appended to each line."""
+        assessor or the organisers; return it with a level appended to each line. A
+        stratified pool lists its sampled documents only."""
         return Response(judging.assessment_file(uow.session, pid, me, topic.removeprefix("/")),
                         media_type="text/plain")
 
@@ -87,8 +93,9 @@ class PoolsController(Controller):
     async def judgments(self, request: Request[Any, Any, Any], pid: PoolId, uow: Uow, me: Caller,
                         state: State, idempotency_key: IdempotencyKeyHeader = None) -> JudgmentsAccepted:
         """Judgments checked against the pool (documents, assigned topics, levels, every pool
-        document of an uploaded topic judged), laid over the current qrels as a new version.
-        With an `Idempotency-Key`, a retried upload is answered as the first one was."""
+        document of an uploaded topic judged), laid over the current qrels as a new version
+        (a stratified pool's: sampled qrels, see docs/judging.md). With an `Idempotency-Key`,
+        a retried upload is answered as the first one was."""
         body = await read_body(request, state["max_body"])
         outcome = await anyio.to_thread.run_sync(
             lambda: judging.submit_judgments(uow.factory, lambda _: me, pid, body, idempotency_key=idempotency_key),

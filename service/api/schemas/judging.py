@@ -11,29 +11,60 @@ from service.api.schemas.collections import TopicId
 
 
 class PoolCreate(Request, kw_only=True):
-    """A depth-k pool of the collection's runs, built by the workers."""
+    """A pool of the collection's runs, built by the workers: a depth-k pool (`depth`), or a
+    stratified-sampling pool (`kind: "stratified"`, `strata`, `seed`)."""
 
-    depth: Annotated[int, Meta(ge=1, le=10_000, description="Documents per run and topic.", examples=[100])]
+    kind: Annotated[Literal["depth", "stratified"], Meta(
+        description="depth: the union of the runs' top `depth`, less what the current qrels judge; stratified: "
+                    "the runs' top ranks cut into `strata`, each sampled at its rate (only the sampled documents "
+                    "are judged; the judgments make sampled qrels, evaluated with xinfAP and infNDCG).")] = "depth"
+    depth: Annotated[int, Meta(ge=1, le=10_000, description="Documents per run and topic (a depth pool; a "
+                                                            "stratified pool's is its last rank).",
+                               examples=[100])] | None = None
+    # The ranges are checked by the use case (400 naming the stratum and what is wrong), not here.
+    strata: Annotated[list[tuple[int, int, float]], Meta(
+        description="A stratified pool's strata, [first_rank, last_rank, rate]: at most 20, contiguous rank "
+                    "ranges from rank 1, rates in (0, 1], the last rank at most 10000. A document's stratum is "
+                    "that of the best rank any pooled run gives it.",
+        examples=[[[1, 10, 1.0], [11, 30, 0.5], [31, 100, 0.1]]])] | None = None
+    seed: Annotated[int, Meta(ge=0, le=2**31 - 1, description="A stratified pool's seed: the same runs, strata "
+                                                              "and seed draw the same sample (random when left "
+                                                              "out; stored with the pool).")] | None = None
     selection: Annotated[Literal["all", "primary", "priority"], Meta(
         description="all runs, each team's primary runs, or runs up to a judging priority.")] = "all"
     primary_only: Annotated[bool, Meta(description="Shorthand for selection=primary.")] = False
     max_priority: Annotated[int, Meta(ge=1, le=1000, description="With priority: runs of priority 1..N.")] | None = None
 
 
+class StratumOut(Response, kw_only=True):
+    """One stratum of a stratified pool, with its documents over all topics."""
+
+    stratum: Annotated[int, Meta(description="1, 2, ... in rank order (the label in the sampled qrels).")]
+    first_rank: int
+    last_rank: int
+    rate: Annotated[float, Meta(description="The sampling rate: each pooled document's inclusion probability.")]
+    pooled: Annotated[int, Meta(description="Documents in the stratum (the population).")]
+    sampled: Annotated[int, Meta(description="Documents drawn, to be judged.")]
+
+
 class PoolOut(Response, kw_only=True):
     id: int
     collection_id: int
     number: int
+    kind: Annotated[str, Meta(description="depth or stratified.")] = "depth"
     depth: int
     selection: str
     max_priority: int | None
     max_level: int | None
     excludes_judged_in_qrels_version: Annotated[int | None, Meta(
         description="Documents judged in this qrels version are left out (incremental pools).")]
+    strata: Annotated[list[StratumOut] | None, Meta(description="A stratified pool's strata.")] = None
+    seed: Annotated[int | None, Meta(description="A stratified pool's seed.")] = None
     runs: list[str]
-    size: int
-    counts: Annotated[dict[str, dict[str, int]], Meta(description="Per topic: new, already_judged and union "
-                                                          "document counts.")]
+    size: Annotated[int, Meta(description="Documents to judge.")]
+    counts: Annotated[dict[str, dict[str, int | list[int]]], Meta(
+        description="Per topic: new (to judge) and union (pooled) document counts; a depth pool's already_judged "
+                    "(left out); a stratified pool's pooled and sampled documents per stratum, in rank order.")]
     created_at: str | None
     created_by: str
 

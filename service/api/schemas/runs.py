@@ -95,6 +95,11 @@ class QrelsVersionOut(Response, kw_only=True):
     checksum: str
     judgments: int
     level_counts: Annotated[dict[str, dict[str, int]], Meta(description="Per topic, judgments per level.")]
+    format: Annotated[str, Meta(description="adhoc, diversity (intent-aware judgments; the counts are of the "
+                                            "flattened view: a document's largest level over the intents) or "
+                                            "sampled (a stratified sample; level -1: pooled, not sampled).")] = "adhoc"
+    intent_probabilities: Annotated[bool, Meta(description="Whether an intent probability file came with it "
+                                                           "(diversity; without one intents weigh alike).")] = False
 
 
 class QrelsVersions(Response, kw_only=True):
@@ -106,6 +111,7 @@ class QrelsUploaded(Response, kw_only=True):
     version: Annotated[int, Meta(description="The new qrels version.")]
     judgment_set: Annotated[str, Meta(description="The judgment set it belongs to.")] = "official"
     judgments: int
+    format: Annotated[str, Meta(description="The stored format: adhoc, diversity or sampled.")] = "adhoc"
     job: Annotated[int | None, Meta(description="The re-evaluation job (none for a set that is evaluated on "
                                                 "request only, or without runs).")]
 

@@ -32,10 +32,17 @@ class PoolController(Controller):
     @post("/c/{cid:int}/pools", sync_to_thread=True)
     def pools_action(self, cid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]
                      ) -> Redirect:
-        """Ask the workers for a pool (``action=pool``) or the reusability analysis (``action=analyse``)."""
+        """Ask the workers for a pool (``action=pool``: a depth pool, or with ``kind=stratified`` a
+        stratified-sampling pool of ``strata`` ``1-10:1, 11-100:0.1`` and an optional ``seed``) or the
+        reusability analysis (``action=analyse``)."""
         s, me, coll = page.session, page.me, page.collection(cid)
         action = form.text("action")
-        if action == "pool":
+        if action == "pool" and form.optional("kind") == "stratified":
+            strata = judging.parse_strata(form.text("strata"))  # 400 naming the stratum
+            page.uow.collect(judging.request_pool(s, coll, me, None, form.optional("selection") or "all",
+                                                  form.whole_number("max_priority", "the judging priority"),
+                                                  kind="stratified", strata=strata, seed=_seed(form.text("seed"))))
+        elif action == "pool":
             depth = form.whole_number("depth", "the pool depth")
             if depth is None:
                 raise BadRequest("the pool depth is a positive whole number")
@@ -46,6 +53,15 @@ class PoolController(Controller):
         else:
             raise BadRequest("unknown action: build a pool (action=pool) or analyse (action=analyse)")
         return see_other(f"/c/{cid}/pools")
+
+
+def _seed(text: str) -> int | None:
+    """A stratified pool's seed from the form: blank for a random one, else 0 to 2^31 - 1."""
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit()) or int(text) > judging.MAX_SEED:
+        raise BadRequest(f"the seed is a whole number from 0 to {judging.MAX_SEED}, not {text[:40]!r}")
+    return int(text)
 
 
 class AssessmentController(Controller):

@@ -8,6 +8,10 @@ once, unless it removes more than ``qrels.LARGE_REMOVAL`` of the current judgmen
 preview is shown (409) and the upload needs a ticked confirmation. The file travels from the
 preview to its confirmation in the page itself (compressed, in a hidden field, validated again
 when it comes back), so the confirmation works without JavaScript and stores nothing before.
+
+The form names the file's format (``format``: adhoc, diversity-trec, diversity-ntcir, sampled)
+and, for NTCIR intent qrels, may bring an intent probability file (``probabilities``); both
+travel with a previewed file to its confirmation.
 """
 
 from __future__ import annotations
@@ -28,6 +32,14 @@ from service.evaluation.work import Outcome
 from service.portal.forms import PostedForm, Upload
 from service.portal.pages import Page, Refusal, attempt, see_other
 from service.store.models import Collection
+
+#: The upload formats the form offers (``setup.UPLOAD_FORMATS``), with their labels.
+FORMAT_CHOICES = (
+    ("adhoc", "Ad hoc qrels: TREC (topic 0 docno level) or NTCIR (topic docno L2)"),
+    ("diversity-trec", "TREC diversity qrels (topic subtopic docno rel)"),
+    ("diversity-ntcir", "NTCIR intent qrels (topic intent docno L2), with optional intent probabilities"),
+    ("sampled", "Stratified sample, NIST's sampled qrels (topic 0 docno stratum rel)"),
+)
 
 
 def stage(body: bytes) -> str:
@@ -55,40 +67,53 @@ class QrelsController(Controller):
         """``policy.may_upload_qrels``: ``action=preview`` shows the change; otherwise a new version,
         every run re-evaluated on it by the workers (a large removal needs ``confirm_removal``).
         A confirmation of a preview posts the file back in ``staged`` (with ``source``)."""
+        fmt = form.text("format") or "adhoc"
         if form.text("staged"):
             upload = Upload(form.text("source") or "qrels file", unstage(form.text("staged")))
+            staged_probabilities = form.text("staged_probabilities")
+            probabilities = Upload(form.text("probabilities_source") or "intent probabilities",
+                                   unstage(staged_probabilities)) if staged_probabilities else None
         else:
             upload = form.upload("file", "qrels")
+            chosen = form.upload("probabilities", "intent probabilities")
+            probabilities = chosen if chosen.body else None  # an empty file field: none chosen
         if form.text("action") == "preview":
-            return _preview(page, cid, upload)
+            return _preview(page, cid, upload, fmt, probabilities)
         confirmed = form.text("confirm_removal") == "1"
-        doc, refused = attempt(page.uow, lambda: qrels.upload(page.uow.factory, lambda _s: page.me, cid,
-                                                              upload.required(), source=upload.name,
-                                                              max_removal=None if confirmed else qrels.LARGE_REMOVAL))
+        doc, refused = attempt(page.uow, lambda: qrels.upload(
+            page.uow.factory, lambda _s: page.me, cid, upload.required(), source=upload.name,
+            max_removal=None if confirmed else qrels.LARGE_REMOVAL, fmt=fmt,
+            probabilities=probabilities.body if probabilities else None,
+            probabilities_source=probabilities.name if probabilities else "intent probabilities"))
         if doc is None:
             if refused is not None and refused.status == 409:  # a large removal: show it, ask to confirm
-                return _preview(page, cid, upload, refused)
-            return _qrels_page(page, page.collection(cid), refused)
+                return _preview(page, cid, upload, fmt, probabilities, refused)
+            return _qrels_page(page, page.collection(cid), refused, chosen_format=fmt)
         query = f"uploaded={doc['version']}"
         if doc.get("previous_version"):
             query += f"&old={doc['previous_version']}&new={doc['version']}"
         return see_other(f"/c/{cid}/qrels?{query}")
 
 
-def _preview(page: Page, cid: int, upload: Upload, refused: Refusal | None = None) -> Template:
+def _preview(page: Page, cid: int, upload: Upload, fmt: str = "adhoc", probabilities: Upload | None = None,
+             refused: Refusal | None = None) -> Template:
     """The change the upload would make, with the form that stores it."""
-    summary, invalid = attempt(page.uow, lambda: Outcome(qrels.preview(page.uow.factory, lambda _s: page.me, cid,
-                                                                       upload.required(), source=upload.name)))
+    summary, invalid = attempt(page.uow, lambda: Outcome(qrels.preview(
+        page.uow.factory, lambda _s: page.me, cid, upload.required(), source=upload.name, fmt=fmt,
+        probabilities=probabilities.body if probabilities else None,
+        probabilities_source=probabilities.name if probabilities else "intent probabilities")))
     coll = page.collection(cid)
     if summary is None:
-        return _qrels_page(page, coll, invalid)
-    staged = {"staged": stage(upload.body), "source": upload.name}
-    return _qrels_page(page, coll, refused, preview=summary, staged=staged)
+        return _qrels_page(page, coll, invalid, chosen_format=fmt)
+    staged = {"staged": stage(upload.body), "source": upload.name, "format": fmt,
+              "staged_probabilities": stage(probabilities.body) if probabilities else "",
+              "probabilities_source": probabilities.name if probabilities else ""}
+    return _qrels_page(page, coll, refused, preview=summary, staged=staged, chosen_format=fmt)
 
 
 def _qrels_page(page: Page, coll: Collection, refused: Refusal | None, old: int | None = None,
                 new: int | None = None, uploaded: int | None = None, preview: dict[str, Any] | None = None,
-                staged: dict[str, str] | None = None) -> Template:
+                staged: dict[str, str] | None = None, chosen_format: str = "adhoc") -> Template:
     s, me = page.session, page.me
     versions = qrels.versions(s, coll, me)  # organisers only
     numbers = [v["version"] for v in versions["items"]]
@@ -100,4 +125,4 @@ def _qrels_page(page: Page, coll: Collection, refused: Refusal | None, old: int 
     newest = jobs.of_collection(s, coll, me)
     return page.show(coll, "qrels.html", status=refused.status if refused else 200, error=refused, versions=versions,
                      diff=diff, old=old, new=new, job=newest[0] if newest else None, uploaded=uploaded,
-                     preview=preview, staged=staged)
+                     preview=preview, staged=staged, formats=FORMAT_CHOICES, chosen_format=chosen_format)
