@@ -76,7 +76,8 @@ def cmd_load(args: argparse.Namespace, out: TextIO) -> int:
         order = config.evaluation.get("order", "score") if config is not None else "score"
     # Validate every file before the write transaction: errors name file and line, and the
     # database's write lock is held only while storing.
-    qrels_data, qrels = _read_qrels(args.qrels, args.qrels_format, args.probabilities)
+    qrels_data, qrels = _read_qrels(args.qrels, getattr(args, "qrels_format", "adhoc"),
+                                    getattr(args, "probabilities", None))  # (demo, serve --sample: defaults)
     uploads = [(str(f), data, parse_run(data, str(f), order)) for f in run_files(args.runs) for data in [read_bytes(f)]]
     with transaction(sessions(url)) as s:  # all or nothing: a bad file stores nothing
         # an existing collection's new configuration is checked against the qrels loaded with it
