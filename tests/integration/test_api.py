@@ -16,6 +16,12 @@ from service.sample import generate
 from service.store.db import transaction
 from tests.integration.conftest import SPEC, Backend, World, auth, run_inline
 
+# Run on PostgreSQL too; the module's other tests run on SQLite only (conftest.py):
+# the flow, tokens, stored tests and uploads on both databases; roles and views on SQLite.
+SQLITE_ONLY_BUT = {"test_flow_leaderboard_and_corrected_qrels", "test_tokens_are_stored_hashed_and_bad_tokens_are_401",
+                   "test_previous_results_stay_served_during_a_reevaluation_and_multipart_uploads",
+                   "test_every_metric_is_tested_and_letters_match_the_stored_tests"}
+
 
 def test_flow_leaderboard_and_corrected_qrels(world: World) -> None:
     c, t = world.client, world.tokens

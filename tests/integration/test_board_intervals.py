@@ -24,6 +24,11 @@ from service.store.arrays import unpack
 from service.store.models import Run, RunEvaluation, Score
 from tests.integration.conftest import World, auth
 
+# Run on PostgreSQL too; the module's other tests run on SQLite only (conftest.py):
+# what the worker stores; drawing and printing on SQLite.
+SQLITE_ONLY_BUT = {"test_the_worker_stores_the_bootstrap_interval_scipy_computes",
+                   "test_a_topic_split_stores_and_serves_the_public_topics_bootstrap_interval"}
+
 TOPICS = ("0001", "0002", "0003", "0004", "0005")
 QRELS = "".join(f"{t} R{t} L1\n" + "".join(f"{t} N{t}-{i:02d} L0\n" for i in range(60)) for t in TOPICS)
 

@@ -7,6 +7,10 @@ from sqlalchemy import text
 
 from tests.integration.conftest import Backend, World, auth
 
+# Run on PostgreSQL too; the module's other tests run on SQLite only (conftest.py):
+# the migration and enrolment rows; the other rules on SQLite.
+SQLITE_ONLY_BUT = {"test_migration_enrols_teams_that_have_runs", "test_a_team_sees_and_submits_only_where_it_is_enrolled"}
+
 
 def _gamma(world: World) -> str:
     """A participant of a team enrolled nowhere."""

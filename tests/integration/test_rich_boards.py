@@ -21,6 +21,10 @@ from service.store.models import Run
 from tests.integration.conftest import World, auth
 from tests.integration.test_portal import as_role
 
+# Run on PostgreSQL too; the module's other tests run on SQLite only (conftest.py):
+# the stored scores' order statistics in SQL; pages, files and roles on SQLite.
+SQLITE_ONLY_BUT = {"test_topic_analysis_figures_are_the_stored_scores_order_statistics"}
+
 METRICS = ["nDCG@10", "AP", "MSnDCG@10", "P@5", "NumRet"]
 
 
