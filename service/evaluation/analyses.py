@@ -162,14 +162,36 @@ def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int 
             lease: float = Limits.lease) -> list[Followup]:
     """The worker's part: claim, compute with no transaction open while a heartbeat renews
     the claim, store in one transaction (if the claim still holds)."""
-    attempt = claim(factory, analysis_id, max_attempts, (KIND, REDUCTION), lease)
+    return run_claimed(factory, analysis_id, (KIND, REDUCTION), max_attempts, lease, _compute)
+
+
+def run_claimed(factory: sessionmaker[Session], analysis_id: int, kinds: tuple[str, ...], max_attempts: int,
+                lease: float, work: Callable[[sessionmaker[Session], int, int, Heartbeat], list[Followup]]
+                ) -> list[Followup]:
+    """Claim a row of one of ``kinds`` and do ``work(factory, id, attempt, heartbeat)`` while a
+    heartbeat renews the claim; nothing when the row is not this caller's or the lease is lost."""
+    attempt = claim(factory, analysis_id, max_attempts, kinds, lease)
     if attempt is None:
         return []
     try:
         with Heartbeat(renewal(factory, analysis_id, attempt, lease), lease) as heartbeat:
-            return _compute(factory, analysis_id, attempt, heartbeat)
+            return work(factory, analysis_id, attempt, heartbeat)
     except LeaseLost:
         return []
+
+
+def store_outcome(factory: sessionmaker[Session], analysis_id: int, attempt: int, result: dict[str, Any],
+                  error: str, heartbeat: Heartbeat) -> list[Followup]:
+    """Store a computed result (or its error) in one transaction, if this attempt still holds
+    the claim (a taken-over attempt stores nothing)."""
+    def store() -> list[Followup]:
+        with transaction(factory) as s:
+            fresh = claimed(s, analysis_id, attempt)
+            if fresh is not None:
+                finish(fresh, result, error)
+        return []
+
+    return patiently(store, heartbeat)
 
 
 def _compute(factory: sessionmaker[Session], analysis_id: int, attempt: int, heartbeat: Heartbeat) -> list[Followup]:
@@ -197,15 +219,7 @@ def _compute(factory: sessionmaker[Session], analysis_id: int, attempt: int, hea
         raise
     except Exception as exc:  # noqa: BLE001  (recorded on the analysis; the worker goes on)
         result, error = {}, f"{type(exc).__name__}: {exc}"
-
-    def store() -> list[Followup]:
-        with transaction(factory) as s:
-            fresh = claimed(s, analysis_id, attempt)
-            if fresh is not None:
-                finish(fresh, result, error)
-        return []
-
-    return patiently(store, heartbeat)
+    return store_outcome(factory, analysis_id, attempt, result, error, heartbeat)
 
 
 def reusability(qrels: Any, runs: list[tuple[str, Any, str, int]], params: dict[str, Any],

@@ -48,7 +48,6 @@ from service.metrics import parse_measure
 from service.metrics.stats.agreement import bland_altman
 from service.metrics.stats.judge_meta import MEASURES, judge_agreement
 from service.store.arrays import unpack
-from service.store.db import transaction
 from service.store.models import (
     Analysis,
     Collection,
@@ -285,14 +284,7 @@ def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int 
             lease: float = Limits.lease) -> list[Followup]:
     """The worker's part: claim the board's row, read the stored scores, rank the judges with
     their intervals (no transaction open meanwhile), store the result in one transaction."""
-    attempt = analyses.claim(factory, analysis_id, max_attempts, (JUDGE_BOARD,), lease)
-    if attempt is None:
-        return []
-    try:
-        with Heartbeat(analyses.renewal(factory, analysis_id, attempt, lease), lease) as heartbeat:
-            return _compute(factory, analysis_id, attempt, heartbeat)
-    except LeaseLost:
-        return []
+    return analyses.run_claimed(factory, analysis_id, (JUDGE_BOARD,), max_attempts, lease, _compute)
 
 
 def _compute(factory: sessionmaker[Session], analysis_id: int, attempt: int, heartbeat: Heartbeat) -> list[Followup]:
@@ -325,15 +317,7 @@ def _compute(factory: sessionmaker[Session], analysis_id: int, attempt: int, hea
         raise
     except Exception as exc:  # noqa: BLE001  (recorded on the analysis; the worker goes on)
         result, error = {}, f"{type(exc).__name__}: {exc}"
-
-    def store() -> list[Followup]:
-        with transaction(factory) as s:
-            fresh = analyses.claimed(s, analysis_id, attempt)
-            if fresh is not None:
-                analyses.finish(fresh, result, error)
-        return []
-
-    return patiently(store, heartbeat)
+    return analyses.store_outcome(factory, analysis_id, attempt, result, error, heartbeat)
 
 
 def _num(v: float) -> float | None:
