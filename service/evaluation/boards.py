@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from service.errors import BadRequest, InvalidMeasure, NotFound
-from service.evaluation import collections, policy
+from service.evaluation import collections, policy, versions
 from service.evaluation.access import Principal
 from service.evaluation.board_intervals import TRUNCATED_NOTE, bounds_doc, bounds_of, interval_label, interval_view
 from service.evaluation.collections import iso
@@ -149,14 +149,6 @@ def set_of_version(s: Session, coll: Collection, number: int | None) -> str | No
     return s.scalar(q.where(QrelsVersion.collection_id == coll.id, QrelsVersion.version == number))
 
 
-def is_official_version(s: Session, coll: Collection, number: int) -> bool:
-    """Whether version ``number`` belongs to the official set (an unknown number counts as
-    official: the reader answers that it does not exist)."""
-    found = s.scalar(select(QrelsVersion.judgment_set_id).where(QrelsVersion.collection_id == coll.id,
-                                                                QrelsVersion.version == number))
-    return found is None or found == coll.official_set_id
-
-
 def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | None = None,
                     qrels_version: int | None = None, test: str | None = None, runs: RunFilter | None = None,
                     pairs: bool = False) -> dict[str, Any]:
@@ -166,9 +158,8 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
     policy.require(policy.may_see_board(me, coll), me, f"the leaderboard of collection {coll.id}")
     runs = runs or RunFilter()
     public = policy.sees_visible_topics_only(me, coll)
-    if qrels_version is not None and not policy.may_see_qrels(me, coll) and not is_official_version(
-            s, coll, qrels_version):
-        raise NotFound(f"no qrels version {qrels_version}")  # another set's board: organisers only
+    if qrels_version is not None:
+        versions.readable(s, coll, me, qrels_version)  # another set's board: organisers only
     name, rows = read_leaderboard(s, coll.name, metric, qrels_version, public)
     meta = run_meta(s, coll)
     visible, among = board_rows(s, coll, me, rows, runs, meta)
@@ -284,6 +275,8 @@ def metrics_board(s: Session, coll: Collection, me: Principal, sort: str | None 
 def significance_matrix(s: Session, coll: Collection, me: Principal, metric: str | None = None,
                         test: str | None = None, qrels_version: int | None = None) -> dict[str, Any]:
     policy.require(policy.may_see_results(me, coll), me, f"the significance matrix of collection {coll.id}")
+    if qrels_version is not None:
+        versions.readable(s, coll, me, qrels_version)  # as the board: another set's, organisers only
     name = str(parse_measure(metric)) if metric else coll.current_config.official_metric
     subset = "public" if policy.sees_visible_topics_only(me, coll) else "all"
     sig = significance_for(s, coll, name, test, qrels_version, subset=subset)

@@ -32,8 +32,8 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from service.errors import BadRequest, Conflict, NotFound
-from service.evaluation import collections, policy
+from service.errors import BadRequest, Conflict
+from service.evaluation import collections, policy, versions
 from service.evaluation.access import Principal
 from service.evaluation.reading import judgment_changes, significance_for
 from service.evaluation.reading import leaderboard as read_leaderboard
@@ -206,17 +206,6 @@ def significance_figures(runs: Sequence[str], means_a: np.ndarray, means_b: np.n
 
 
 # --------------------------------------------------------------------------- the stored versions
-def _version(s: Session, coll: Collection, number: int) -> QrelsVersion:
-    found = s.scalar(select(QrelsVersion).where(QrelsVersion.collection_id == coll.id,
-                                                QrelsVersion.version == number))
-    if found is None:
-        known = list(s.scalars(select(QrelsVersion.version).where(QrelsVersion.collection_id == coll.id)
-                               .order_by(QrelsVersion.version)))
-        raise NotFound(f"collection {coll.id} has no qrels version {number}"
-                       + (f" (its versions: {', '.join(map(str, known))})" if known else " (it has no qrels yet)"))
-    return found
-
-
 def _judged(s: Session, version_id: int) -> dict[tuple[str, str], int]:
     return {(t, d): lv for t, d, lv in s.execute(select(Judgment.topic, Judgment.docno, Judgment.level)
                                                  .where(Judgment.qrels_version_id == version_id))}
@@ -276,7 +265,7 @@ def compare_versions(s: Session, coll: Collection, me: Principal, a: int, b: int
     policy.require(policy.may_see_qrels(me, coll), me, f"the qrels of collection {coll.id}")
     if not 1 <= top_k <= MAX_TOP_K:
         raise BadRequest(f"top_k is a whole number from 1 to {MAX_TOP_K}, not {top_k}")
-    va, vb = _version(s, coll, a), _version(s, coll, b)
+    va, vb = versions.readable(s, coll, me, a), versions.readable(s, coll, me, b)
     config = s.get(CollectionConfig, coll.current_config_id)
     assert config is not None
     notes: list[str] = []

@@ -30,7 +30,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from service.errors import BadRequest, Conflict, NotFound
-from service.evaluation import collections, policy
+from service.evaluation import collections, policy, versions
 from service.evaluation.access import Principal
 from service.evaluation.planning import ACTIVE, plan_job
 from service.evaluation.results import current_result
@@ -289,10 +289,7 @@ def resolve(s: Session, coll: Collection, me: Principal, text: str) -> Reference
     set) or ``assessor@name`` (an assessor's labels in that set)."""
     text = str(text).strip()
     if text.isdigit():
-        v = s.scalar(select(QrelsVersion).where(QrelsVersion.collection_id == coll.id,
-                                                QrelsVersion.version == int(text)))
-        if v is None:
-            raise NotFound(f"collection {coll.id} has no qrels version {text}")
+        v = versions.readable(s, coll, me, int(text))
         js = s.get(JudgmentSet, v.judgment_set_id) if v.judgment_set_id else official_set(s, coll)
         return Reference(text, js, v)
     assessor = None
@@ -316,12 +313,15 @@ def resolve(s: Session, coll: Collection, me: Principal, text: str) -> Reference
             raise BadRequest(f"{text!r}: a version is a number (name:3)")
         v = s.scalar(select(QrelsVersion).where(QrelsVersion.judgment_set_id == js.id,
                                                 QrelsVersion.version == int(number)))
-        if v is None:
+        if v is None or not versions.may_read(me, coll, v):
             raise NotFound(f"judgment set {js.name!r} has no version {number}")
         return Reference(text, js, v)
     if js.current_version_id is None:
         raise Conflict(f"judgment set {js.name!r} has no judgments yet")
-    return Reference(text, js, s.get(QrelsVersion, js.current_version_id))
+    v = s.get(QrelsVersion, js.current_version_id)
+    if not versions.may_read(me, coll, v):
+        raise NotFound(f"judgment set {js.name!r} has no version {v.version}")
+    return Reference(text, js, v)
 
 
 def is_active(s: Session, coll: Collection, version_id: int) -> bool:

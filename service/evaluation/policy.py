@@ -147,15 +147,17 @@ def sees_all_rows(me: Principal, coll: Collection) -> bool:
     return may_organise(me, coll.id) or coll.leaderboard_released
 
 
-def board_view(me: Principal, coll: Collection) -> tuple[bool, bool, int | None] | None:
+def board_view(me: Principal, coll: Collection) -> tuple[bool, bool, int | None, bool] | None:
     """What makes one caller's leaderboard differ from another's: None when the caller may not
-    see it, else (every team's rows, visible topics only, the own team when not every row).
-    Callers with the same view are shown the same board, so a rendered board may be shared
-    between them (the released board of a public collection is one board for everyone)."""
+    see it, else (every team's rows, visible topics only, the own team when not every row,
+    every judgment set's versions: :func:`may_read_version`). Callers with the same view are
+    shown the same board, so a rendered board may be shared between them (the released board
+    of a public collection is one board for everyone but its organisers)."""
     if not may_see_board(me, coll):
         return None
     every = sees_all_rows(me, coll)
-    return every, sees_visible_topics_only(me, coll), None if every else me.team_id
+    return (every, sees_visible_topics_only(me, coll), None if every else me.team_id,
+            may_read_version(me, coll, official=False))
 
 
 def may_see_results(me: Principal, coll: Collection) -> bool:
@@ -187,6 +189,15 @@ def may_follow_job(me: Principal, coll: Collection, run_teams: set[int]) -> bool
 def may_see_qrels(me: Principal, coll: Collection) -> bool:
     """Qrels, their versions and diffs: organisers only."""
     return may_organise(me, coll.id)
+
+
+def may_read_version(me: Principal, coll: Collection, official: bool) -> bool:
+    """Figures read under a named qrels version (a board, the significance matrix, exports,
+    comparisons): a version of the official set for whoever may see those figures (the read's
+    own predicate decides that); a version of any other set (the organisers' automatic judges,
+    a judges track's submissions) for those who may see the qrels only, not even the team that
+    submitted it: what a team learns of its set is its judge board row."""
+    return official or may_see_qrels(me, coll)
 
 
 def may_upload_qrels(me: Principal, coll: Collection) -> bool:

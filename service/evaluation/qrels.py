@@ -26,6 +26,7 @@ from service.evaluation import collections, idempotency, judgment_sets, policy
 from service.evaluation.access import Principal
 from service.evaluation.reading import judgment_changes, qrels_diff
 from service.evaluation.setup import add_qrels, official_set, parse_upload
+from service.evaluation.versions import readable as readable_version
 from service.evaluation.work import Outcome
 from service.formats.types import Qrels
 from service.store.models import Collection, Judgment, JudgmentSet, QrelsVersion, Topic
@@ -100,6 +101,8 @@ def versions(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
 
 def diff(s: Session, coll: Collection, me: Principal, old: int, new: int) -> dict[str, Any]:
     policy.require(policy.may_see_qrels(me, coll), me, f"the qrels of collection {coll.id}")
+    for number in (old, new):
+        readable_version(s, coll, me, number)
     return qrels_diff(s, coll.id, old, new)
 
 

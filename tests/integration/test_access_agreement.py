@@ -10,6 +10,7 @@ shown exactly when that page would open.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,9 @@ import pytest
 
 from service.evaluation import access, policy
 from service.portal.forms import COOKIE, csrf_for
-from service.store.models import Collection, JudgmentSet, Pool, Run
+from sqlalchemy import select
+
+from service.store.models import Collection, JudgmentSet, Pool, PoolDocument, QrelsVersion, Run
 from tests.integration.conftest import World, auth
 
 ROLES = ("anonymous", "alpha", "beta", "gamma", "organiser", "other_organiser", "admin", "assessor")
@@ -210,3 +213,140 @@ def test_submission_rules_agree(world: World) -> None:
                 assert page.status_code in (303, 401, 403, 409), (role, page.status_code, page.text[:300])
                 assert (page.status_code == 303) == expected, (role, visibility, window, page.status_code)
                 c.cookies.clear()
+
+
+# ------------------------------------------------------------------ reads keyed by a qrels version
+# Every endpoint and page that takes a qrels version (or a set reference standing for one), with
+# the predicate of what it reads; the version goes in for {v}. A new route taking such a
+# parameter fails test_every_version_parameter_is_in_the_matrix until it is added here.
+VERSION_READS: list[tuple[str, Callable[[access.Principal, Collection], bool]]] = [
+    ("/api/collections/{cid}/leaderboard?qrels_version={v}", policy.may_see_board),
+    ("/api/collections/{cid}/leaderboard?qrels_version={v}&format=latex", policy.may_see_board),
+    ("/api/collections/{cid}/significance?qrels_version={v}", policy.may_see_results),
+    ("/api/collections/{cid}/qrels/compare?a=1&b={v}", policy.may_see_qrels),
+    ("/api/collections/{cid}/qrels/diff?old=1&new={v}", policy.may_see_qrels),
+    ("/api/collections/{cid}/judgment-sets/compare?a=official&b={v}", policy.may_see_qrels),
+    ("/c/{cid}?qrels_version={v}", policy.may_see_board),
+    ("/c/{cid}/board.csv?qrels_version={v}", policy.may_see_board),
+    ("/c/{cid}/board.tex?qrels_version={v}", policy.may_see_board),
+    ("/c/{cid}/qrels?old=1&new={v}", policy.may_see_qrels),
+    ("/c/{cid}/qrels/compare?a=1&b={v}", policy.may_see_qrels),
+    ("/c/{cid}/qrels/compare.csv?a=1&b={v}", policy.may_see_qrels),
+]
+#: Parameters that name a qrels version or a set standing for one, and the routes that take one
+#: but read nothing under it: "a"/"b" of /compare are runs, "version" of the judgment-set pages
+#: echoes what a form just stored, and the metrics board (the board's selectors) reads the
+#: board's own version whatever ?qrels_version= says.
+VERSION_PARAMETERS = {"qrels_version", "version", "old", "new", "a", "b"}
+NOT_VERSION_READS = {"/api/collections/{cid:int}/compare", "/c/{cid:int}/compare", "/c/{cid:int}/judges",
+                     "/c/{cid:int}/judgment-sets", "/c/{cid:int}/metrics", "/c/{cid:int}/metrics.csv"}
+VERSION_ROLES = ("organiser", "admin", "anonymous", "alpha", "beta", "judges", "other_organiser", "assessor")
+VERSION_STATES = (("private", False), ("private", True), ("public", True))  # unreleased, released, public
+
+
+def test_every_version_parameter_is_in_the_matrix() -> None:
+    from service.api.app import create_app
+
+    app = create_app("sqlite://", lambda followups: None)
+    covered = {path.split("?")[0].replace("{cid}", "{cid:int}") for path, _ in VERSION_READS}
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", []):
+            if "GET" in handler.http_methods and VERSION_PARAMETERS & _parameters(handler):
+                assert route.path in covered | NOT_VERSION_READS, f"{route.path} takes a qrels version: add it"
+    assert {"/c/{cid:int}", "/c/{cid:int}/board.tex"} <= covered  # (their version comes through a dependency)
+
+
+def _parameters(handler: Any) -> set[str]:
+    """The names a route handler takes, its dependencies' included (the board's selectors)."""
+    provided, names, todo = handler.resolve_dependencies(), set(), list(handler.parsed_fn_signature.parameters)
+    while todo:
+        name = todo.pop()
+        if name not in names:
+            names.add(name)
+            if name in provided:
+                todo += list(provided[name].parsed_fn_signature.parameters)
+    return names
+
+
+def _judge_sets(world: World) -> dict[str, int]:
+    """Besides the official version 1: an organisers' set (version 2), and the judges track's
+    sets of two teams, "judges" (version 3) and beta (version 4)."""
+    c, admin, org = world.client, auth(world.tokens["admin"]), auth(world.tokens["organiser"])
+    assert c.post("/api/teams", json={"name": "judges"}, headers=admin).status_code == 201
+    assert c.post(f"/api/collections/{world.cid}/teams", json={"team": "judges"}, headers=admin).status_code == 201
+    world.tokens["judges"] = c.post("/api/tokens", json={"role": "participant", "team": "judges"},
+                                    headers=admin).json()["token"]
+    relabelled = "".join(f"{line.rsplit(' ', 1)[0]} L{(i % 3)}\n" for i, line in enumerate(world.qrels.splitlines())
+                         if not line.endswith("L-1"))
+    assert c.post(f"/api/collections/{world.cid}/judgment-sets", json={"name": "umbrela"}, headers=org).status_code \
+        == 201
+    build = c.post(f"/api/collections/{world.cid}/pools", json={"depth": 5}, headers=org).json()
+    pid = c.get(f"/api/pool-builds/{build['id']}", headers=org).json()["pool"]  # built by the in-process worker
+    with world.factory() as s:
+        pooled = s.execute(select(PoolDocument.topic, PoolDocument.docno).where(PoolDocument.pool_id == pid)).all()
+    judged = "".join(f"{topic} {docno} L{i % 3}\n" for i, (topic, docno) in enumerate(pooled))
+    r = c.post(f"/api/collections/{world.cid}/qrels", params={"judgment_set": "umbrela"}, content=relabelled,
+               headers=org)
+    assert r.status_code == 201 and r.json()["version"] == 2, r.text
+    assert c.put(f"/api/collections/{world.cid}/judge-track", json={"accepts_judgments": True},
+                 headers=org).status_code == 200
+    found = {"official": 1, "organisers": 2}
+    for team, version in (("judges", 3), ("beta", 4)):
+        r = c.post(f"/api/collections/{world.cid}/judge-submissions", params={"name": f"{team}-llm"},
+                   content=judged, headers=auth(world.tokens[team]))
+        assert r.status_code == 201 and r.json()["version"] == version, r.text
+        found[team] = version
+    return found
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_every_read_keyed_by_a_qrels_version_follows_one_rule(world: World) -> None:
+    """For each role and collection state, each version read with the official version, an
+    organisers' set's, a judges track team's (another team's, or the caller's own) and a
+    version that does not exist: 200 when the read's predicate and ``policy.may_read_version``
+    allow it, 401/403 when the read's predicate does not, else 404, the same answer as for a
+    version that does not exist (the number tells nothing of other sets)."""
+    from tests.integration.test_portal import as_role
+
+    c = world.client
+    numbers = _judge_sets(world)
+    me_of = _principals(world)
+    with world.factory() as s:
+        me_of["judges"] = access.principal_for(s, f"Bearer {world.tokens['judges']}")
+    c.cookies.clear()
+    checked = 0
+    for visibility, released in VERSION_STATES:
+        r = c.patch(f"/api/collections/{world.cid}", json={"visibility": visibility, "leaderboard_released": released},
+                    headers=auth(world.tokens["admin"]))
+        assert r.status_code == 200, r.text
+        with world.factory() as s:
+            coll = s.get(Collection, world.cid)
+            official_set = coll.official_set_id
+            set_of = {v.version: v.judgment_set_id for v in s.scalars(select(QrelsVersion))}
+        for path, predicate in VERSION_READS:
+            unknown: dict[str, str] = {}  # role -> the answer for a version that does not exist
+            for number in (99, *numbers.values()):
+                url = path.format(cid=world.cid, v=number)
+                for role in VERSION_ROLES:  # organisers first: a board they were shown is never served to others
+                    me = me_of[role]
+                    if not predicate(me, coll) and number != 99:
+                        continue  # refused whatever the version: asked once, with a version that does not exist
+                    state = f"{url} as {role} ({visibility}, released={released})"
+                    headers = as_role(world, role) if url.startswith("/c/") else auth(world.tokens.get(role))
+                    answer = c.get(url, headers=headers, follow_redirects=False)
+                    if not predicate(me, coll):
+                        assert answer.status_code in (401, 403), f"{state}: {answer.status_code} {answer.text[:200]}"
+                    elif number in set_of and policy.may_read_version(me, coll, set_of[number] == official_set):
+                        assert answer.status_code == 200, f"{state}: {answer.status_code} {answer.text[:200]}"
+                    else:
+                        assert answer.status_code == 404, f"{state}: {answer.status_code} {answer.text[:200]}"
+                        unknown.setdefault(role, _unnumbered(answer.text, number))
+                        assert _unnumbered(answer.text, number) == unknown[role], state
+                    checked += 1
+    assert checked > len(VERSION_STATES) * len(VERSION_READS) * len(VERSION_ROLES)
+
+
+def _unnumbered(text: str, number: int) -> str:
+    """An answer without the version number it names (a request id aside, it is all the same)."""
+    return re.sub(r'"request_id":"[^"]*"', "", text.replace(f"version {number}", "version N")
+                  .replace(f"={number}", "=N"))
