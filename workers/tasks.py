@@ -34,17 +34,25 @@ def limits() -> Limits:
                   tests_max_wait=12 * cfg.tests_debounce)
 
 
+#: The priority of background work (``Followup.background``). kombu's Redis transport keeps a
+#: list per priority step (0, 3, 6, 9) and a worker pops step 0 first: 0 (every other message)
+#: is served first, 9 only when nothing else waits. The filesystem broker ignores it (FIFO).
+BACKGROUND = 9
+
+
 def send(followups: Iterable[Followup], celery_app: Celery | None = None) -> None:
     """Enqueue follow-up work; callers invoke this only after their transaction committed.
 
     A job's tests are sent with the debounce delay (``CRANFIELD_TESTS_DEBOUNCE``): a burst of
     jobs finishing together costs one round of tests (see service.evaluation.significance_tests).
+    Background work goes below the rest (:data:`BACKGROUND`).
     """
     target = celery_app or app
     cfg = settings().worker
     for f in followups:
         delay = {"countdown": cfg.tests_debounce} if f.task == TaskName.RUN_TESTS and cfg.tests_debounce else {}
-        target.send_task(TaskName(f.task).value, args=[f.id], queue=cfg.queue, **delay)
+        order = {"priority": BACKGROUND} if f.background else {}
+        target.send_task(TaskName(f.task).value, args=[f.id], queue=cfg.queue, **delay, **order)
 
 
 # Retries are narrow: only a database that is unreachable (a restart, a failover). They back

@@ -50,6 +50,11 @@ def task_of(kind: str) -> TaskName:
     return {POOL: TaskName.BUILD_POOL, JUDGE_BOARD: TaskName.RANK_JUDGES}.get(kind, TaskName.RUN_ANALYSIS)
 
 
+def followup(row: Analysis) -> Followup:
+    """The follow-up doing a row's work; a judge board's in the background (no run waits for it)."""
+    return Followup(task_of(row.kind), row.id, row.kind == JUDGE_BOARD)
+
+
 def queue(s: Session, coll: Collection, me: Principal, kind: str, params: dict[str, Any]) -> Outcome[Analysis]:
     """Record background work on the collection's current qrels and configuration, and the
     follow-up that does it once the transaction has committed."""
@@ -57,7 +62,7 @@ def queue(s: Session, coll: Collection, me: Principal, kind: str, params: dict[s
                    config_id=coll.current_config_id, created_by=me.name)
     s.add(row)
     s.flush()
-    return Outcome(row, (Followup(task_of(kind), row.id),))
+    return Outcome(row, (followup(row),))
 
 
 def request(s: Session, coll: Collection, me: Principal, metric: str | None = None, pool_id: int | None = None,
@@ -303,9 +308,9 @@ def sweep(factory: sessionmaker[Session], timeout: float, *, lost_after: float |
                                                              Analysis.attempts == row.attempts)
                                       .values(status="queued", queued_at=now, lease_expires_at=None)
                                       .execution_options(synchronize_session=False)).rowcount:
-                    out.append(Followup(task_of(row.kind), row.id))
+                    out.append(followup(row))
             elif as_utc(row.queued_at or row.created_at) <= now - grace and s.execute(
                     update(Analysis).where(Analysis.id == row.id, Analysis.status == "queued")
                     .values(queued_at=now).execution_options(synchronize_session=False)).rowcount:
-                out.append(Followup(task_of(row.kind), row.id))  # lost on the way: sending twice is harmless
+                out.append(followup(row))  # lost on the way: sending twice is harmless
     return out

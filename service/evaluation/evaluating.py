@@ -22,9 +22,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.evaluation.planning import PENDING
+from service.evaluation.planning import PENDING, tests_followup
 from service.evaluation.setup import EVALUATOR_VERSION, eval_settings, load_judgments, load_run, unavailable_metrics
-from service.evaluation.work import BudgetExceeded, Followup, Heartbeat, LeaseLost, Limits, TaskName, patiently
+from service.evaluation.work import BudgetExceeded, Followup, Heartbeat, LeaseLost, Limits, patiently
 from service.formats.diversity import IntentQrels
 from service.formats.sampled import SampledQrels
 from service.formats.types import Qrels
@@ -355,4 +355,4 @@ def maybe_start_tests(s: Session, job_id: int) -> list[Followup]:
         update(Job).where(Job.id == job_id, Job.status == "running", Job.tests_queued_at.is_(None))
         .values(status="testing", tests_queued_at=utcnow()).execution_options(synchronize_session=False)
     ).rowcount
-    return [Followup(TaskName.RUN_TESTS, job_id)] if started else []
+    return [tests_followup(s, job_id)] if started else []

@@ -7,12 +7,13 @@ runs, with a bootstrap interval over topics.
   ranks by: the metric the runs are scored with (default the official one), the agreement
   measure (``tau_ap`` by default: Yilmaz et al.'s AP correlation with the official set as the
   truth; ``kendall``, ``tau_ap_b``, ``spearman``, ``pearson``, ``tau_top_k``), the resamples
-  and the level of the interval, how many sets a team may submit, and whether the board is
-  released to the teams.
+  and the level of the interval, how many sets and versions a team may submit (in all and in
+  a window of hours), and whether the board is released to the teams.
 * A team submits judgments (``submit``): a qrels file checked line by line against the
-  judgeable documents (every pooled document and every document the official set judged) and
+  judgeable documents (the documents of the collection's pools, which the teams are given) and
   the collection's scale; it becomes a judgment set of the team's (a set submitted again under
-  the same name is its next version), evaluated by the workers like any set.
+  the same name is its next version), evaluated by the workers like any set, in the
+  background (below the runs' evaluations under the official set).
 * The board is computed by the workers from stored per-topic scores
   (:func:`service.metrics.stats.judge_meta.judge_agreement`) and stored as an analysis of kind
   ``judge_board``; the scheduled refresh queues it again whenever its inputs change (a new
@@ -21,8 +22,12 @@ runs, with a bootstrap interval over topics.
 Secrecy: a team never reads the official judgments, its own judgments' agreement with them
 document by document, nor another team's set: the board gives each submitted set's aggregate
 agreement only, to the organisers always, to the submitting team for its own sets, and to
-everyone who may read the collection once the organisers release the board. The per-team set
-limit bounds how often a team can probe the official judgments through the board.
+everyone who may read the collection once the organisers release the board. The per-team
+limits on sets and versions (in all, and per window) bound how often a team can probe the
+official judgments through the board, and a refused upload reveals nothing of them: a file is
+checked against what the team is given (the pools, the scale), never against the official
+judgments, so a refusal for a document the official set judged outside the pools and for one
+nobody judged is the same.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -42,17 +48,17 @@ from service.evaluation import analyses, collections, idempotency, judgment_sets
 from service.evaluation.access import Principal
 from service.evaluation.results import current_result
 from service.evaluation.setup import add_qrels, audit, official_set
-from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, TaskName, patiently
+from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, patiently
 from service.formats.readers import parse_qrels, qrels_records
 from service.metrics import parse_measure
 from service.metrics.stats.agreement import bland_altman
 from service.metrics.stats.judge_meta import MEASURES, judge_agreement
 from service.store.arrays import unpack
+from service.store.db import as_utc
 from service.store.models import (
     Analysis,
     Collection,
     CollectionConfig,
-    Judgment,
     JudgmentSet,
     Pool,
     PoolDocument,
@@ -61,11 +67,16 @@ from service.store.models import (
     RunEvaluation,
     Score,
     Team,
+    utcnow,
 )
 
 JUDGE_BOARD = analyses.JUDGE_BOARD
 DEFAULTS: dict[str, Any] = {"metric": None, "measure": "tau_ap", "resamples": 1000, "level": 0.95, "seed": 0,
-                            "top_k": 10, "max_sets_per_team": 5, "released": False}
+                            "top_k": 10, "max_sets_per_team": 5, "max_versions_per_team": 10,
+                            "max_versions_per_window": 3, "window_hours": 24, "released": False}
+#: The whole numbers among the settings, with their ranges.
+WHOLE = {"resamples": (100, 100_000), "top_k": (2, 10_000), "max_sets_per_team": (1, 1000), "seed": (0, 2**31 - 1),
+         "max_versions_per_team": (1, 1000), "max_versions_per_window": (1, 1000), "window_hours": (1, 24 * 366)}
 
 
 # --------------------------------------------------------------------------- settings
@@ -84,9 +95,8 @@ def _check(values: Mapping[str, Any]) -> dict[str, Any]:
             if value not in MEASURES:
                 raise BadRequest(f"measure is one of {', '.join(MEASURES)}, not {value!r}")
             out[key] = value
-        elif key in ("resamples", "top_k", "max_sets_per_team", "seed"):
-            low, high = {"resamples": (100, 100_000), "top_k": (2, 10_000), "max_sets_per_team": (1, 1000),
-                         "seed": (0, 2**31 - 1)}[key]
+        elif key in WHOLE:
+            low, high = WHOLE[key]
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise BadRequest(f"{key} is a whole number from {low} to {high}")
             out[key] = value
@@ -125,26 +135,58 @@ def configure(s: Session, coll: Collection, me: Principal, changes: Mapping[str,
 
 # --------------------------------------------------------------------------- submissions
 def judgeable(s: Session, coll: Collection) -> dict[str, set[str]]:
-    """topic -> the documents a judge may label: every pooled document and every document the
-    official set's newest version judged."""
+    """topic -> the documents a judge may label: those of the collection's pools (drawn, for a
+    stratified pool), which the organisers give the teams. Only what a team may know: checking
+    against the official judgments as well would make each refusal tell whether the official
+    set judged a document (issue 24)."""
     found: dict[str, set[str]] = {}
     for t, d in s.execute(select(PoolDocument.topic, PoolDocument.docno).join(Pool, Pool.id == PoolDocument.pool_id)
                           .where(Pool.collection_id == coll.id, PoolDocument.sampled.is_(True))):  # not sampled out
         found.setdefault(t, set()).add(d)
-    if coll.current_qrels_id is not None:
-        for t, d in s.execute(select(Judgment.topic, Judgment.docno)
-                              .where(Judgment.qrels_version_id == coll.current_qrels_id)):
-            found.setdefault(t, set()).add(d)
     return found
+
+
+def usage(s: Session, coll: Collection, team_id: int, now: datetime | None = None) -> dict[str, Any]:
+    """A team's use of the track's limits: its sets, its versions in all and within the window
+    ending ``now``, and when the window lets the next version in (None: at once)."""
+    cfg = settings(coll)
+    now = now or utcnow()
+    window = timedelta(hours=cfg["window_hours"])
+    sets = s.scalar(select(func.count(JudgmentSet.id)).where(JudgmentSet.collection_id == coll.id,
+                                                            JudgmentSet.team_id == team_id)) or 0
+    times = sorted(as_utc(t) for t in s.scalars(
+        select(QrelsVersion.uploaded_at).join(JudgmentSet, JudgmentSet.id == QrelsVersion.judgment_set_id)
+        .where(JudgmentSet.collection_id == coll.id, JudgmentSet.team_id == team_id)))
+    recent = [t for t in times if t > now - window]
+    over = len(recent) - cfg["max_versions_per_window"]
+    return {"sets": sets, "versions": len(times), "in_window": len(recent),
+            "next_at": recent[over] + window if over >= 0 else None}
+
+
+def check_budget(s: Session, coll: Collection, team_id: int, new_set: bool) -> None:
+    """409 when one more version (of a new set, with ``new_set``) would pass one of the track's
+    limits: each version is another aggregate probe of the official judgments."""
+    cfg, used = settings(coll), usage(s, coll, team_id)
+    if new_set and used["sets"] >= cfg["max_sets_per_team"]:
+        raise Conflict(f"your team has submitted {used['sets']} judgment sets, the limit of this track "
+                       f"({cfg['max_sets_per_team']}): submit a new version of one of them instead")
+    if used["versions"] >= cfg["max_versions_per_team"]:
+        raise Conflict(f"your team has submitted {used['versions']} versions of judgment sets, the limit of this "
+                       f"track ({cfg['max_versions_per_team']})")
+    if used["next_at"] is not None:
+        raise Conflict(f"your team has submitted {used['in_window']} versions of judgment sets in the last "
+                       f"{cfg['window_hours']} hours, the limit of this track ({cfg['max_versions_per_window']}); "
+                       f"the next is accepted from {collections.iso(used['next_at'])}")
 
 
 def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, name: str,
            fields: Mapping[str, Any], source: str = "judgments", idempotency_key: str | None = None
            ) -> Outcome[dict[str, Any]]:
     """A team's automatic judgments for the collection's pool: checked line by line before
-    anything is stored (topics and documents judgeable, levels within the scale), then a new
-    version of the team's set ``name`` (made on the first submission, with the provenance in
-    ``fields``), which every run is evaluated under."""
+    anything is stored (topics and documents judgeable, levels within the scale), then, within
+    the track's limits (:func:`check_budget`), a new version of the team's set ``name`` (made
+    on the first submission, with the provenance in ``fields``), which every run is evaluated
+    under in the background. A refused upload stores nothing: no version number, no limit used."""
     from service.evaluation.judging import max_level
 
     idempotency.check_key(idempotency_key)
@@ -162,7 +204,7 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
         pool = judgeable(s, coll)
         top = max_level(s, coll)
     if not pool:
-        raise Conflict(f"collection {cid} has no pool or judgments yet: there is nothing to judge")
+        raise Conflict(f"collection {cid} has no pool yet: there is nothing to judge")
     records = qrels_records(body, source)  # InvalidInput with the line (syntax, duplicates) first
     if not records:
         raise InvalidInput(source, None, "no judgments in the upload")
@@ -182,13 +224,8 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
         js = judgment_sets.find(s, coll, name)
         if js is not None and js.team_id != me.team_id:
             raise Conflict(f"the name {name!r} is taken in collection {cid}: choose another")
+        check_budget(s, coll, me.team_id, new_set=js is None)
         if js is None:
-            limit = settings(coll)["max_sets_per_team"]
-            mine = s.scalar(select(func.count(JudgmentSet.id)).where(JudgmentSet.collection_id == coll.id,
-                                                                    JudgmentSet.team_id == me.team_id)) or 0
-            if mine >= limit:
-                raise Conflict(f"your team has submitted {mine} judgment sets, the limit of this track "
-                               f"({limit}): submit a new version of one of them instead")
             js = judgment_sets.create(s, coll, me, name, {"source": "automatic", **provenance}, team_id=me.team_id)
         else:
             for key, value in provenance.items():
@@ -254,7 +291,7 @@ def queue_if_stale(s: Session, coll: Collection, actor: str = "refresh", force: 
                    qrels_version_id=coll.current_qrels_id, config_id=coll.current_config_id, created_by=actor)
     s.add(row)
     s.flush()
-    return [Followup(TaskName.RANK_JUDGES, row.id)]
+    return [analyses.followup(row)]
 
 
 def request_board(s: Session, coll: Collection, me: Principal, force: bool = False) -> Outcome[dict[str, Any]]:

@@ -107,10 +107,33 @@ def plan_job(
     items = [JobItem(job_id=job.id, run_id=r) for r in run_ids]
     s.add_all(items)
     s.flush()
+    behind = background(coll, version_id)
     if not run_ids:
         job.tests_queued_at = utcnow()
-        return job, [Followup(TaskName.RUN_TESTS, job.id)]
-    return job, [Followup(TaskName.EVALUATE_ITEM, it.id) for it in items]
+        return job, [Followup(TaskName.RUN_TESTS, job.id, behind)]
+    return job, [Followup(TaskName.EVALUATE_ITEM, it.id, behind) for it in items]
+
+
+def background(coll: Collection, qrels_version_id: int | None) -> bool:
+    """Whether work on this qrels version is background work (``Followup.background``): no
+    board ranks by it (another judgment set's version, or an official one since replaced)."""
+    return qrels_version_id != coll.current_qrels_id
+
+
+def item_followups(s: Session, item_ids: list[int]) -> list[Followup]:
+    """The follow-ups evaluating these items again (the sweeper's), in the background when
+    their job is."""
+    behind = set(s.scalars(select(JobItem.id).join(Job, Job.id == JobItem.job_id).join(
+        Collection, Collection.id == Job.collection_id).where(
+        JobItem.id.in_(item_ids), Job.qrels_version_id != Collection.current_qrels_id))) if item_ids else set()
+    return [Followup(TaskName.EVALUATE_ITEM, i, i in behind) for i in item_ids]
+
+
+def tests_followup(s: Session, job_id: int) -> Followup:
+    """The follow-up running a job's tests, in the background when the job is."""
+    behind = s.scalar(select(Job.id).join(Collection, Collection.id == Job.collection_id).where(
+        Job.id == job_id, Job.qrels_version_id != Collection.current_qrels_id)) is not None
+    return Followup(TaskName.RUN_TESTS, job_id, behind)
 
 
 def job_key(coll: Collection, config: CollectionConfig, qrels_version_id: int | None = None) -> tuple[Any, ...]:

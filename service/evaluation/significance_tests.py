@@ -31,10 +31,10 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.evaluation.planning import PENDING, TEST_PARAMS, params_hash, runs_hash
+from service.evaluation.planning import PENDING, TEST_PARAMS, params_hash, runs_hash, tests_followup
 from service.evaluation.results import evaluated_under, json_safe, tested_under
 from service.evaluation.setup import EVALUATOR_VERSION, unavailable_metrics
-from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, TaskName, patiently
+from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, patiently
 from service.metrics.pooling import competition_ranks
 from service.metrics.stats.letters import letter_columns, members
 from service.metrics.stats.meta import MetaEvaluation, meta_evaluation
@@ -262,7 +262,7 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
             s.flush()
             later = s.scalars(select(Job.id).where(*same_key(jobs[0]), Job.status == "testing")
                               .order_by(Job.tests_queued_at.desc(), Job.id.desc())).first()
-            return [Followup(TaskName.RUN_TESTS, later)] if later is not None else []
+            return [tests_followup(s, later)] if later is not None else []
     except IntegrityError:
         return []  # a concurrent round stored the same matrices and finished the jobs
 

@@ -17,10 +17,19 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.evaluation import analyses, judge_track
 from service.evaluation.evaluating import finish_item, gave_up, lease_expired, maybe_start_tests
-from service.evaluation.planning import ACTIVE, PENDING, job_key, params_hash, plan_job, runs_hash
+from service.evaluation.planning import (
+    ACTIVE,
+    PENDING,
+    item_followups,
+    job_key,
+    params_hash,
+    plan_job,
+    runs_hash,
+    tests_followup,
+)
 from service.evaluation.results import current_result, tested_under
 from service.evaluation.significance_tests import mark, pending_elsewhere, tests_gave_up
-from service.evaluation.work import Followup, TaskName
+from service.evaluation.work import Followup
 from service.store.db import as_utc, transaction
 from service.store.models import (
     Analysis,
@@ -79,13 +88,13 @@ def sweep(factory: sessionmaker[Session], max_attempts: int = 3, *, lost_after: 
                                                  JobItem.attempts == item.attempts)
                            .values(status="queued", queued_at=now, lease_expires_at=None)
                            .execution_options(synchronize_session=False)).rowcount:
-                followups.append(Followup(TaskName.EVALUATE_ITEM, item.id))
+                followups += item_followups(s, [item.id])
     with transaction(factory) as s:  # lost messages of queued items
         lost = list(s.scalars(select(JobItem.id).where(JobItem.status == "queued", JobItem.queued_at < now - grace)))
         if lost:
             s.execute(update(JobItem).where(JobItem.id.in_(lost), JobItem.status == "queued")
                       .values(queued_at=now).execution_options(synchronize_session=False))
-            followups += [Followup(TaskName.EVALUATE_ITEM, i) for i in lost]
+            followups += item_followups(s, lost)
     with factory() as s:  # every item finished, but the tests were never queued
         pending = select(JobItem.id).where(JobItem.job_id == Job.id, JobItem.status.in_(PENDING)).exists()
         running = list(s.scalars(select(Job.id).where(Job.status == "running", ~pending)))
@@ -128,7 +137,7 @@ def _sweep_tests(factory: sessionmaker[Session], now: Any, grace: timedelta, max
             if s.execute(update(Job).where(Job.id == newest.id, Job.status == "testing",
                                            Job.tests_attempts == newest.tests_attempts)
                          .values(tests_queued_at=now).execution_options(synchronize_session=False)).rowcount:
-                followups.append(Followup(TaskName.RUN_TESTS, newest.id))
+                followups.append(tests_followup(s, newest.id))
     return followups
 
 

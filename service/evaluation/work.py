@@ -48,10 +48,15 @@ class TaskName(StrEnum):
 
 @dataclass(frozen=True)
 class Followup:
-    """Work to send to the workers once the current transaction has committed."""
+    """Work to send to the workers once the current transaction has committed.
+
+    ``background``: work no board waits for (an evaluation under another judgment set's
+    version, its tests, a judges track's board), sent below the rest so that a flood of it
+    never delays a run's evaluation under the official set (``workers.tasks.send``)."""
 
     task: TaskName
     id: int
+    background: bool = False
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,20 @@
 judgments for the pool, the worker evaluates every run under each and ranks the judges by
 their agreement with the hidden official judgments, with a bootstrap interval; the board's
 figures against an independent computation (the core's evaluation of the same files, scipy's
-Kendall tau); the validation of submissions; and what each role may see."""
+Kendall tau); the validation of submissions; and what each role may see.
+
+Issue 24: a refused judge file reveals nothing of the official judgments and uses none of the
+limits; versions are bounded per team, in all and per window; judge-set evaluations wait behind
+a participant's run on real workers and Redis. The rules run on SQLite only (the ``world``
+tests); the track's tests name their backend."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -16,11 +23,14 @@ import pytest
 from scipy import stats
 
 from service.sample import CollectionSpec, generate
-from tests.integration.conftest import Backend, auth, wait_for
+from tests.integration.conftest import Backend, World, auth, wait_for
+
+SQLITE_ONLY_BUT: frozenset[str] = frozenset()  # the track's tests say their backend
 
 SPEC = CollectionSpec(topics=8, runs=8, depth=30, docs_per_topic=80, judged_per_topic=40, seed=5,
                       missing_topic_rate=0.0)
 TEAMS = ("alpha", "beta", "gamma", "delta")
+POOL_DEPTH = 10
 
 
 @dataclass
@@ -31,6 +41,29 @@ class Track:
     qrels: str
     runs: dict[str, str]
     backend: Backend
+    pooled: dict[str, set[str]]  # topic -> the pooled documents (what teams judge)
+
+
+def _pool(c: Any, cid: int, org: dict[str, str], factory: Any, backend: Backend | None = None
+          ) -> dict[str, set[str]]:
+    """The pool the teams are given (by the workers, or in-process in a world): every document
+    the runs rank within ``POOL_DEPTH``, judged or not (one stratum drawn at rate 1; a depth
+    pool after the qrels would leave out what they judged); topic -> its documents."""
+    from sqlalchemy import select
+
+    from service.store.models import PoolDocument
+
+    r = c.post(f"/api/collections/{cid}/pools", json={"kind": "stratified", "strata": [[1, POOL_DEPTH, 1.0]],
+                                                      "seed": 1}, headers=org)
+    assert r.status_code == 202, r.text
+    build = r.json()["id"]
+    pid = wait_for(lambda: c.get(f"/api/pool-builds/{build}", headers=org).json()["pool"], 120, "the pool", backend)
+    found: dict[str, set[str]] = {}
+    with factory() as s:
+        for topic, docno in s.execute(select(PoolDocument.topic, PoolDocument.docno).where(
+                PoolDocument.pool_id == pid, PoolDocument.sampled.is_(True))):
+            found.setdefault(topic, set()).add(docno)
+    return found
 
 
 @pytest.fixture
@@ -62,19 +95,27 @@ def track(backend: Backend) -> Iterator[Track]:
         for i, (tag, text) in enumerate(runs.items()):
             r = c.post(f"/api/collections/{cid}/runs", content=text, headers=auth(tokens[TEAMS[i % 2]]))
             assert r.status_code == 201, r.text
-        yield Track(c, cid, tokens, qrels, runs, backend)
+        pooled = _pool(c, cid, auth(org), backend.factory(), backend)
+        yield Track(c, cid, tokens, qrels, runs, backend, pooled)
 
 
-def _relabelled(qrels: str, share: float, seed: int) -> str:
-    """The official judgments with ``share`` of the labels drawn again at random."""
+def _official(qrels: str) -> dict[tuple[str, str], int]:
+    """(topic, docno) -> the official level (-1: judged, no label)."""
+    return {(t, d): int(label[1:]) for t, d, label in (line.split() for line in qrels.splitlines())}
+
+
+def _relabelled(qrels: str, pooled: dict[str, set[str]], share: float, seed: int) -> str:
+    """A judge's labels of every pooled document: the official level (0 where the official set
+    has none), with ``share`` of them drawn again at random."""
     rng = random.Random(seed)
+    official = _official(qrels)
     out = []
-    for line in qrels.splitlines():
-        topic, docno, label = line.split()
-        level = int(label[1:])
-        if level >= 0 and rng.random() < share:
-            level = rng.choice([0, 1, 2, 3])
-        out.append(f"{topic} {docno} L{max(level, 0)}")
+    for topic in sorted(pooled):
+        for docno in sorted(pooled[topic]):
+            level = max(official.get((topic, docno), 0), 0)
+            if rng.random() < share:
+                level = rng.choice([0, 1, 2, 3])
+            out.append(f"{topic} {docno} L{level}")
     return "\n".join(out) + "\n"
 
 
@@ -118,7 +159,8 @@ def test_a_judges_track_ranks_submitted_judges_by_agreement_with_the_hidden_offi
 
     c, cid = track.client, track.cid
     org = auth(track.tokens["organiser"])
-    judged = {"gamma": _relabelled(track.qrels, 0.1, 1), "delta": _relabelled(track.qrels, 1.0, 2)}
+    judged = {"gamma": _relabelled(track.qrels, track.pooled, 0.1, 1),
+              "delta": _relabelled(track.qrels, track.pooled, 1.0, 2)}
     r = c.post(f"/api/collections/{cid}/judge-submissions", params={"name": "g1"}, content=judged["gamma"],
                headers=auth(track.tokens["gamma"]))
     assert r.status_code == 409 and "judges track" in r.text  # not open yet
@@ -202,3 +244,201 @@ def test_a_judges_track_ranks_submitted_judges_by_agreement_with_the_hidden_offi
                                    "gamma-llm", model="m-2", idempotency_key="k-1") == doc  # a retry
     seen = client.judge_board(cid)
     assert [r["judgment_set"] for r in seen["rows"]] == ["gamma-llm", "delta-llm"] and seen["stale"] is True
+
+
+# --------------------------------------------------------------------------- issue 24: probes and limits
+def _open_world(world: World, **settings: Any) -> dict[str, set[str]]:
+    """Open the world's judges track with ``settings`` and give it a pool (built in-process)."""
+    org = auth(world.tokens["organiser"])
+    r = world.client.put(f"/api/collections/{world.cid}/judge-track", json={"accepts_judgments": True, **settings},
+                         headers=org)
+    assert r.status_code == 200, r.text
+    return _pool(world.client, world.cid, org, world.factory)
+
+
+def _submit(world: World, team: str, name: str, text: str) -> Any:
+    return world.client.post(f"/api/collections/{world.cid}/judge-submissions", params={"name": name}, content=text,
+                             headers=auth(world.tokens[team]))
+
+
+def test_a_refused_judge_file_reveals_nothing_about_the_official_judgments(world: World) -> None:
+    """The issue's probe: a file of pooled lines ending with one document outside the pool. Its
+    refusal is the same whether the official set judged that document or nobody did (before,
+    the judged ones were accepted: 10 of 10 told apart), and a refusal stores nothing: no
+    version number, none of the team's limit."""
+    pooled = _open_world(world, max_versions_per_team=1)
+    official = _official(world.qrels)
+    topic = sorted(pooled)[0]
+    ti = int(topic) - 1  # the generator's document numbers (service.sample._docno)
+    judged_outside = sorted(d for t, d in official if t == topic and d not in pooled[topic])[:5]
+    never_judged = [d for d in (f"NTC-{ti:03d}-{n:05d}" for n in range(60))
+                    if (topic, d) not in official and d not in pooled[topic]][:5]
+    assert len(judged_outside) == len(never_judged) == 5
+    good = "".join(f"{topic} {d} L1\n" for d in sorted(pooled[topic])[:3])
+    answers = set()
+    for docno in judged_outside + never_judged:
+        r = _submit(world, "alpha", "probe", good + f"{topic} {docno} L1\n")
+        assert r.status_code == 422 and r.json()["line"] == 4, r.text
+        answers.add((r.status_code, json.dumps(r.json(), sort_keys=True).replace(docno, "DOC")))
+    assert len(answers) == 1, answers  # one answer for both kinds: nothing to tell them apart
+    assert "is not in the pool of topic" in next(iter(answers))[1]
+    assert world.client.get(f"/api/collections/{world.cid}/judgment-sets",
+                            headers=auth(world.tokens["alpha"])).json()["items"] == []
+    r = _submit(world, "alpha", "probe", good)  # ten refusals later: the first version, numbered next
+    assert r.status_code == 201 and r.json()["version"] == 2 and r.json()["judgeable"] == sum(
+        len(v) for v in pooled.values()), r.text
+    r = _submit(world, "alpha", "probe", good)
+    assert r.status_code == 409 and "versions of judgment sets, the limit of this track (1)" in r.text
+
+
+def test_versions_are_bounded_per_team_in_all_and_within_a_window(world: World) -> None:
+    from sqlalchemy import select
+
+    from service.store.db import transaction
+    from service.store.models import JudgmentSet, QrelsVersion
+    from tests.integration.test_portal import as_role
+
+    def versions(s: Any, name: str | None = None) -> list[QrelsVersion]:
+        q = select(QrelsVersion).join(JudgmentSet, JudgmentSet.id == QrelsVersion.judgment_set_id).where(
+            JudgmentSet.collection_id == world.cid, JudgmentSet.team_id.is_not(None))
+        return list(s.scalars(q.where(JudgmentSet.name == name) if name else q))
+
+    pooled = _open_world(world, max_versions_per_team=3, max_versions_per_window=2, window_hours=1)
+    settings = world.client.get(f"/api/collections/{world.cid}/judge-track", headers=auth(world.tokens["alpha"]))
+    assert {k: settings.json()[k] for k in ("max_sets_per_team", "max_versions_per_team", "max_versions_per_window",
+                                            "window_hours")} == {"max_sets_per_team": 5, "max_versions_per_team": 3,
+                                                                 "max_versions_per_window": 2, "window_hours": 1}
+    text = _relabelled(world.qrels, pooled, 0.2, 1)
+    assert [_submit(world, "alpha", name, text).status_code for name in ("a1", "a2")] == [201, 201]
+    r = _submit(world, "alpha", "a1", text)  # versions of any of the team's sets count
+    assert r.status_code == 409 and "2 versions of judgment sets in the last 1 hours" in r.text, r.text
+    assert "the next is accepted from" in r.text
+    assert _submit(world, "beta", "b1", text).status_code == 201  # per team
+    with transaction(world.factory) as s:  # an hour passes for alpha's first version
+        for v in versions(s, "a1"):
+            v.uploaded_at -= timedelta(minutes=61)
+    assert _submit(world, "alpha", "a1", text).status_code == 201
+    with transaction(world.factory) as s:  # and two for every version: the total still binds
+        for v in versions(s):
+            v.uploaded_at -= timedelta(hours=2)
+    r = _submit(world, "alpha", "a2", text)
+    assert r.status_code == 409 and "3 versions of judgment sets, the limit of this track (3)" in r.text, r.text
+    page = world.client.get(f"/c/{world.cid}/judges", headers=as_role(world, "alpha")).text
+    assert "Versions: 3 of the 3 in all, 0 of the 2 allowed within 1 hours." in page
+    r = world.client.put(f"/api/collections/{world.cid}/judge-track", json={"window_hours": 0},
+                         headers=auth(world.tokens["organiser"]))
+    assert r.status_code == 422 and "window_hours" in r.text
+
+
+def test_work_no_board_waits_for_is_sent_in_the_background(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What each request sends (in-process here): a judge set's evaluations, their tests and the
+    judge board in the background; a participant's run and a pool in the foreground; and the
+    sweeper sends again what it finds the same way."""
+    from sqlalchemy import select
+
+    from service.evaluation import task_table
+    from service.evaluation.planning import item_followups, tests_followup
+    from service.evaluation.work import Followup, TaskName
+    from service.store.models import Job, JobItem
+
+    sent: list[Followup] = []  # what the requests send, and what the work they send sends in turn
+    run_here, use_case = task_table.run_here, task_table.use_case
+
+    def recording(factory: Any, followups: Any, *args: Any) -> None:
+        followups = list(followups)
+        sent.extend(followups)
+        run_here(factory, followups, *args)
+
+    def recorded(task: TaskName) -> Any:
+        def run(factory: Any, id_: int, limits: Any) -> list[Followup]:
+            more = use_case(task)(factory, id_, limits)
+            sent.extend(more)
+            return more
+        return run
+
+    monkeypatch.setattr(task_table, "run_here", recording)
+    monkeypatch.setattr(task_table, "use_case", recorded)
+
+    def kinds() -> set[tuple[str, bool]]:
+        out = {(f.task.value.rsplit(".", 1)[1], f.background) for f in sent}
+        sent.clear()
+        return out
+
+    pooled = _open_world(world)
+    assert kinds() == {("build_pool", False)}
+    r = _submit(world, "alpha", "a1", _relabelled(world.qrels, pooled, 0.2, 1))
+    assert r.status_code == 201, r.text
+    assert kinds() == {("evaluate_item", True), ("run_tests", True)}
+    r = world.client.post(f"/api/collections/{world.cid}/judge-board", json={},
+                          headers=auth(world.tokens["organiser"]))
+    assert r.status_code == 202 and kinds() == {("rank_judges", True)}
+    run = world.runs["RUN-01"].replace("RUN-01", "RUN-NEW")
+    r = world.client.post(f"/api/collections/{world.cid}/runs", content=run, headers=auth(world.tokens["beta"]))
+    assert r.status_code == 201 and kinds() == {("evaluate_item", False), ("run_tests", False)}, r.text
+
+    with world.factory() as s:  # the sweeper's
+        judge_job = s.scalar(select(Job.id).where(Job.kind == "judges"))
+        run_job = r.json()["job"]
+        items = {job: list(s.scalars(select(JobItem.id).where(JobItem.job_id == job))) for job in (judge_job, run_job)}
+        assert {f.background for f in item_followups(s, items[judge_job])} == {True}
+        assert {f.background for f in item_followups(s, items[run_job])} == {False}
+        assert tests_followup(s, judge_job) == Followup(TaskName.RUN_TESTS, judge_job, True)
+        assert tests_followup(s, run_job) == Followup(TaskName.RUN_TESTS, run_job, False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)  # Redis: the production broker, with priorities
+def test_a_flood_of_judge_set_evaluations_waits_behind_a_participants_run(track: Track) -> None:
+    """The issue's flood: teams' versions queue an evaluation of every run each; a participant's
+    run submitted while real workers drain them is evaluated before the flood has drained. The
+    measure is the order of the claims (no clock threshold): with the broker in arrival order
+    (no priorities) every judge item queued before the run would be claimed first."""
+    from sqlalchemy import func, select
+
+    from service.store.models import Analysis, Job, JobItem
+
+    c, cid, backend = track.client, track.cid, track.backend
+    factory = backend.factory()
+
+    def idle() -> bool:
+        with factory() as s:
+            return not s.scalar(select(func.count(Job.id)).where(Job.status.not_in(("done", "failed")))) and not \
+                s.scalar(select(func.count(Analysis.id)).where(Analysis.status.in_(("queued", "running"))))
+
+    wait_for(idle, 120, "the runs' evaluation", backend)
+    backend.stop_all()  # the flood is queued with no worker; then slow workers drain it
+    org = auth(track.tokens["organiser"])
+    assert c.put(f"/api/collections/{cid}/judge-track", json={"accepts_judgments": True, "max_versions_per_window": 10},
+                 headers=org).status_code == 200
+    for i in range(3):
+        for seed, team in enumerate(("gamma", "delta")):
+            r = c.post(f"/api/collections/{cid}/judge-submissions", params={"name": f"{team}-llm"},
+                       content=_relabelled(track.qrels, track.pooled, 0.2 * i, seed), headers=auth(track.tokens[team]))
+            assert r.status_code == 201, r.text
+
+    def judge_items(*statuses: str) -> list[JobItem]:
+        with factory() as s:
+            q = select(JobItem).join(Job, Job.id == JobItem.job_id).where(Job.kind == "judges")
+            return list(s.scalars(q.where(JobItem.status.in_(statuses)) if statuses else q))
+
+    assert len(judge_items("queued")) == 6 * len(track.runs)
+    concurrency = 2
+    backend.start_worker(concurrency=concurrency, beat=False, CRANFIELD_TASK_DELAY="0.25")
+    wait_for(lambda: len(judge_items("done")) >= 4, 120, "the workers to be draining the flood", backend, every=0.05)
+    waiting = len(judge_items("queued"))  # judge items still unclaimed when the run arrives
+    run = track.runs["RUN-01"].replace("RUN-01", "RUN-NEW")
+    r = c.post(f"/api/collections/{cid}/runs", content=run, headers=auth(track.tokens["alpha"]))
+    assert r.status_code == 201, r.text
+    job = r.json()["job"]
+
+    def evaluated() -> JobItem | None:
+        with factory() as s:
+            item = s.scalar(select(JobItem).where(JobItem.job_id == job))
+            return item if item is not None and item.status == "done" else None
+
+    item = wait_for(evaluated, 120, "the participant's run", backend, every=0.05)
+    wait_for(lambda: not judge_items("queued", "evaluating"), 180, "the flood to drain", backend)
+    after = [j for j in judge_items() if j.started_at > item.started_at]
+    assert waiting >= 30, waiting  # a flood, not a trickle
+    # Only what the workers had already taken (one message per process) may go before the run.
+    assert len(after) >= waiting - 2 * concurrency, (len(after), waiting, backend.logs())

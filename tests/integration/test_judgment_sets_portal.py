@@ -55,6 +55,28 @@ def judged(world: World, share: int = 3) -> str:
     return "\n".join(out) + "\n"
 
 
+def pooled(world: World) -> dict[str, set[str]]:
+    """topic -> the documents of the collection's pools (what a judges track's teams judge)."""
+    from sqlalchemy import select
+
+    from service.store.models import Pool, PoolDocument
+
+    found: dict[str, set[str]] = {}
+    with world.factory() as s:
+        for topic, docno in s.execute(select(PoolDocument.topic, PoolDocument.docno).join(
+                Pool, Pool.id == PoolDocument.pool_id).where(Pool.collection_id == world.cid)):
+            found.setdefault(topic, set()).add(docno)
+    return found
+
+
+def team_judged(world: World, share: int = 3) -> str:
+    """A team's judgments: those of :func:`judged` of the pooled documents (a team judges the
+    pool it is given, issue 24)."""
+    docs = pooled(world)
+    return "".join(line + "\n" for line in judged(world, share).splitlines()
+                   if line.split()[1] in docs.get(line.split()[0], ()))
+
+
 def labels_file(world: World) -> str:
     """Two assessors' labels of the first ten judged documents."""
     docs = [line.split()[:2] for line in world.qrels.splitlines() if not line.endswith("L-1")][:10]
@@ -67,10 +89,16 @@ def sets_listed(html: str) -> list[str]:
 
 
 def open_track(world: World, **settings: str) -> None:
+    """Set the track up (and give the teams a pool to judge if the collection has none: every
+    document the runs rank within 10, judged or not, built in-process)."""
     values = {"accepts_judgments": "1", "measure": "tau_ap", "resamples": "200", "level": "0.95", "top_k": "10",
               "max_sets_per_team": "2", **settings}
     r = post(world, "organiser", f"/c/{world.cid}/judges/settings", values)
     assert r.status_code == 303 and "done=saved" in r.headers["location"], r.text
+    if not pooled(world):
+        r = world.client.post(f"/api/collections/{world.cid}/pools", json={
+            "kind": "stratified", "strata": [[1, 10, 1.0]], "seed": 1}, headers=auth(world.tokens["organiser"]))
+        assert r.status_code == 202 and pooled(world), r.text
 
 
 def submit(world: World, role: str, name: str, text: str, once: str | None = None, **fields: str):  # type: ignore[no-untyped-def]
@@ -83,7 +111,7 @@ def submit(world: World, role: str, name: str, text: str, once: str | None = Non
 def test_each_role_sees_the_sets_and_the_judge_board_it_may(world: World) -> None:
     cid = world.cid
     open_track(world)
-    r = submit(world, "alpha", "alpha-llm", judged(world), model="m-1", prompt="Judge it.", judged_on="2026-11-20")
+    r = submit(world, "alpha", "alpha-llm", team_judged(world), model="m-1", prompt="Judge it.", judged_on="2026-11-20")
     assert r.status_code == 303 and "done=submitted" in r.headers["location"] and "version=2" in r.headers["location"]
     assert "Version 2 of your set" in page(world, "alpha", r.headers["location"]).text
     assert post(world, "organiser", f"/c/{cid}/judges/board").status_code == 303  # computed by the in-process worker
@@ -373,16 +401,16 @@ def test_the_judges_track_settings_submissions_and_board(world: World) -> None:
     assert 'value="a1"' in r.text  # what was typed comes back
     r = submit(world, "alpha", "9lives", judged(world))
     assert r.status_code == 400 and "begins with a letter" in r.text
-    r = submit(world, "alpha", "a1", judged(world), once=key, model="m")
+    r = submit(world, "alpha", "a1", team_judged(world), once=key, model="m")
     assert r.status_code == 303 and "name=a1&version=2" in r.headers["location"]
-    again = submit(world, "alpha", "a1", judged(world), once=key, model="m")
+    again = submit(world, "alpha", "a1", team_judged(world), once=key, model="m")
     assert again.status_code == 303 and again.headers["location"] == r.headers["location"]
     assert [s["current_version"] for s in api(world, "alpha", "/judgment-sets")["items"]] == [2]
-    r = submit(world, "alpha", "a2", judged(world, 2))
+    r = submit(world, "alpha", "a2", team_judged(world, 2))
     assert r.status_code == 409 and "the limit of this track" in r.text
-    r = submit(world, "beta", "a1", judged(world, 2))
+    r = submit(world, "beta", "a1", team_judged(world, 2))
     assert r.status_code == 409 and "is taken" in r.text
-    r = submit(world, "alpha", "a1", judged(world, 2))  # the team's own set again: its next version
+    r = submit(world, "alpha", "a1", team_judged(world, 2))  # the team's own set again: its next version
     assert r.status_code == 303 and "version=3" in r.headers["location"]
     assert submit(world, "organiser", "org", judged(world)).status_code == 403  # teams submit, not organisers
 
@@ -397,7 +425,7 @@ def test_the_judges_track_settings_submissions_and_board(world: World) -> None:
     r = post(world, "organiser", f"{path}/board")
     assert r.status_code == 303 and "done=current" in r.headers["location"]
     # a new version makes the stored board stale until it is computed again
-    assert submit(world, "alpha", "a1", judged(world, 4)).status_code == 303
+    assert submit(world, "alpha", "a1", team_judged(world, 4)).status_code == 303
     assert 'id="stale"' in page(world, "organiser", path).text
 
 

@@ -50,5 +50,25 @@ def test_the_send_uses_the_enum_value_as_the_celery_name() -> None:
     assert sent == [("cranfield.evaluate_item", [3]), ("cranfield.build_pool", [4])]
 
 
+def test_background_work_is_sent_with_the_priority_redis_serves_last() -> None:
+    """kombu's Redis transport pops priority 0 first (its lists in the order of its steps 0, 3,
+    6, 9); a message without a priority is 0. tests/integration/test_judge_track.py shows the
+    order on real workers."""
+    from kombu.transport.redis import PRIORITY_STEPS
+
+    from workers.tasks import BACKGROUND, send
+
+    sent: list[tuple[int, dict[str, object]]] = []
+
+    class App:
+        def send_task(self, name: str, args: list[int], queue: str, **options: object) -> None:
+            sent.append((args[0], options))
+
+    send([Followup(TaskName.EVALUATE_ITEM, 3, background=True), Followup(TaskName.EVALUATE_ITEM, 4)],
+         App())  # type: ignore[arg-type]
+    assert sent == [(3, {"priority": BACKGROUND}), (4, {})]
+    assert BACKGROUND == max(PRIORITY_STEPS) and min(PRIORITY_STEPS) == 0
+
+
 def test_outcome_and_limits_defaults() -> None:
     assert Outcome(1).followups == () and Limits() == Limits(max_attempts=3, pause=0.0)

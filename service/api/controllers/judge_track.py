@@ -50,8 +50,9 @@ class JudgeTrackController(Controller):
          sync_to_thread=True, responses=errors(*WRITE_ERRORS))
     def change_settings(self, coll: Coll, data: JSONBody[JudgeTrackChange], uow: Uow, me: Caller) -> JudgeTrackSettings:
         """Open or close the track and choose the board's metric, agreement measure, interval
-        (resamples, level, seed), the top k of `tau_top_k`, the sets a team may submit and
-        whether the board is released to the teams (organisers; audited)."""
+        (resamples, level, seed), the top k of `tau_top_k`, the sets and versions a team may
+        submit (in all, and within a window of hours) and whether the board is released to the
+        teams (organisers; audited)."""
         return out(JudgeTrackSettings, judge_track.configure(uow.session, coll, me, present(data)))
 
     @post("/judge-submissions", opt={OWN_TRANSACTIONS: True}, operation_id="submitJudgments",
@@ -63,9 +64,11 @@ class JudgeTrackController(Controller):
                      notes: Notes = None, idempotency_key: IdempotencyKeyHeader = None) -> JudgmentsSubmitted:
         """A team's automatic judgments for the collection's pool (enrolled teams, while the
         track is open): checked line by line before anything is stored (topics and documents of
-        the pool or of the official judgments, levels within the scale), stored as a version of
-        the team's set `name`, and every run evaluated under it. The official judgments, and
-        agreement with them document by document, are never shown to teams."""
+        the collection's pools, levels within the scale; a refusal reveals nothing of the official
+        judgments and uses none of the limits), stored, within the track's limits of sets and
+        versions (409 beyond them), as a version of the team's set `name`, and every run
+        evaluated under it in the background. The official judgments, and agreement with them
+        document by document, are never shown to teams."""
         body = await read_body(request, state["max_body"])
         fields = {k: v for k, v in {"model": model, "prompt": prompt, "judged_on": judged_on,
                                     "notes": notes}.items() if v is not None}

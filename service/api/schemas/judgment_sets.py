@@ -133,6 +133,13 @@ class JudgeTrackChange(Request, kw_only=True):
     seed: Annotated[int, Meta(ge=0, le=2**31 - 1)] | msgspec.UnsetType = msgspec.UNSET
     top_k: Annotated[int, Meta(ge=2, le=10_000)] | msgspec.UnsetType = msgspec.UNSET
     max_sets_per_team: Annotated[int, Meta(ge=1, le=1000)] | msgspec.UnsetType = msgspec.UNSET
+    max_versions_per_team: Annotated[int, Meta(ge=1, le=1000, description="Versions a team may submit in all, "
+                                                                          "over its sets.")] | msgspec.UnsetType = \
+        msgspec.UNSET
+    max_versions_per_window: Annotated[int, Meta(ge=1, le=1000, description="Versions a team may submit within "
+                                                                            "any window_hours.")] | \
+        msgspec.UnsetType = msgspec.UNSET
+    window_hours: Annotated[int, Meta(ge=1, le=24 * 366)] | msgspec.UnsetType = msgspec.UNSET
     released: bool | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -145,6 +152,9 @@ class JudgeTrackSettings(Response, kw_only=True):
     seed: int
     top_k: int
     max_sets_per_team: int
+    max_versions_per_team: int
+    max_versions_per_window: int
+    window_hours: int
     released: bool
 
 
@@ -152,7 +162,7 @@ class JudgmentsSubmitted(Response, kw_only=True):
     judgment_set: str
     version: int
     judgments: int
-    judgeable: Annotated[int, Meta(description="Documents of the pool (and of the official judgments).")]
+    judgeable: Annotated[int, Meta(description="Documents of the collection's pools.")]
     coverage: float | None
     job: int | None
 

@@ -33,7 +33,9 @@ from service.store.models import Collection
 
 # The settings form's numbers: (field, label, whole number or not).
 NUMBERS = (("resamples", "Resamples", True), ("level", "Level of the interval", False),
-           ("top_k", "Top k", True), ("max_sets_per_team", "Sets per team", True))
+           ("top_k", "Top k", True), ("max_sets_per_team", "Sets per team", True),
+           ("max_versions_per_team", "Versions per team", True),
+           ("max_versions_per_window", "Versions per window", True), ("window_hours", "Window (hours)", True))
 PROVENANCE = ("model", "prompt", "judged_on", "notes")
 
 
@@ -124,9 +126,11 @@ def _track_page(page: Page, coll: Collection, refused: Refusal | None = None,
         k: "1" if v is True else "" if v is False or v is None else str(v) for k, v in (settings or {}).items()}
     can_submit = policy.may_submit_judgments(me, coll)
     own = judgment_sets.listing(s, coll, me)["items"] if can_submit else []
+    used = judge_track.usage(s, coll, me.team_id) if can_submit and me.team_id is not None else None
     config = coll.current_config
     return page.show(coll, "judges.html", status=refused.status if refused else 200, error=refused, board=board,
-                     settings=settings, shown=shown, values=dict(submission_values or {}), own=own, done=done,
+                     settings=settings, shown=shown, values=dict(submission_values or {}), own=own, used=used,
+                     done=done,
                      can_configure=policy.may_configure(me, coll), can_submit_judgments=can_submit,
                      can_sets=policy.may_list_judgment_sets(me, coll), measures=MEASURES,
                      metrics=list(config.metrics) if config else [], official=config.official_metric if config else "")
