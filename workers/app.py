@@ -8,6 +8,7 @@ from celery import Celery
 from celery.signals import worker_process_init
 
 from service.config import settings
+from workers.broker import transport_for
 from service.evaluation.work import TaskName
 
 
@@ -23,6 +24,9 @@ def make_app() -> Celery:
                              "control_folder": str(cfg.broker_folder / "control")}
     app.conf.update(
         broker_url=cfg.broker_url,
+        # Redis through workers.broker: kombu's transport with the fault fixed that made a
+        # worker exit when Redis went away while it held an unacknowledged message.
+        broker_transport=transport_for(cfg.broker_url),
         broker_transport_options=transport_options,
         # A worker (and beat) outlives a broker restart: it reconnects, however long that takes,
         # and a task running meanwhile goes on (its result is in the database, not the broker).

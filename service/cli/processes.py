@@ -97,9 +97,9 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         _load_public_sample(Path(args.sample), out, url)
     worker = None
     if not args.no_worker and settings().worker.broker_folder is not None:
-        # The embedded default: one worker with the scheduler next to the API.
-        worker = subprocess.Popen([sys.executable, "-m", "service.cli", "worker", "--beat", "--loglevel", "WARNING"],
-                                  start_new_session=True, preexec_fn=_die_with_parent)
+        # The embedded default: one worker with the scheduler next to the API, restarted if it exits.
+        worker = EmbeddedWorker([sys.executable, "-m", "service.cli", "worker", "--beat", "--loglevel", "WARNING"])
+        worker.start()
     try:
         processes = args.processes or settings().web.api_processes
         if processes < 1:
@@ -107,13 +107,61 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         uvicorn.run(ASGI_FACTORY, factory=True, host=args.host, port=args.port, log_level="info",
                     workers=processes if processes > 1 else None)
     finally:
-        if worker is not None and worker.poll() is None:
-            os.kill(worker.pid, signal.SIGTERM)
-            try:
-                worker.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(worker.pid, signal.SIGKILL)
+        if worker is not None:
+            worker.stop()
     return 0
+
+
+class EmbeddedWorker:
+    """The worker `cranfield serve` starts next to the API on the embedded default, supervised:
+    if it exits (a crash, the out-of-memory killer), a watcher thread starts it again after a
+    pause that doubles from 1 s up to 30 s (reset once a worker has lived a minute)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        import threading
+
+        self.argv = argv
+        self.process: subprocess.Popen | None = None
+        self.restarts = 0
+        self._stopping = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, name="embedded-worker", daemon=True)
+
+    def _spawn(self) -> None:
+        self.process = subprocess.Popen(self.argv, start_new_session=True, preexec_fn=_die_with_parent)
+
+    def start(self) -> None:
+        self._spawn()
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        pause = 1.0
+        started = time.monotonic()
+        while not self._stopping.wait(0.5):
+            assert self.process is not None
+            code = self.process.poll()
+            if code is None:
+                if time.monotonic() - started > 60:
+                    pause = 1.0
+                continue
+            print(f"cranfield serve: the worker exited ({code}); starting it again in {pause:.0f} s",
+                  file=sys.stderr, flush=True)
+            if self._stopping.wait(pause):
+                return
+            pause = min(2 * pause, 30.0)
+            self._spawn()
+            self.restarts += 1
+            started = time.monotonic()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._watcher.join(timeout=5)
+        process = self.process
+        if process is not None and process.poll() is None:
+            os.kill(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
 
 
 def _die_with_parent() -> None:

@@ -115,6 +115,34 @@ def _sqlite_backend(tmp: Path) -> Backend:
     return Backend("sqlite", url, env, tmp)
 
 
+def create_database() -> tuple[str, str]:
+    """A new, empty PostgreSQL database (its name and URL); the caller drops it."""
+    name = f"cranfield_test_{uuid.uuid4().hex[:10]}"
+    try:
+        with _pg_admin().connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    except Exception as exc:  # noqa: BLE001
+        _unavailable(f"PostgreSQL at {PG_ADMIN}", exc)
+    return name, PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
+
+
+def load_evaluated(factory, qrels: str, runs: dict[str, str], metrics: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
+    """Collection "task" (AP official) with ``qrels`` as version 1 and ``runs``, evaluated in
+    this process (quickly, before any worker starts)."""
+    from service.evaluation.planning import plan_job
+    from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection
+    from service.evaluation.task_table import run_here
+    from service.store.db import transaction
+
+    with transaction(factory) as s:
+        coll = ensure_collection(s, "task", ConfigSpec(official_metric="AP", metrics=metrics), "test")
+        add_qrels(s, coll, qrels.encode(), "qrels-v1", "test")
+        for tag, text in runs.items():
+            add_run(s, coll, text.encode(), f"{tag}.run")
+        _, followups = plan_job(s, coll, "load")
+    run_here(factory, followups)
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     from service.store.migrate import upgrade
@@ -130,13 +158,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
             redis.Redis.from_url(REDIS, socket_connect_timeout=3).ping()
         except Exception as exc:  # noqa: BLE001
             _unavailable(f"Redis at {REDIS}", exc)
-        name = f"cranfield_test_{uuid.uuid4().hex[:10]}"
-        try:
-            with _pg_admin().connect() as conn:
-                conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-        except Exception as exc:  # noqa: BLE001
-            _unavailable(f"PostgreSQL at {PG_ADMIN}", exc)
-        url = PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
+        name, url = create_database()
         be = Backend("postgres", url, {"CRANFIELD_DATABASE_URL": url, "CRANFIELD_BROKER_URL": REDIS,
                                        "CRANFIELD_QUEUE": f"q-{uuid.uuid4().hex[:8]}"}, tmp_path)
     upgrade(be.database_url)

@@ -116,5 +116,45 @@ def test_readme_main_command_serves_the_sample(tmp_path) -> None:  # type: ignor
 
         doc = wait_for(board, 120, "the sample leaderboard")
         assert doc["rows"][0]["run"] == "RUN-01" and doc["qrels_version"] == 1
+        # The worker next to the API is supervised: killed, it is started again, and works.
+        first = wait_for(lambda: _embedded_workers(server.pid), 30, "the embedded worker")
+        assert len(first) == 1
+        os.killpg(first[0], signal.SIGKILL)
+        again = wait_for(lambda: [p for p in _embedded_workers(server.pid) if p not in first], 60,
+                         "the embedded worker to be started again")
+        assert len(again) == 1 and server.poll() is None
+        cli = [sys.executable, "-m", "service.cli"]
+        # (the job may be the load's own, if its tests round was in flight in the killed worker)
+        said = subprocess.run([*cli, "reevaluate", "--collection", "sample"], cwd=tmp_path, env=env, check=True,
+                              capture_output=True, text=True).stdout
+        job = int(said.split()[1].rstrip(":"))
+
+        def jobs_done() -> bool:
+            import json
+
+            listing = subprocess.run([*cli, "jobs", "--collection", "sample", "--format", "json"], cwd=tmp_path,
+                                     env=env, check=True, capture_output=True, text=True).stdout
+            statuses = {j["id"]: j["status"] for j in json.loads(listing)}
+            return job in statuses and set(statuses.values()) == {"done"}
+
+        wait_for(jobs_done, 120, "the re-evaluation by the restarted worker")
+        assert "starting it again" in (tmp_path / "serve.log").read_text()
     finally:
         stop(server)
+
+
+def _embedded_workers(parent: int) -> list[int]:
+    """The pids of `cranfield worker` processes whose parent is ``parent`` (Linux /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{entry}/stat").read()  # noqa: SIM115
+            cmdline = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")  # noqa: SIM115
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and b"worker" in cmdline and b"service.cli" in cmdline:
+            found.append(int(entry))
+    return found

@@ -22,7 +22,7 @@ from service.evaluation.task_table import run_here
 from service.sample import CollectionSpec, generate
 from service.store.db import transaction
 from service.store.models import Job, JobItem, QrelsVersion, RunEvaluation, Significance
-from tests.integration.conftest import Backend, restart_postgres, restart_redis, wait_for
+from tests.integration.conftest import Backend, load_evaluated, restart_postgres, restart_redis, wait_for
 from tests.integration.test_pipeline import METRICS, collection, upload_corrected_qrels
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
@@ -35,14 +35,7 @@ def production(be: Backend) -> tuple[dict[str, str], int, subprocess.Popen]:
     """Qrels v1 and 20 runs evaluated (in-process, quickly), then two workers and one beat
     with the default settings, and the re-evaluation on qrels v2 sent to them."""
     qrels1, runs, qrels2 = collection()
-    factory = be.factory()
-    with transaction(factory) as s:
-        coll = ensure_collection(s, "task", ConfigSpec(official_metric="AP", metrics=METRICS), "test")
-        add_qrels(s, coll, qrels1.encode(), "qrels-v1", "test")
-        for tag, text in runs.items():
-            add_run(s, coll, text.encode(), f"{tag}.run")
-        _, followups = plan_job(s, coll, "load")
-    run_here(factory, followups)
+    load_evaluated(be.factory(), qrels1, runs, METRICS)
     workers = [be.start_worker(beat=False, CRANFIELD_TASK_DELAY=DELAY) for _ in range(2)]
     be.start_beat()
     time.sleep(3)  # let them connect

@@ -47,3 +47,28 @@ def test_every_api_route_is_documented(tmp_path) -> None:  # type: ignore[no-unt
     paths = {re.sub(r"\{[^}]*\}", "{}", route.path) for route in app.routes if route.path.startswith("/api")}
     missing = sorted(p for p in paths if not re.search(re.escape(p) + r"(?![\w/{])", documented))
     assert paths and not missing, missing
+
+
+def test_every_long_running_process_is_supervised() -> None:
+    """Compose restarts every long-running service; the systemd units restart every process;
+    both start the same commands as the Procfile (issue 24: a worker that exits for any reason
+    comes back)."""
+    import configparser
+
+    compose = yaml.safe_load((REPO / "deploy" / "compose.yaml").read_text())["services"]
+    for name in ("postgres", "redis", "api", "worker", "beat"):
+        assert compose[name].get("restart") in ("always", "unless-stopped"), name
+    assert "restart" not in compose["migrate"]  # a one-shot job: it must end
+    procs = dict(line.split(": ", 1) for line in (REPO / "deploy" / "Procfile").read_text().splitlines() if line)
+    units = {}
+    for path in sorted((REPO / "deploy" / "systemd").glob("*.service")):
+        unit = configparser.ConfigParser(strict=False, interpolation=None)
+        unit.optionxform = str  # systemd keys are case-sensitive
+        unit.read_string(path.read_text())
+        service = unit["Service"]
+        assert service["Restart"] == "always", path.name
+        assert service["EnvironmentFile"] == "/etc/cranfield/cranfield.env", path.name
+        units[path.name] = service["ExecStart"].split("/bin/", 1)[1]
+    assert units["cranfield-api.service"].startswith("cranfield serve ") and "--no-worker" in units["cranfield-api.service"]
+    assert units["cranfield-worker@.service"].startswith("cranfield worker")
+    assert units["cranfield-beat.service"] == procs["beat"] == "cranfield beat"
