@@ -62,6 +62,7 @@ def create_service_app() -> Litestar:
     cfg = settings()
     web = cfg.web
     limits = ServerLimits(threads=web.api_threads, db_slots=web.api_db_slots, max_in_flight=web.api_max_in_flight,
-                          queue_seconds=web.api_queue_seconds, caller_cache_seconds=web.caller_cache_seconds)
+                          queue_seconds=web.api_queue_seconds, max_waiting=web.api_max_waiting,
+                          caller_cache_seconds=web.caller_cache_seconds)
     return create_app(cfg.store.database_url, send, readiness=broker_readiness(cfg), max_body=web.max_upload,
                       board_ttl=web.board_cache_seconds, limits=limits, freeze_heap=True)

@@ -31,8 +31,9 @@ per subsystem. A value that does not parse (``CRANFIELD_MAX_UPLOAD=abc``) raises
 | CRANFIELD_API_PROCESSES | 1 | server processes of `cranfield serve` (PostgreSQL: up to one per core; docs/operations.md) |
 | CRANFIELD_API_THREADS | 16 | worker threads per API process (database work and rendering) |
 | CRANFIELD_API_DB_SLOTS | 16 | requests per process holding a database session at once; the pool is slots + threads + 1 |
-| CRANFIELD_API_MAX_IN_FLIGHT | 256 | requests in flight per process; beyond it an immediate 503 with Retry-After |
-| CRANFIELD_API_QUEUE_SECONDS | 2 | longest wait for a database slot before a 503 with Retry-After |
+| CRANFIELD_API_MAX_IN_FLIGHT | 256 | requests in the application at once per process; the next ones wait for a slot |
+| CRANFIELD_API_QUEUE_SECONDS | 2 | longest wait for a request slot, then for a database slot, before a 503 with Retry-After |
+| CRANFIELD_API_MAX_WAITING | 1024 | requests waiting for a request slot per process; beyond it an immediate 503 with Retry-After |
 | CRANFIELD_CALLER_CACHE_SECONDS | 1.0 | seconds a resolved API token is kept in memory (this process's writes clear it) |
 
 The remote client (`cranfield remote`, docs/client.md) is not the service: its settings are
@@ -100,8 +101,9 @@ class WebSettings:
     session_cookie_lifetime: int  # the portal's sign-in cookie max-age, seconds (CRANFIELD_SESSION_LIFETIME)
     api_threads: int  # worker threads per API process (CRANFIELD_API_THREADS)
     api_db_slots: int  # requests holding a database session at once, per process (CRANFIELD_API_DB_SLOTS)
-    api_max_in_flight: int  # requests in flight per process before fast 503s (CRANFIELD_API_MAX_IN_FLIGHT)
-    api_queue_seconds: float  # longest wait for a database slot before a 503 (CRANFIELD_API_QUEUE_SECONDS)
+    api_max_in_flight: int  # requests in the application at once, per process (CRANFIELD_API_MAX_IN_FLIGHT)
+    api_queue_seconds: float  # longest wait for a request slot, then a database slot (CRANFIELD_API_QUEUE_SECONDS)
+    api_max_waiting: int  # requests waiting for a request slot before immediate 503s (CRANFIELD_API_MAX_WAITING)
     caller_cache_seconds: float  # a resolved API token's life in memory (CRANFIELD_CALLER_CACHE_SECONDS)
     api_processes: int  # server processes of `cranfield serve` (CRANFIELD_API_PROCESSES)
 
@@ -178,6 +180,7 @@ def load_settings() -> Settings:
             api_db_slots=_int("CRANFIELD_API_DB_SLOTS", 16, minimum=1),
             api_max_in_flight=_int("CRANFIELD_API_MAX_IN_FLIGHT", 256, minimum=1),
             api_queue_seconds=_float("CRANFIELD_API_QUEUE_SECONDS", 2.0, minimum=0),
+            api_max_waiting=_int("CRANFIELD_API_MAX_WAITING", 1024, minimum=0),
             caller_cache_seconds=_float("CRANFIELD_CALLER_CACHE_SECONDS", 1.0, minimum=0),
             api_processes=_int("CRANFIELD_API_PROCESSES", 1, minimum=1),
         ),

@@ -15,7 +15,6 @@ import anyio.to_thread
 from litestar import Litestar, Request, Response
 from litestar.datastructures import MutableScopeHeaders, State
 from litestar.di import Provide
-from litestar.middleware import DefineMiddleware
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.api.board_cache import BoardCache
@@ -35,7 +34,7 @@ from service.api.controllers.teams import TeamsController
 from service.api.dependencies import provide_collection
 from service.api.openapi import assets_router, openapi_config
 from service.http.problems import problem_of
-from service.http.admission import AdmissionLimit, DatabaseSlots, InFlight, ServerLimits
+from service.http.admission import AdmissionGate, DatabaseSlots, RequestSlots, ServerLimits
 from service.http.unit_of_work import Dispatch, PrincipalCache, caller_from_header, unit_of_work_provider
 from service.store.db import session_factory, size_pool
 from service.runtime import freeze_startup_heap
@@ -79,6 +78,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     factory: sessionmaker[Session] = session_factory(database_url)
     board_cache = BoardCache(board_ttl)
     callers = PrincipalCache(limits.caller_cache_seconds)
+    slots = RequestSlots(limits.max_in_flight, limits.queue_seconds, limits.max_waiting)
 
     def after_write(changes_boards: bool) -> None:
         if changes_boards:
@@ -96,7 +96,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         if freeze_heap:
             freeze_startup_heap()  # full collections then skip the startup heap (service/runtime.py)
 
-    return Litestar(
+    app = Litestar(
         route_handlers=[*CONTROLLERS, portal_router(factory, dispatch, after_write=after_write), assets_router(),
                         create_static_files_router(path="/static", directories=[STATIC], include_in_schema=False)],
         dependencies={"uow": Provide(unit_of_work_provider(factory, dispatch, after_write=after_write)),
@@ -105,10 +105,14 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         exception_handlers={Exception: problem_response},
         before_send=[no_sniffing],
         state=State({"max_body": max_body, "board_cache": board_cache, "readiness": readiness,
-                     "db_slots": DatabaseSlots(limits.db_slots, limits.queue_seconds)}),
-        middleware=[DefineMiddleware(AdmissionLimit, gate=InFlight(limits.max_in_flight))],
+                     "db_slots": DatabaseSlots(limits.db_slots, limits.queue_seconds), "request_slots": slots}),
         on_startup=[size_thread_pools, freeze],
         request_max_body_size=max_body,
         template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
         openapi_config=openapi_config(),
     )
+    # Admission comes first, before routing, middleware and dependencies (only Litestar's own
+    # entry point, which wraps send with the before-send hooks, runs before it): a refusal
+    # costs nothing else.
+    app.asgi_handler = AdmissionGate(app.asgi_handler, slots)
+    return app

@@ -1,12 +1,20 @@
-"""Admission control: how much work one server process takes on at once, and a fast 503 with
-``Retry-After`` for the rest, never a hang.
+"""Admission control: how much work one server process takes on at once, a short wait for the
+next requests, and a cheap 503 with ``Retry-After`` for the rest, never a hang.
 
 Two limits, sized together with the connection pool and the thread pool (docs/operations.md):
 
-- :class:`AdmissionLimit`, an ASGI middleware, bounds the requests in flight in the process
-  (``CRANFIELD_API_MAX_IN_FLIGHT``). A request beyond it is answered 503 at once, before it
-  costs anything: a burst of a thousand connections gets quick refusals, not a queue that
-  times everyone out.
+- :class:`AdmissionGate` wraps the application's ASGI handler, before routing, middleware and
+  dependencies, and lets at most ``CRANFIELD_API_MAX_IN_FLIGHT`` requests into the application
+  at once (:class:`RequestSlots`). The next ones wait for a slot, holding nothing but their
+  connection, for at most ``CRANFIELD_API_QUEUE_SECONDS``: oldest first while the queue is a
+  passing burst, newest first once it has stood for :data:`STANDING` seconds without emptying.
+  A request still waiting then, or one that finds ``CRANFIELD_API_MAX_WAITING`` waiting
+  already, gets a 503 prepared once at start-up. The quantity shed on is waiting time, not the
+  count in flight: every request yields to the event loop at least once, so under load the
+  count in flight is about the number of clients, however little each costs; and a 503 sent at
+  once to a client that ignores ``Retry-After`` comes straight back, so instant refusals to a
+  crowd are a busy loop that starves the requests being served (issue 24, item 8: 89% 503s
+  and the served rate down to a quarter at 300 such clients).
 - :class:`DatabaseSlots` bounds the requests that may hold a database session between two
   trips to a worker thread (``CRANFIELD_API_DB_SLOTS``). A request waits for a slot on the
   event loop, holding nothing, for at most ``wait`` seconds (then 503). With the pool sized
@@ -17,8 +25,10 @@ Two limits, sized together with the connection pool and the thread pool (docs/op
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -39,8 +49,9 @@ class ServerLimits:
 
     threads: int = 16  # worker threads for blocking work (the database, rendering)
     db_slots: int = 16  # requests holding a database session at once
-    max_in_flight: int = 256  # requests in flight; the next is refused at once
-    queue_seconds: float = 2.0  # longest wait for a database slot before a 503
+    max_in_flight: int = 256  # requests in the application at once; the next ones wait for a slot
+    queue_seconds: float = 2.0  # longest wait for a request slot, then for a database slot, before a 503
+    max_waiting: int = 1024  # requests waiting for a request slot; the next is refused at once
     caller_cache_seconds: float = 1.0  # a resolved token's life in memory
     uploads: int = 2  # uploads validated and stored at once (CPU-heavy: more would starve the readers)
 
@@ -61,55 +72,134 @@ OWN_TRANSACTIONS = "own_transactions"
 EXEMPT = ("/health/",)
 
 
-class InFlight:
-    """The requests in flight in this process (one counter, shared by every route's middleware:
-    Litestar makes a middleware instance per route handler)."""
+#: A queue that has not emptied for this long is overload, not a burst (CoDel's interval): from
+#: then on the newest waiter is served first.
+STANDING = 0.1
 
-    def __init__(self, limit: int) -> None:
+ADMITTED, FULL, WAITED = 0, 1, 2  # what RequestSlots.enter() says
+
+
+class RequestSlots:
+    """At most ``limit`` requests in the application at once (one counter for the process);
+    the next ones wait for a slot, at most ``wait`` seconds and at most ``max_waiting`` of them.
+
+    A slot that comes free goes to the oldest waiter while the queue is a passing burst, and
+    to the newest once the queue has not emptied for :data:`STANDING` seconds (adaptive LIFO,
+    with CoDel's test for a standing queue): the requests whose clients have just asked are
+    served at once, and the oldest waiters, who would be served late anyway, get their 503 when
+    their time is up. Either way a waiter costs a future and a timer, and a client that ignores
+    ``Retry-After`` can be refused at most once per ``wait`` seconds while its request waits,
+    instead of as fast as the server can answer. With ``limit`` 0 every request is refused at
+    once. The event loop is one thread: no lock."""
+
+    def __init__(self, limit: int, wait: float, max_waiting: int) -> None:
         self.limit = limit
-        self.count = 0  # the event loop is one thread: no lock needed
+        self.wait = wait
+        self.max_waiting = max_waiting
+        self.in_flight = 0
+        self.waiting = 0  # waiters neither admitted, expired nor cancelled
+        self._queue: deque[asyncio.Future[bool]] = deque()  # oldest on the left; may hold finished ones
+        self._busy_since = 0.0  # loop time at which the queue last stopped being empty
+
+    async def enter(self) -> int:
+        """ADMITTED (call :meth:`leave` when done), FULL (refused at once) or WAITED (refused
+        after ``wait`` seconds in the queue)."""
+        if self.in_flight < self.limit and not self.waiting:
+            self.in_flight += 1
+            return ADMITTED
+        if self.waiting >= self.max_waiting or self.limit <= 0:
+            return FULL
+        loop = asyncio.get_running_loop()
+        turn: asyncio.Future[bool] = loop.create_future()
+        if not self.waiting:
+            self._busy_since = loop.time()
+        self.waiting += 1
+        self._queue.append(turn)
+        timer = loop.call_later(self.wait, self._expire, turn)
+        try:
+            return ADMITTED if await turn else WAITED
+        except asyncio.CancelledError:
+            if not turn.cancelled() and turn.done() and turn.result():
+                self.leave()  # admitted, then cancelled before it could run
+            elif turn.cancelled():
+                self.waiting -= 1
+            raise
+        finally:
+            timer.cancel()
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+        if not self.waiting:
+            return
+        queue = self._queue
+        newest_first = asyncio.get_running_loop().time() - self._busy_since > STANDING
+        while queue and self.waiting and self.in_flight < self.limit:
+            turn = queue.pop() if newest_first else queue.popleft()
+            if turn.done():  # expired or cancelled, already uncounted
+                continue
+            self.waiting -= 1
+            self.in_flight += 1
+            turn.set_result(True)
+        if not self.waiting:
+            queue.clear()
+
+    def _expire(self, turn: asyncio.Future[bool]) -> None:
+        if turn.done():
+            return
+        turn.set_result(False)
+        self.waiting -= 1
+        queue = self._queue  # every waiter waits as long: the expired ones are the oldest, on the left
+        while queue and queue[0].done():
+            queue.popleft()
+        if not self.waiting:
+            queue.clear()
 
 
-class AdmissionLimit:
-    """At most ``gate.limit`` HTTP requests in flight in this process; the next gets a 503."""
+class AdmissionGate:
+    """The ASGI handler in front of routing: requests pass through :class:`RequestSlots`, and
+    a refused one gets a 503 problem with ``Retry-After`` whose bytes were made once, here.
+    ``/health/*`` is never refused nor counted."""
 
-    def __init__(self, app: ASGIApp, gate: InFlight, retry_after: int = 1) -> None:
+    def __init__(self, app: ASGIApp, slots: RequestSlots, retry_after: int = 1) -> None:
         self.app = app
-        self.gate = gate
-        self.retry_after = retry_after
+        self.slots = slots
+        self.refusals = {
+            FULL: _refusal(f"the server is at its limit of {slots.limit} requests in flight and "
+                           f"{slots.max_waiting} waiting", retry_after),
+            WAITED: _refusal(f"no request slot came free within {slots.wait:g} s (the server is at its limit "
+                             f"of {slots.limit} requests in flight)", retry_after),
+        }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope["path"].startswith(EXEMPT):
             await self.app(scope, receive, send)
             return
-        gate = self.gate
-        exempt = scope["path"].startswith(EXEMPT)
-        if not exempt and gate.count >= gate.limit:
-            await overloaded(send, f"the server is at its limit of {gate.limit} requests in flight",
-                             self.retry_after)
+        slots = self.slots
+        verdict = await slots.enter()
+        if verdict != ADMITTED:
+            headers, body = self.refusals[verdict]
+            await send({"type": "http.response.start", "status": 503, "headers": list(headers)})
+            await send({"type": "http.response.body", "body": body})
             return
-        gate.count += not exempt
         try:
             await self.app(scope, receive, send)
         finally:
-            gate.count -= not exempt
+            slots.leave()
             release_leftovers(scope)
 
 
-async def overloaded(send: Send, message: str, retry_after: int) -> None:
-    """A 503 problem document with ``Retry-After``, sent without touching anything else."""
+def _refusal(message: str, retry_after: int) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """A 503 problem document with ``Retry-After`` from the one error table: headers and body."""
     body = json.dumps(problem_for(Unavailable(message, retry_after)).document()).encode()
-    await send({"type": "http.response.start", "status": 503,
-                "headers": [(b"content-type", b"application/problem+json"), (b"retry-after", str(retry_after).encode()),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+    return [(b"content-type", b"application/problem+json"), (b"retry-after", str(retry_after).encode()),
+            (b"content-length", str(len(body)).encode())], body
 
 
 class DatabaseSlots:
     """At most ``slots`` requests holding (or about to hold) a database session at once.
 
     A slot is given back when the request's unit of work ends, and in any case when the
-    request itself ends (:class:`AdmissionLimit` calls :func:`release_leftovers`): Litestar
+    request itself ends (:class:`AdmissionGate` calls :func:`release_leftovers`): Litestar
     does not close a generator dependency when a dependency resolved after it fails (a bad
     token, a refused collection), so the request, not the generator, is the owner of last
     resort."""
