@@ -33,7 +33,8 @@ from service.api.controllers.runs import RunsController
 from service.api.controllers.teams import TeamsController
 from service.api.dependencies import provide_collection
 from service.api.openapi import assets_router, openapi_config
-from service.http.problems import problem_of
+from service.api.strict import strict_json_body
+from service.http.problems import headers_of, problem_of
 from service.http.admission import AdmissionGate, DatabaseSlots, RequestSlots, ServerLimits
 from service.http.unit_of_work import Dispatch, PrincipalCache, caller_from_header, unit_of_work_provider
 from service.store.db import session_factory, size_pool
@@ -54,9 +55,8 @@ async def no_sniffing(message: Any, _scope: Any) -> None:
 def problem_response(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """Every error of the JSON API: a problem document from the one error table."""
     problem = problem_of(exc)
-    headers = {"Retry-After": str(problem.details["retry_after"])} if "retry_after" in problem.details else None
     return Response(problem.document(), status_code=problem.status, media_type="application/problem+json",
-                    headers=headers)
+                    headers=headers_of(exc, problem) or None)
 
 
 def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT_MAX_BODY,
@@ -103,6 +103,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                       "me": Provide(caller_from_header(factory, callers)),
                       "coll": Provide(provide_collection, sync_to_thread=True)},
         exception_handlers={Exception: problem_response},
+        before_request=strict_json_body,
         before_send=[no_sniffing],
         state=State({"max_body": max_body, "board_cache": board_cache, "readiness": readiness,
                      "db_slots": DatabaseSlots(limits.db_slots, limits.queue_seconds), "request_slots": slots}),

@@ -13,10 +13,13 @@ its own, and :func:`main` builds argparse from the registry and runs the chosen 
   remote.py      remote login/logout/collections/runs/submit/wait/board/scores (the HTTP API's client)
   common.py      what the service commands share (database, queue, files, the CLI's caller)
   arguments.py   argument types (gains, positive integers)
-  output.py      printing documents (--format json)
+  output.py      printing: documents (--format json), every line made safe for a terminal
 
-Every module's top level imports only the standard library, ``service.errors`` and (stats)
-numpy; a handler imports what it needs, so ``cranfield eval`` never loads the service stack.
+Every module's top level imports only the standard library, ``service.errors``, the free-text
+rule (``service.formats.text``) and (stats) numpy; a handler imports what it needs, so
+``cranfield eval`` never loads the service stack. Every command prints through
+:class:`~service.cli.output.SafeOutput`: control characters and bidirectional overrides in
+stored text are shown escaped, never sent to the terminal as they are.
 The modules are imported in the order ``cranfield --help`` lists their commands.
 """
 
@@ -31,6 +34,7 @@ from service.cli import evaluate, stats, processes, organising, judging  # noqa:
 from service.cli import judges  # noqa: F401  isort: skip
 from service.cli import topicsize  # noqa: F401  isort: skip
 from service.cli import remote  # noqa: F401  isort: skip
+from service.cli.output import SafeOutput, say
 from service.cli.registry import handler_for
 from service.cli.registry import build_parser as _build_parser
 from service.errors import CranfieldError, InvalidMeasure
@@ -49,12 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     tune_allocator()
     try:
-        return handler_for(args.command)(args, sys.stdout)
+        # every command prints through the one sanitiser: stored text is shown, never run
+        return handler_for(args.command)(args, SafeOutput(sys.stdout))  # type: ignore[arg-type]
     except InvalidMeasure as exc:
-        print(f"cranfield: {exc}", file=sys.stderr)
+        say(f"cranfield: {exc}")
         return 2
     except CranfieldError as exc:
-        print(f"cranfield: error: {exc}", file=sys.stderr)
+        say(f"cranfield: error: {exc}")
         return 1
     except BrokenPipeError:
         return 0

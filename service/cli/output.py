@@ -1,9 +1,15 @@
-"""How the commands print documents (standard library only)."""
+"""How the commands print: documents (``--format json``), and every line a terminal shows
+made safe (standard library and the free-text rule only)."""
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, TextIO
+
+from service.formats.text import terminal_safe
+
+__all__ = ["SafeOutput", "say", "terminal_safe", "write_json"]
 
 
 def write_json(doc: Any, out: TextIO) -> int:
@@ -12,3 +18,28 @@ def write_json(doc: Any, out: TextIO) -> int:
     json.dump(doc, out, indent=1)
     out.write("\n")
     return 0
+
+
+class SafeOutput:
+    """A text stream whose every write goes through :func:`terminal_safe`: text a server or a
+    database holds (a judge's ``model``, a run's description, an error's message) is shown with
+    its control characters and bidirectional overrides escaped, never acted on. ``main`` gives
+    every command this stream as its ``out``; :func:`say` is the same for standard error."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(terminal_safe(text))
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, encoding, ...
+        return getattr(self.stream, name)
+
+
+def say(message: str, stream: TextIO | None = None) -> None:
+    """``message`` and a newline on standard error (or ``stream``), made safe for a terminal."""
+    print(terminal_safe(message), file=stream if stream is not None else sys.stderr)

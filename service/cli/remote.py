@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 from service.cli.arguments import positive_int
 from service.cli.common import read_bytes
-from service.cli.output import write_json
+from service.cli.output import say, terminal_safe, write_json
 from service.cli.registry import command
 from service.errors import (
     BadRequest,
@@ -167,7 +167,7 @@ def _remote() -> Remote:
     path = credentials.path_in(env.config_dir)
     saved = credentials.load(path)
     if saved is not None and credentials.readable_by_others(path):
-        print(f"cranfield: warning: {path} is readable by other users; run `chmod 600 {path}`", file=sys.stderr)
+        say(f"cranfield: warning: {path} is readable by other users; run `chmod 600 {path}`")
     url = env.url or (saved.url if saved else None)
     if not url:
         raise InvalidMeasure("no server: run `cranfield remote login URL` or set CRANFIELD_URL")
@@ -245,7 +245,7 @@ def _login(args: argparse.Namespace, out: TextIO) -> int:
     url = _checked_url(args.url)
     token = _read_token(args.token)
     if url.startswith("http://") and not _local(url):
-        print("cranfield: warning: the token goes over plain http; prefer https", file=sys.stderr)
+        say("cranfield: warning: the token goes over plain http; prefer https")
     with Client(url, token) as client:
         try:
             client.collections()  # the token must be the server's, and the server a Cranfield one
@@ -312,7 +312,7 @@ def _runs(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     if args.format == "json":
         return write_json(items, out)
     for name, q in quotas.items():
-        print(f"{name}: {q['used_today']} of {q['per_day']} runs today (resets at {q['resets_at']})", file=sys.stderr)
+        say(f"{name}: {q['used_today']} of {q['per_day']} runs today (resets at {q['resets_at']})")
     return _tsv(out, ["id", "collection", "tag", "team", "status", "type", "primary", "priority", "submitted_at",
                       "description"],
                 [[r["id"], r["collection"], r["tag"], r["team"], r["status"], r.get("run_type"), r.get("primary"),
@@ -424,7 +424,7 @@ def _poll(read: Any, finished: Any, line: Any, timeout: float | None, interval: 
     while True:
         doc = read()
         if tty:
-            sys.stderr.write(f"\r\033[K{line(doc)}")
+            sys.stderr.write(f"\r\033[K{terminal_safe(line(doc))}")
             sys.stderr.flush()
         if finished(doc):
             if tty:
@@ -540,8 +540,8 @@ def _judge_board(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     doc = client.judge_board(client.find_collection(args.collection)["id"])
     if args.format == "json":
         return write_json(doc, out)
-    print(f"{doc['measure']} on {doc['metric']} against the official judgments ({doc['level']:.0%} bootstrap "
-          f"interval){'; stale' if doc.get('stale') else ''}", file=sys.stderr)
+    say(f"{doc['measure']} on {doc['metric']} against the official judgments ({doc['level']:.0%} bootstrap "
+        f"interval){'; stale' if doc.get('stale') else ''}")
     return _tsv(out, ["rank", "set", "team", "model", "value", "low", "high", "bias"],
                 [[r.get("rank"), r["judgment_set"], r.get("team"), r.get("model"), r.get("value"), r.get("low"),
                   r.get("high"), r.get("bias")] for r in doc["rows"]])

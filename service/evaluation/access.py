@@ -22,6 +22,7 @@ from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from service.errors import Conflict, NotFound, Unauthenticated
+from service.formats.text import check_text
 from service.store.db import as_utc
 from service.store.models import ApiToken, Collection, CollectionOrganiser, PortalSession, Team
 
@@ -62,6 +63,7 @@ def create_token(
     """A new token; returns (secret, row). The secret is not stored and cannot be shown again."""
     if role not in ROLES:
         raise Conflict(f"role must be one of {', '.join(ROLES)}")
+    check_text("name", name)  # shown in the audit log and the token listing
     team_id = None
     if role == "participant":
         if not team:

@@ -24,6 +24,7 @@ from service.evaluation.reading import leaderboard as read_leaderboard
 from service.evaluation.setup import audit
 from service.evaluation.submissions import RUN_TYPES
 from service.evaluation.teams import team_name
+from service.formats.text import check_text
 from service.metrics import parse_measure
 from service.metrics.spec import format_value
 from service.store.models import (
@@ -387,6 +388,7 @@ def snapshot(s: Session, sid: int, me: Principal) -> dict[str, Any]:
 def freeze(s: Session, coll: Collection, me: Principal, metric: str | None, label: str) -> dict[str, Any]:
     """Store the current board (as the organiser sees it) as an immutable snapshot."""
     policy.require(policy.may_freeze_board(me, coll), me, f"freezing the board of collection {coll.id}")
+    check_text("label", label)
     board = leaderboard_doc(s, coll, me, metric, pairs=True)  # a frozen board keeps the names
     snap = LeaderboardSnapshot(collection_id=coll.id, qrels_version=board["qrels_version"] or 0,
                                metric=board["metric"], label=label, content=board, created_by=me.name)

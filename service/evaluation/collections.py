@@ -21,6 +21,7 @@ from service.evaluation.lookup import existing, new_name
 from service.evaluation.planning import plan_job
 from service.evaluation.setup import ConfigSpec, audit, official_set, set_config
 from service.evaluation.work import Followup, Outcome
+from service.formats.text import check_text, check_tree
 from service.store.db import as_utc
 from service.store.models import Collection
 
@@ -83,7 +84,7 @@ def create(s: Session, me: Principal, name: str, settings: Mapping[str, Any]) ->
     """A new collection with the given settings (defaults for the others)."""
     policy.require(policy.may_create_collection(me), me, "creating a collection")
     name = new_name(s, Collection.name, name, "collection")
-    coll = Collection(name=name, description=str(settings.get("description") or ""))
+    coll = Collection(name=name, description=check_text("description", str(settings.get("description") or "")))
     s.add(coll)
     s.flush()
     official_set(s, coll)
@@ -107,6 +108,11 @@ def update(s: Session, coll: Collection, me: Principal, changes: Mapping[str, An
 
 def _apply(s: Session, coll: Collection, data: Mapping[str, Any], me: Principal, new: bool) -> None:
     cfg = coll.current_config
+    for key in ("description", "levels", "hidden_topics", "evaluation"):  # the texts among the settings
+        check_tree(key, data.get(key))
+    for key in ("leaderboard_released", "topics_revealed"):
+        if data.get(key) is not None and not isinstance(data[key], bool):
+            raise BadRequest(f"{key} is true or false, not {data[key]!r}")
     if "hidden_topics" in data:  # shorthand for the configuration's evaluation.hidden_topics
         evaluation = dict(data.get("evaluation") or (cfg.evaluation if cfg else {}))
         evaluation["hidden_topics"] = list(data["hidden_topics"] or [])
@@ -148,7 +154,7 @@ def _apply(s: Session, coll: Collection, data: Mapping[str, Any], me: Principal,
         coll.leaderboard_released = bool(data["leaderboard_released"])
         audit(s, me.name, "leaderboard.release", coll.id, released=coll.leaderboard_released)
     if "description" in data and not new:
-        coll.description = str(data["description"] or "")
+        coll.description = check_text("description", str(data["description"] or ""))
 
 
 def _or(value: Any, default: Any) -> Any:

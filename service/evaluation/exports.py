@@ -1,9 +1,12 @@
-"""Leaderboards as files: CSV and LaTeX, from the document :func:`boards.leaderboard_doc` returns.
+"""Leaderboards and tables as files: CSV and LaTeX, from the documents the use cases return
+(:func:`boards.leaderboard_doc` and the others named below). Every CSV export of the service is
+written here, through :func:`_csv`.
 
-CSV cells hold names chosen by participants (run tags, team names). A spreadsheet opening the
-file would run a text cell that starts like a formula (``=``, ``+``, ``-``, ``@``, a tab or a
-carriage return), so such a cell is written with a leading single quote, which spreadsheets
-show as text (OWASP's advice on CSV injection). Numbers (a negative score) stay numbers.
+CSV cells hold names chosen by participants and organisers (run tags, team names, topic ids). A
+spreadsheet opening the file would run a text cell that starts like a formula (``=``, ``+``,
+``-``, ``@``, a tab or a carriage return), so such a cell is written with a leading single
+quote, which spreadsheets show as text (OWASP's advice on CSV injection). Numbers (a negative
+score) stay numbers.
 """
 
 from __future__ import annotations
@@ -130,3 +133,23 @@ def topics_csv(doc: dict[str, Any]) -> str:
     return _csv(["topic", "runs", "median", "q1", "q3", "min", "best", "best_runs"],
                 [[i["topic"], i["runs"], i["median"], i["q1"], i["q3"], i["min"], i["best"], " ".join(i["best_runs"])]
                  for i in doc["items"]])
+
+
+def disagreeing_topics_csv(doc: dict[str, Any]) -> str:
+    """The topics where two qrels versions or judgment sets disagree most
+    (:func:`judge_comparison.compare_references`), most first, with the judgments changed in
+    each and the label agreement (kappa) on it; figures to 6 decimals, an empty cell where one is
+    undefined."""
+    labels = {t["topic"]: t for t in doc["labels"]["topics"]}
+
+    def cell(v: Any) -> Any:
+        return round(v, 6) if isinstance(v, float) else v
+
+    rows = []
+    for t in (doc["topics"] or {}).get("disagreeing", []):
+        lab = labels.get(t["topic"], {})
+        rows.append([t["topic"], *(cell(t[k]) for k in ("tau", "disagreement", "mean_a", "mean_b", "mean_difference",
+                                                         "added", "removed", "changed")),
+                     cell(lab.get("kappa")), cell(lab.get("documents"))])
+    return _csv(["topic", "tau", "disagreement", "mean_a", "mean_b", "mean_difference", "added", "removed", "changed",
+                 "kappa", "documents_both"], rows)

@@ -36,6 +36,7 @@ from service.evaluation.planning import ACTIVE, plan_job
 from service.evaluation.results import current_result
 from service.evaluation.setup import audit, official_set
 from service.evaluation.work import Outcome
+from service.formats.text import check_text
 from service.store.models import (
     AssessorLabel,
     Collection,
@@ -87,6 +88,8 @@ def check_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
                 raise BadRequest("auto_evaluate is true or false")
         elif not isinstance(value, str) or len(value) > LIMITS[key]:
             raise BadRequest(f"{key} is a text of at most {LIMITS[key]} characters")
+        else:
+            check_text(key, value)  # shown on the judge board: no control character, no bidi override
         out[key] = value
     return out
 
@@ -245,6 +248,7 @@ def make_official(s: Session, coll: Collection, me: Principal, name: str,
     evaluation under the current configuration must be complete (409 otherwise), so the board
     moves from one complete ranking to another. Organisers; audited."""
     policy.require(policy.may_upload_qrels(me, coll), me, f"choosing the official judgments of collection {coll.id}")
+    check_text("reason", reason)
     collections.lock(s, coll.id)
     js = get(s, coll, name, me)
     if js.current_version_id is None:

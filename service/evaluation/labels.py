@@ -28,7 +28,7 @@ from service.evaluation.work import Outcome
 from service.formats.labels import parse_labels
 from service.formats.types import Qrels
 from service.metrics.judgment_rules import derive
-from service.store.models import AssessorLabel, Collection, JudgmentSet, QrelsVersion, utcnow
+from service.store.models import AssessorLabel, Collection, JudgmentSet, QrelsVersion, Topic, utcnow
 
 Key = tuple[str, str]  # (topic, docno)
 
@@ -101,7 +101,7 @@ def rederive(s: Session, coll: Collection, js: JudgmentSet, me: Principal, reaso
 def upload(factory: sessionmaker[Session], me_of: Any, cid: int, set_name: str, body: bytes,
            source: str = "labels upload", idempotency_key: str | None = None) -> Outcome[dict[str, Any]]:
     """An organiser's label file (``topic docno assessor level``) into a set: validated before
-    anything is stored (every line; levels within the collection's scale), kept, the touched
+    anything is stored (every line; topics of the collection, levels within its scale), kept, the touched
     documents re-derived into a new version, which is evaluated as the set says."""
     from service.evaluation.judging import max_level
 
@@ -112,9 +112,13 @@ def upload(factory: sessionmaker[Session], me_of: Any, cid: int, set_name: str, 
         policy.require(policy.may_upload_qrels(me, coll), me, f"uploading labels to collection {cid}")
         judgment_sets.get(s, coll, set_name, me)
         top = max_level(s, coll)
+        known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
     parsed = parse_labels(body, source)  # InvalidInput with the line before anything is stored
     if not len(parsed):
         raise InvalidInput(source, None, "no labels in the upload")
+    if not known.issuperset(parsed.topics):  # labels judge the collection's topics; they never register one
+        line, topic = next((ln, t) for ln, t in zip(parsed.lines.tolist(), parsed.topics) if t not in known)
+        raise InvalidInput(source, line, f"topic {topic!r} is not a topic of collection {cid}")
     for line, level in zip(parsed.lines.tolist(), parsed.levels.tolist()):
         if not 0 <= level <= top:
             raise InvalidInput(source, line, f"level {level} is outside the collection's scale 0 to {top}")

@@ -8,6 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from service.errors import BadRequest, Conflict, NotFound
+from service.formats.text import check_text
 
 T = TypeVar("T")
 
@@ -21,8 +22,9 @@ def existing(s: Session, model: type[T], key: Any, what: str) -> T:
 
 
 def new_name(s: Session, column: InstrumentedAttribute[str], name: str, what: str) -> str:
-    """``name`` stripped, if it is not empty and no row has it yet (400 or 409 otherwise)."""
-    name = name.strip()
+    """``name`` stripped, if it is not empty, is plain text (:func:`check_text`) and no row has
+    it yet (400 or 409 otherwise)."""
+    name = check_text("name", name.strip())
     if not name:
         raise BadRequest(f"a {what} needs a name")
     if s.scalar(select(column).where(column == name)) is not None:

@@ -34,6 +34,7 @@ from service.errors import InvalidInput, InvalidMeasure, InvalidRequest
 from service.formats.diversity import IntentQrels, parse_diversity_qrels, parse_intent_probabilities
 from service.formats.readers import parse_qrels, parse_run
 from service.formats.sampled import SampledQrels, parse_sampled_qrels
+from service.formats.text import check_text
 from service.formats.types import Qrels
 from service.formats.types import Run as CoreRun
 from service.metrics import EvalSettings, parse_measure, parse_measures
@@ -171,7 +172,7 @@ def ensure_collection(session: Session, name: str, spec: ConfigSpec | None, acto
     for an existing collection becomes its next configuration version."""
     coll = session.scalar(select(Collection).where(Collection.name == name))
     if coll is None:
-        coll = Collection(name=name)
+        coll = Collection(name=check_text("collection", name))
         session.add(coll)
         session.flush()
         audit(session, actor, "collection.create", coll.id, name=name)
@@ -372,7 +373,7 @@ def add_run(
     team_name = team or parsed.tag
     team_row = session.scalar(select(Team).where(Team.name == team_name))
     if team_row is None:
-        team_row = Team(name=team_name)
+        team_row = Team(name=check_text("team", team_name))
         session.add(team_row)
         session.flush()
     if session.get(Enrolment, (coll.id, team_row.id)) is None:

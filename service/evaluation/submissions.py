@@ -25,6 +25,7 @@ from service.evaluation.teams import team_named
 from service.evaluation.work import Followup, Outcome
 from service.formats import ir_metadata, run_checks
 from service.formats.readers import parse_run
+from service.formats.text import check_text
 from service.metrics import parse_measure
 from service.store.db import as_utc
 from service.store.models import Collection, Run, Team, Topic
@@ -94,7 +95,7 @@ def update(s: Session, rid: int, me: Principal, changes: Mapping[str, Any]) -> R
     if changes.get("primary") is not None:
         row.is_primary = bool(changes["primary"])
     if "description" in changes:
-        row.description = str(changes["description"] or "")
+        row.description = check_text("description", str(changes["description"] or ""))
     if "priority" in changes:  # TREC's judging priority within the team (1 = judge first)
         row.judging_priority = _priority(changes["priority"])
     if changes.get("run_type") is not None:
@@ -144,7 +145,7 @@ def metadata_from_fields(fields: Mapping[str, object], ir_metadata_file: bytes |
         value = fields.get(name)
         return "" if value is None else str(value).strip()
 
-    description = text("description")
+    description = check_text("description", text("description"))
     if len(description) > MAX_DESCRIPTION:
         raise BadRequest(f"description: at most {MAX_DESCRIPTION} characters")
     return RunMetadata(

@@ -20,6 +20,7 @@ from service.evaluation import policy
 from service.evaluation.access import Principal
 from service.evaluation.lookup import existing
 from service.evaluation.setup import audit
+from service.formats.text import check_text
 from service.store.models import Collection, Topic
 
 MAX_TITLE = 500  # the column's size
@@ -33,8 +34,13 @@ def _item(raw: str | Mapping[str, Any]) -> tuple[str, str | None, str | None]:
         tid, title, text = str(raw).strip(), None, None
     if not tid or any(c.isspace() for c in tid):
         raise InvalidMeasure("topics are non-empty ids without spaces")
+    check_text("topic id", tid)
     if title is not None and len(str(title)) > MAX_TITLE:
         raise InvalidMeasure(f"the title of topic {tid} is longer than {MAX_TITLE} characters")
+    if title is not None:
+        check_text(f"the title of topic {tid}", str(title))
+    if text is not None:
+        check_text(f"the description of topic {tid}", str(text), multiline=True)
     return (tid, None if title is None else str(title).strip(),
             None if text is None else str(text).strip())
 

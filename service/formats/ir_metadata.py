@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import yaml
 
 from service.errors import InvalidInput
+from service.formats.text import described, find_unsafe
 
 MAX_BYTES = 256 * 1024
 MAX_NESTING = 32
@@ -96,6 +97,11 @@ def read(data: bytes, source: str = "ir_metadata") -> str:
         raise InvalidInput(source, data[: exc.start].count(b"\n") + 1, "ir_metadata is not UTF-8") from None
     if not text.strip():
         raise InvalidInput(source, None, "ir_metadata is empty")
+    found = find_unsafe(text, multiline=True)  # the free-text rule: it is shown again
+    if found is not None:
+        raise InvalidInput(source, text.count("\n", 0, found.start()) + 1,
+                           f"ir_metadata holds {described(found.group())}: control characters, DEL and "
+                           "bidirectional overrides are refused")
     check(_without_markers(text), source)
     return text
 

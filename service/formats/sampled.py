@@ -8,11 +8,14 @@ as ``sample_eval.pl`` (NIST; Yilmaz, Kanoulas & Aslam, SIGIR 2008) reads it:
 
 * every line is a document of the topic's *pool* (sample_eval's "universe"); a document
   absent from the file was not pooled;
-* ``stratum`` names the stratum the document was sampled from (any token: NIST's files use
-  small integers; sample_eval compares and orders them as strings);
+* ``stratum`` names the stratum the document was sampled from: a whole number written with
+  digits only, 0 to :data:`MAX_STRATUM` (NIST's files and Cranfield's pools number the strata
+  1, 2, ...; sample_eval compares and orders the labels as strings, and uses -1 itself for
+  "no stratum", so ``-1``, ``x`` or ``1e3`` are refused);
 * ``rel`` >= 0: the document was sampled and judged at that level (0 = non-relevant,
-  > 0 relevant, the level being its gain in infNDCG); ``rel`` < 0 (NIST writes -1): pooled
-  but not sampled, hence not judged.
+  > 0 relevant, the level being its gain in infNDCG), at most ``MAX_LEVEL``; ``rel`` -1: pooled
+  but not sampled, hence not judged. Any other negative level is refused (sample_eval reads
+  every negative level as "not sampled", so a -2 is a mistake, not a meaning).
 
 There is no file of sampling rates: sample_eval takes a stratum's inclusion probability
 from the file itself, judged documents / documents of the stratum (per topic), which is what
@@ -32,11 +35,22 @@ import numpy as np
 
 from service.errors import InvalidInput
 from service.formats.readers import MAX_LEVEL
-from service.formats.tokenize import MAX_DOCNO_BYTES, MAX_TOPIC_BYTES, check_lengths, parse_ints, tokenize
+from service.formats.tokenize import (
+    MAX_DOCNO_BYTES,
+    MAX_TOPIC_BYTES,
+    TokenTable,
+    check_lengths,
+    parse_ints,
+    tokenize,
+)
 from service.formats.types import Qrels
 
 #: The longest stratum label read, in bytes.
 MAX_STRATUM_BYTES = 100
+#: The largest stratum number (Cranfield's own pools have at most one stratum per rank, 10,000).
+MAX_STRATUM = 1_000_000
+#: ``rel`` of a pooled document that was not sampled.
+NOT_SAMPLED = -1
 
 
 @dataclass(frozen=True)
@@ -146,14 +160,10 @@ def parse_sampled_qrels(data: bytes, source: str = "<sampled qrels>") -> Sampled
     check_lengths(table, [(0, "topic id", MAX_TOPIC_BYTES), (2, "docno", MAX_DOCNO_BYTES),
                           (3, "stratum", MAX_STRATUM_BYTES)])
     levels = parse_ints(table, 4, "relevance label")
-    too_high = np.flatnonzero(levels > MAX_LEVEL)
-    if too_high.shape[0]:
-        r = int(too_high[0])
-        raise InvalidInput(source, int(table.line_numbers[r]),
-                           f"relevance level {int(levels[r])} is above the largest supported level {MAX_LEVEL}")
     topics = table.field_bytes(0)
     docnos = table.field_bytes(2)
     strata = table.field_bytes(3)
+    _check_values(table, strata, levels, source)
     order = np.lexsort((docnos, topics))
     t_s, d_s = topics[order], docnos[order]
     same = np.flatnonzero((t_s[1:] == t_s[:-1]) & (d_s[1:] == d_s[:-1]))
@@ -174,6 +184,32 @@ def parse_sampled_qrels(data: bytes, source: str = "<sampled qrels>") -> Sampled
         levels=tuple(levels_s[bounds[i]: bounds[i + 1]] for i in range(uniq.shape[0])),
         source=source,
     )
+
+
+def _check_values(table: TokenTable, strata: np.ndarray, levels: np.ndarray, source: str) -> None:
+    """Every stratum a whole number from 0 to :data:`MAX_STRATUM` written with digits only, every
+    level -1 or 0 to ``MAX_LEVEL``; the first line that breaks either rule is refused, saying what
+    it holds."""
+    digits = np.char.isdigit(strata)
+    ok = digits & (np.char.str_len(strata) <= len(str(MAX_STRATUM)))
+    ok[ok] = strata[ok].astype(np.int64) <= MAX_STRATUM
+    ok &= (levels >= NOT_SAMPLED) & (levels <= MAX_LEVEL)
+    bad = np.flatnonzero(~ok)
+    if not bad.shape[0]:
+        return
+    r = int(bad[0])
+    level = int(levels[r])
+    if level > MAX_LEVEL:
+        reason = f"relevance level {level} is above the largest supported level {MAX_LEVEL}"
+    elif level < NOT_SAMPLED:
+        reason = (f"relevance level {level}: a sampled judgment's level is -1 (pooled, not sampled) or a level "
+                  f"from 0 to {MAX_LEVEL}")
+    elif digits[r]:
+        reason = f"stratum {table.field_text(r, 3)!r} is above the largest stratum {MAX_STRATUM}"
+    else:
+        reason = (f"stratum {table.field_text(r, 3)!r} is not a stratum number (a whole number written with "
+                  "digits: 1, 2, ...)")
+    raise InvalidInput(source, int(table.line_numbers[r]), reason)
 
 
 def read_sampled_qrels(path: str | os.PathLike[str]) -> SampledQrels:

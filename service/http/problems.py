@@ -78,6 +78,19 @@ def problem_of(exc: BaseException) -> Problem:
     return problem_for(exc, request_id)
 
 
+#: The framework's headers an error answer keeps: a 405 says which methods the path takes.
+KEPT_HEADERS = ("allow",)
+
+
+def headers_of(exc: BaseException, problem: Problem) -> dict[str, str]:
+    """The headers of the answer showing ``problem``: ``Retry-After`` of an unavailable
+    service, and ``Allow`` of a method the path does not take (RFC 9110 requires it on a 405)."""
+    headers = {"Retry-After": str(problem.details["retry_after"])} if "retry_after" in problem.details else {}
+    if isinstance(exc, HTTPException) and exc.headers:
+        headers.update({k.title(): v for k, v in exc.headers.items() if k.lower() in KEPT_HEADERS})
+    return headers
+
+
 def _validation_message(exc: ValidationException) -> str:
     """Litestar's message plus the fields it names (msgspec names unknown and bad fields)."""
     parts = [str(exc.detail)]

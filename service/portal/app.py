@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.errors import Unauthenticated
 from service.evaluation import access
 from service.evaluation.access import Principal
-from service.http.problems import problem_of
+from service.http.problems import headers_of, problem_of
 from service.http.unit_of_work import Dispatch, unit_of_work_provider
 from service.portal.controllers.analysis import AnalysisController
 from service.portal.controllers.boards import BoardController
@@ -122,6 +122,5 @@ def error_page(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]
                             message=problem.detail, request_id=problem.details.get("request_id"),
                             source=problem.details.get("source"), line=problem.details.get("line"),
                             signin=problem.status == 401)
-    if "retry_after" in problem.details:
-        page.headers["Retry-After"] = str(problem.details["retry_after"])
+    page.headers.update(headers_of(exc, problem))  # Retry-After, Allow
     return harden(page)  # type: ignore[return-value]

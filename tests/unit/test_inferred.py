@@ -129,11 +129,23 @@ def test_reader_counts_strata_as_sample_eval() -> None:
     (b"1 0 a 1 1\n1 0 b 1\n", 2, "exactly 5"),
     (b"1 0 a 1 x\n", 1, "not an integer"),
     (b"1 0 a 1 20000\n", 1, "above the largest supported level"),
+    # sample_eval.pl's conventions (docs/formats.md): strata are numbers, rel is -1 or a level
+    (b"1 0 a 1 1\n1 0 b x 0\n", 2, "stratum 'x' is not a stratum number"),
+    (b"1 0 a -1 1\n", 1, "stratum '-1' is not a stratum number"),
+    (b"1 0 a 10^30 1\n", 1, "stratum '10^30' is not a stratum number"),
+    (b"1 0 a 1 1\n1 0 b " + b"1" + b"0" * 30 + b" 0\n", 2, "is above the largest stratum 1000000"),
+    (b"1 0 a 1 1\n1 0 b 1 -1\n1 0 c 2 -2\n", 3, "relevance level -2: a sampled judgment's level is -1"),
+    (b"1 0 a 1 1\n1 0 b 1.5 -2\n1 0 c y 0\n", 2, "relevance level -2"),  # the first line at fault
 ])
 def test_reader_errors_name_the_line(data: bytes, line: int, fragment: str) -> None:
     with pytest.raises(InvalidInput) as err:
         parse_sampled_qrels(data, "s.qrels")
-    assert err.value.line == line and fragment in str(err.value)
+    assert err.value.source == "s.qrels" and err.value.line == line and fragment in str(err.value)
+
+
+def test_reader_takes_stratum_numbers_and_the_not_sampled_level() -> None:
+    q = parse_sampled_qrels(b"1 0 a 0 3\n1 0 b 1000000 -1\n1 0 c 007 0\n", "s.qrels")
+    assert q.judgments("1") == {"a": ("0", 3), "b": ("1000000", -1), "c": ("007", 0)}
 
 
 # ---------------------------------------------------------------------------------- sample_eval

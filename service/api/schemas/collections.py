@@ -11,7 +11,7 @@ from msgspec import UNSET, Meta, UnsetType
 from service.api.schemas import Items, Request, Response
 from service.api.schemas.runs import TopicChanges
 
-Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[^/\x00-\x1f]+$", examples=["trec-dl-2019"],
+Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[^/]+$", examples=["trec-dl-2019"],
                            description="A unique name (no slash, no control character).")]
 MetricName = Annotated[str, Meta(min_length=1, max_length=200, description="A metric in Cranfield's grammar "
                                  "(canonical form omits defaults).", examples=["nDCG@10"])]

@@ -8,8 +8,6 @@ in that set: the label figures only)."""
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
 from litestar import Controller, Response, get
@@ -19,6 +17,7 @@ from litestar.response import Template
 
 from service.errors import BadRequest, NotFound
 from service.evaluation import judge_comparison, qrels
+from service.evaluation.exports import disagreeing_topics_csv
 from service.evaluation.work import Outcome
 from service.http.problems import problem_of
 from service.portal.forms import whole_number
@@ -59,25 +58,6 @@ def _compare(page: Page, coll: Collection, a: str, b: str, metric: str | None, t
     return judge_comparison.compare_references(page.session, coll, page.me, a, b, metric or None, top_k or 10)
 
 
-def disagreeing_csv(doc: dict[str, Any]) -> str:
-    """The topics by disagreement, most first, with the judgments changed in each."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["topic", "tau", "disagreement", "mean_a", "mean_b", "mean_difference", "added", "removed", "changed",
-                "kappa", "documents_both"])
-    labels = {t["topic"]: t for t in doc["labels"]["topics"]}
-
-    def cell(v: Any) -> str:
-        return "" if v is None else (f"{v:.6f}" if isinstance(v, float) else str(v))
-
-    for t in (doc["topics"] or {}).get("disagreeing", []):
-        lab = labels.get(t["topic"], {})
-        w.writerow([t["topic"], *(cell(t[k]) for k in ("tau", "disagreement", "mean_a", "mean_b", "mean_difference",
-                                                        "added", "removed", "changed")),
-                    cell(lab.get("kappa")), cell(lab.get("documents"))])
-    return buf.getvalue()
-
-
 class JudgesController(Controller):
     @get("/c/{cid:int}/qrels/compare", sync_to_thread=True)
     def compare_page(self, cid: FromPath[int], page: NamedDependency[Page], a: FromQuery[str | None] = None,
@@ -112,4 +92,5 @@ class JudgesController(Controller):
         if ra is None or rb is None:
             raise BadRequest("choose two qrels versions or judgment sets to compare (a and b)")
         doc = _compare(page, coll, ra, rb, metric, None)
-        return download(disagreeing_csv(doc), "text/csv", f"{coll.name}-qrels-{ra}-{rb}-{doc['metric']}-topics.csv")
+        return download(disagreeing_topics_csv(doc), "text/csv",
+                        f"{coll.name}-qrels-{ra}-{rb}-{doc['metric']}-topics.csv")

@@ -38,9 +38,11 @@ class SignInController(Controller):
              "can_enrol": policy.may_enrol_self(me, c) and not policy.is_enrolled(me, c)}
             for c in collections.visible(page.session, me)])
 
-    @get("/login", sync_to_thread=True)
-    def login_form(self, page: NamedDependency[Page], next: FromQuery[str] = "/") -> Template:  # noqa: A002
-        return page.render("login.html", next=forms.local(next), error=None)
+    @get("/login", sync_to_thread=False)
+    def login_form(self, request: Request[Any, Any, Any], next: FromQuery[str] = "/") -> Template:  # noqa: A002
+        """The sign-in form, the same for every visitor: rendered without the database (no visitor
+        resolved, no session opened), so it shows while the database is down."""
+        return render(request, Principal(), None, "login.html", next=forms.local(next), error=None)
 
     @post("/login", sync_to_thread=True)
     def login(self, request: Request[Any, Any, Any], uow: NamedDependency[UnitOfWork], data: SignInBody) -> Any:
