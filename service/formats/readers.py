@@ -28,12 +28,12 @@ from service.formats.tokenize import (
     MAX_TOPIC_BYTES,
     TokenTable,
     check_lengths,
-    consecutive_heads,
-    gather_fixed_width,
+    column_heads,
+    first_row_differing,
     gather_words,
     parse_floats,
     parse_ints,
-    spans_equal_to,
+    row_chunks,
     tokenize,
     words_to_bytes,
 )
@@ -54,12 +54,12 @@ def _group_consecutive(table: TokenTable, k: int) -> tuple[np.ndarray, np.ndarra
 
     Files are grouped by topic, so only the group heads (a handful) are copied
     out of the file and sorted, instead of every line.
-    Returns (sorted unique, codes, the first row of each run of equal values).
+    Returns (sorted unique, codes, the first row of each run of equal values); the codes
+    are int32 (fewer than 2**31 values).
     """
-    starts, ends, _ = table.column(k)
-    n = starts.shape[0]
-    heads = np.flatnonzero(consecutive_heads(table.buffer, starts, ends))
-    values = gather_fixed_width(table.buffer, starts[heads], ends[heads])
+    n = len(table)
+    heads = column_heads(table, k)
+    values = table.field_bytes(k, heads)
     if heads.shape[0] <= _FEW_GROUPS:
         # A few dozen topics: sorting them in Python costs less than np.unique's set-up.
         # (bytes sort as numpy's bytes_ do: tokens hold no NUL byte.)
@@ -70,7 +70,8 @@ def _group_consecutive(table: TokenTable, k: int) -> tuple[np.ndarray, np.ndarra
         inv = np.array([code_of[v] for v in listed], dtype=np.int64)
     else:
         uniq, inv = np.unique(values, return_inverse=True)
-    codes = np.repeat(inv.reshape(-1), np.diff(np.append(heads, n)))
+    code_type = np.int32 if uniq.shape[0] < 2**31 else np.int64
+    codes = np.repeat(inv.reshape(-1).astype(code_type), np.diff(np.append(heads, n)))
     return uniq, codes, heads
 
 
@@ -87,14 +88,17 @@ def _decode_all(values: np.ndarray) -> tuple[str, ...]:
 
 def parse_qrels(data: bytes, source: str = "<qrels>", fmt: QrelsFormat = "auto") -> Qrels:
     """Parse TREC or NTCIR qrels; ``auto`` picks by the first data line's column count."""
-    return _build_qrels(*_qrels_table(data, source, fmt))
+    table, doc_k, levels = _qrels_table(data, source, fmt)
+    columns = _QrelsColumns.of(table, doc_k, levels)
+    del table, levels  # the token table goes before the sort
+    return columns.build()
 
 
 def qrels_records(data: bytes, source: str = "<qrels>", fmt: QrelsFormat = "auto") -> list[tuple[int, str, str, int]]:
     """Each judgment line as (line number, topic, docno, level), read exactly as
     :func:`parse_qrels` reads it (comments, BOM, separators), and validated the same way."""
     table, doc_k, levels = _qrels_table(data, source, fmt)
-    _build_qrels(table, doc_k, levels)  # the same checks (duplicates, contradictions, range)
+    _QrelsColumns.of(table, doc_k, levels).build()  # the same checks (duplicates, contradictions, range)
     topics = [b.decode("utf-8") for b in table.field_bytes(0).tolist()]
     docnos = [b.decode("utf-8") for b in table.field_bytes(doc_k).tolist()]
     return [(int(line), topic, docno, int(level)) for line, topic, docno, level
@@ -140,69 +144,105 @@ def _check_ids(table: TokenTable, doc_k: int, tag_k: int | None = None) -> None:
 
 
 def _ntcir_levels(table: TokenTable) -> np.ndarray:
+    """The level column (``L<n>``), a chunk of rows at a time: every label's syntax is checked
+    before any is converted, and the first line at fault is the one named."""
     check_lengths(table, [(2, "relevance label", MAX_NUMBER_BYTES)])
-    raw = table.field_bytes(2)
-    ok = np.char.startswith(raw, b"L") & ~np.char.startswith(raw, b"LL")
-    if not np.all(ok):
-        r = int(np.flatnonzero(~ok)[0])
-        raise InvalidInput(
-            table.source, int(table.line_numbers[r]), f"relevance label {table.field_text(r, 2)!r} is not L<n>"
-        )
-    digits = np.char.lstrip(raw, b"L")  # exactly one L (checked above)
-    try:
-        return digits.astype(np.int64)
-    except (ValueError, OverflowError):
-        pass
-    for r, text in enumerate(digits.tolist()):
+    chunks = row_chunks(len(table))
+    for lo, hi in chunks:
+        raw = table.field_bytes(2, slice(lo, hi))
+        ok = np.char.startswith(raw, b"L") & ~np.char.startswith(raw, b"LL")
+        if not np.all(ok):
+            r = lo + int(np.flatnonzero(~ok)[0])
+            raise InvalidInput(
+                table.source, table.line_number(r), f"relevance label {table.field_text(r, 2)!r} is not L<n>"
+            )
+    out = np.empty(len(table), dtype=np.int64)
+    for lo, hi in chunks:
+        digits = np.char.lstrip(table.field_bytes(2, slice(lo, hi)), b"L")  # exactly one L (checked above)
         try:
-            if abs(int(text)) > 2**62:
-                break
-        except ValueError:
-            break
-    raise InvalidInput(
-        table.source, int(table.line_numbers[r]), f"relevance label {table.field_text(r, 2)!r} is not L<n>"
-    )
+            out[lo:hi] = digits.astype(np.int64)
+        except (ValueError, OverflowError):
+            r = _first_bad_level(table)
+            raise InvalidInput(
+                table.source, table.line_number(r), f"relevance label {table.field_text(r, 2)!r} is not L<n>"
+            ) from None
+    return out
+
+
+def _first_bad_level(table: TokenTable) -> int:
+    """The first row whose ``L<n>`` is not an integer within 2**62 (the last row if none is)."""
+    for lo, hi in row_chunks(len(table)):
+        for r, text in enumerate(np.char.lstrip(table.field_bytes(2, slice(lo, hi)), b"L").tolist(), start=lo):
+            try:
+                if abs(int(text)) > 2**62:
+                    return r
+            except ValueError:
+                return r
+    return len(table) - 1
 
 
 MAX_LEVEL = 10_000  # relevance scales are small; this bounds the per-level tables
 
 
-def _build_qrels(table: TokenTable, doc_k: int, levels: np.ndarray) -> Qrels:
-    too_high = np.flatnonzero(levels > MAX_LEVEL)
-    if too_high.shape[0]:
-        r = int(too_high[0])
-        raise InvalidInput(table.source, int(table.line_numbers[r]),
-                           f"relevance level {int(levels[r])} is above the largest supported level {MAX_LEVEL}")
-    docnos = table.field_bytes(doc_k)
-    uniq, codes, _ = _group_consecutive(table, 0)
-    order = np.lexsort((docnos, codes))
-    codes_s, docs_s, levels_s = codes[order], docnos[order], levels[order]
-    same = (codes_s[1:] == codes_s[:-1]) & (docs_s[1:] == docs_s[:-1])
-    if np.any(same):
-        # The same judgment twice is harmless; two different levels are a contradiction.
-        dup = np.flatnonzero(same)
-        conflict = dup[levels_s[dup] != levels_s[dup + 1]]
-        if conflict.shape[0]:
-            i = int(conflict[0])
-            a, b = int(order[i]), int(order[i + 1])
-            first, second = sorted((a, b))
-            raise InvalidInput(
-                table.source,
-                int(table.line_numbers[second]),
-                f"document {table.field_text(second, doc_k)!r} of topic {table.field_text(second, 0)!r} "
-                f"is judged {int(levels[second])} here but {int(levels[first])} on line "
-                f"{int(table.line_numbers[first])}",
-            )
-        keep = np.ones(codes_s.shape[0], dtype=bool)
-        keep[dup + 1] = False
-        codes_s, docs_s, levels_s = codes_s[keep], docs_s[keep], levels_s[keep]
-    bounds = np.searchsorted(codes_s, np.arange(uniq.shape[0] + 1))
-    return Qrels(
-        topics=_decode_all(uniq),
-        docnos=tuple(docs_s[bounds[i] : bounds[i + 1]] for i in range(uniq.shape[0])),
-        levels=tuple(levels_s[bounds[i] : bounds[i + 1]] for i in range(uniq.shape[0])),
-        source=table.source,
-    )
+class _QrelsColumns:
+    """What qrels are built from, taken out of the token table (which can then go): the
+    docnos, the topic codes and ids, the levels and the lines' numbers."""
+
+    def __init__(self, source: str, docnos: np.ndarray, uniq: np.ndarray, codes: np.ndarray, levels: np.ndarray,
+                 numbers: np.ndarray | None) -> None:
+        self.source, self.docnos, self.uniq, self.codes, self.levels = source, docnos, uniq, codes, levels
+        self.numbers = numbers  # None: data line i is line i + 1
+
+    @classmethod
+    def of(cls, table: TokenTable, doc_k: int, levels: np.ndarray) -> _QrelsColumns:
+        too_high = np.flatnonzero(levels > MAX_LEVEL)
+        if too_high.shape[0]:
+            r = int(too_high[0])
+            raise InvalidInput(table.source, table.line_number(r),
+                               f"relevance level {int(levels[r])} is above the largest supported level {MAX_LEVEL}")
+        docnos = table.field_bytes(doc_k)
+        uniq, codes, _ = _group_consecutive(table, 0)
+        return cls(table.source, docnos, uniq, codes, levels, table.numbers)
+
+    def line(self, row: int) -> int:
+        return int(self.numbers[row]) if self.numbers is not None else int(row) + 1
+
+    def build(self) -> Qrels:
+        """The qrels (each array sorted once, its unsorted copy let go at once)."""
+        uniq = self.uniq
+        order = np.lexsort((self.docnos, self.codes))
+        codes_s = self.codes[order]
+        docs_s = self.docnos[order]
+        self.docnos = self.codes = None  # type: ignore[assignment]
+        levels_s = self.levels[order]
+        self.levels = None  # type: ignore[assignment]
+        same = (codes_s[1:] == codes_s[:-1]) & (docs_s[1:] == docs_s[:-1])
+        if np.any(same):
+            # The same judgment twice is harmless; two different levels are a contradiction.
+            dup = np.flatnonzero(same)
+            conflict = dup[levels_s[dup] != levels_s[dup + 1]]
+            if conflict.shape[0]:
+                i = int(conflict[0])
+                a, b = int(order[i]), int(order[i + 1])
+                first, second = (i, i + 1) if a < b else (i + 1, i)  # positions in the sorted arrays
+                raise InvalidInput(
+                    self.source,
+                    self.line(max(a, b)),
+                    f"document {docs_s[i].decode('utf-8')!r} of topic {uniq[codes_s[i]].decode('utf-8')!r} "
+                    f"is judged {int(levels_s[second])} here but {int(levels_s[first])} on line "
+                    f"{self.line(min(a, b))}",
+                )
+            keep = np.ones(codes_s.shape[0], dtype=bool)
+            keep[dup + 1] = False
+            codes_s, docs_s, levels_s = codes_s[keep], docs_s[keep], levels_s[keep]
+        del order
+        bounds = np.searchsorted(codes_s, np.arange(uniq.shape[0] + 1))
+        return Qrels(
+            topics=_decode_all(uniq),
+            docnos=tuple(docs_s[bounds[i] : bounds[i + 1]] for i in range(uniq.shape[0])),
+            levels=tuple(levels_s[bounds[i] : bounds[i + 1]] for i in range(uniq.shape[0])),
+            source=self.source,
+        )
 
 
 def read_qrels(path: str | os.PathLike[str], fmt: QrelsFormat = "auto") -> Qrels:
@@ -219,50 +259,67 @@ def parse_run(
     With ``keep_ranks`` the run also carries its rank column (``Run.ranks``, in evaluation
     order) for the submission checks; a rank column that is not numbers is then left out
     (``None``), not refused: trec_eval ignores it when it ranks by score.
+
+    Memory: every column the run needs is taken out of the token table first (the rank
+    column too, its errors raised where the rank order needs them), then the table goes,
+    before the duplicate check sorts and the rank order permutes.
     """
     order = RunOrder(order)
     table = tokenize(data, source, 6)
     _check_ids(table, 2, 5)
-    other_tag = np.flatnonzero(~spans_equal_to(table.buffer, *table.column(5)[:2], 0))
-    if other_tag.shape[0]:
-        r = int(other_tag[0])
+    r = first_row_differing(table, 5, 0)
+    if r is not None:
         raise InvalidInput(
             source,
-            int(table.line_numbers[r]),
+            table.line_number(r),
             f"run tag {table.field_text(r, 5)!r} differs from {table.field_text(0, 5)!r} "
             "on the first line: one file holds one run",
         )
     scores = parse_floats(table, 4, "score")
     uniq, codes, heads = _group_consecutive(table, 0)
+    docnos, doc_hashes = _docno_column(table, 2)
+    tag = table.field_text(0, 5)
+    rank_ints: np.ndarray | InvalidInput | None = None
+    if order is RunOrder.RANK:
+        try:
+            rank_ints = parse_ints(table, 3, "rank")
+        except InvalidInput as exc:  # raised below, after the duplicate check, as always
+            rank_ints = exc
+    ranks = _ranks_if_numbers(table) if keep_ranks else None
+    numbers = table.numbers
+    del table
+
+    def line(row: int) -> int:
+        return int(numbers[row]) if numbers is not None else row + 1
 
     # Duplicate (topic, docno) pairs: equal 64-bit keys, confirmed on the bytes.
-    doc_words, width = gather_words(table.buffer, *table.column(2)[:2])
-    docnos = words_to_bytes(doc_words, width)
-    doc_hashes = hash_words(doc_words, table.field_lengths(2))
-    keys = topic_keys(doc_hashes, codes)
-    ordered = np.sort(keys)  # a vectorised sort of integers: faster here than a hash table
-    dup = None
-    if bool(np.any(ordered[1:] == ordered[:-1])):  # a document retrieved twice, or a 64-bit collision
-        dup = _first_duplicate(KeyTable(keys).equal_pairs, codes, docnos)
-    del keys, ordered
-    if dup is not None:
-        a, b = dup
-        raise InvalidInput(
-            source,
-            int(table.line_numbers[b]),
-            f"document {table.field_text(b, 2)!r} is retrieved twice for topic "
-            f"{table.field_text(b, 0)!r} (first on line {int(table.line_numbers[a])})",
-        )
+    keys = _topic_keys(doc_hashes, codes)
+    keys.sort()  # in place: a vectorised sort of integers, faster here than a hash table
+    twice = bool(np.any(keys[1:] == keys[:-1]))  # a document retrieved twice, or a 64-bit collision
+    del keys
+    if twice:
+        dup = _first_duplicate(KeyTable(_topic_keys(doc_hashes, codes)).equal_pairs, codes, docnos)
+        if dup is not None:
+            a, b = dup
+            raise InvalidInput(
+                source,
+                line(b),
+                f"document {docnos[b].decode('utf-8')!r} is retrieved twice for topic "
+                f"{uniq[codes[b]].decode('utf-8')!r} (first on line {line(a)})",
+            )
 
-    perm = _rank_order(order, table, codes, heads, scores, docnos, doc_words)
-    del doc_words
-    ranks = _ranks_if_numbers(table) if keep_ranks else None
-    if perm is not None:
-        codes, scores, docnos, doc_hashes = codes[perm], scores[perm], docnos[perm], doc_hashes[perm]
+    perm = _rank_order(order, codes, heads, scores, docnos, rank_ints)
+    del rank_ints
+    if perm is not None:  # one array at a time: the old one goes as its permuted copy comes
+        codes = codes[perm]
+        scores = scores[perm]
+        docnos = docnos[perm]
+        doc_hashes = doc_hashes[perm]
         ranks = ranks[perm] if ranks is not None else None
+        del perm
     offsets = np.searchsorted(codes, np.arange(uniq.shape[0] + 1)).astype(np.int64)
     return Run(
-        tag=table.field_text(0, 5),
+        tag=tag,
         topics=_decode_all(uniq),
         offsets=offsets,
         docnos=docnos,
@@ -271,6 +328,40 @@ def parse_run(
         doc_hashes=doc_hashes,
         ranks=ranks,
     )
+
+
+def _docno_column(table: TokenTable, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Field ``k`` as a ``bytes_`` array (the column's width) and its 64-bit hashes, a chunk of
+    rows at a time: the words each chunk is read into are hashed and let go."""
+    n = len(table)
+    chunks = row_chunks(n)
+    width = max([1, *(int(table.field_lengths(k, slice(lo, hi)).max()) for lo, hi in chunks)])
+    docnos = np.empty(n, dtype=f"S{width}")
+    hashes = np.empty(n, dtype=np.uint64)
+    for lo, hi in chunks:
+        starts, ends = table.spans(k, slice(lo, hi))
+        words, _ = gather_words(table.buffer, starts, ends, width)
+        docnos[lo:hi] = words_to_bytes(words, width)
+        hashes[lo:hi] = hash_words(words, ends - starts)
+    return docnos, hashes
+
+
+def _topic_keys(doc_hashes: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """:func:`topic_keys`, a chunk at a time (its mixing steps make several arrays of their input's size)."""
+    out = np.empty(doc_hashes.shape[0], dtype=np.uint64)
+    for lo, hi in row_chunks(doc_hashes.shape[0]):
+        out[lo:hi] = topic_keys(doc_hashes[lo:hi], codes[lo:hi])
+    return out
+
+
+def _docno_words(docnos: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The docnos of ``rows`` as (rows, ceil(width / 8)) little-endian words, zero past each
+    docno's end: what :func:`gather_words` read them as."""
+    width = docnos.dtype.itemsize
+    m = rows.shape[0]
+    raw = np.zeros((m, -(-width // 8) * 8), dtype=np.uint8)
+    raw[:, :width] = docnos[rows].view(np.uint8).reshape(m, width)
+    return raw.view("<u8")
 
 
 def _ranks_if_numbers(table: TokenTable) -> np.ndarray | None:
@@ -298,18 +389,18 @@ def _first_duplicate(
 
 def _rank_order(
     order: RunOrder,
-    table: TokenTable,
     codes: np.ndarray,
     heads: np.ndarray,
     scores: np.ndarray,
     docnos: np.ndarray,
-    doc_words: np.ndarray,
+    rank_ints: np.ndarray | InvalidInput | None,
 ) -> np.ndarray | None:
     """Permutation into (topic, rank) order, or None when the file already is.
 
     ``heads`` are the first lines of the runs of equal topic codes. The usual file holds
     each topic in one block, in rank order (it may list the topics in any order): its
     permutation only moves whole blocks, and, for ``score``, the tied scores within them.
+    ``rank_ints``: the rank column as integers for ``rank`` (or the error reading it).
     """
     n = codes.shape[0]
     blocks = heads.shape[0] == int(codes.max(initial=-1)) + 1  # each topic in one block
@@ -320,7 +411,10 @@ def _rank_order(
         return _block_order(codes, heads) if blocks else np.argsort(codes, kind="stable")
     same = codes[1:] == codes[:-1]
     if order is RunOrder.RANK:
-        ranks = parse_ints(table, 3, "rank")
+        if isinstance(rank_ints, InvalidInput):
+            raise rank_ints
+        assert rank_ints is not None
+        ranks = rank_ints
         if blocks and bool(np.all(~same | (ranks[1:] >= ranks[:-1]))):
             return None if in_topic_order else _block_order(codes, heads)
         return np.lexsort((ranks, codes))
@@ -331,7 +425,7 @@ def _rank_order(
         perm = None
         tied = same & (scores[1:] == scores[:-1])
         if np.any(tied) and not bool(np.all(docnos[1:][tied] < docnos[:-1][tied])):
-            perm = _order_ties_by_docno_desc(np.arange(n), tied, doc_words)
+            perm = _order_ties_by_docno_desc(np.arange(n), tied, docnos)
         if not in_topic_order:
             by_topic = _block_order(codes, heads)
             perm = by_topic if perm is None else perm[by_topic]
@@ -341,7 +435,7 @@ def _rank_order(
     tied = (cs[1:] == cs[:-1]) & (ss[1:] == ss[:-1])
     if not np.any(tied):
         return perm
-    return _order_ties_by_docno_desc(perm, tied, doc_words)
+    return _order_ties_by_docno_desc(perm, tied, docnos)
 
 
 def _block_order(codes: np.ndarray, heads: np.ndarray) -> np.ndarray:
@@ -354,12 +448,12 @@ def _block_order(codes: np.ndarray, heads: np.ndarray) -> np.ndarray:
     return np.repeat(shift, sizes) + np.arange(n)
 
 
-def _order_ties_by_docno_desc(perm: np.ndarray, tied: np.ndarray, doc_words: np.ndarray) -> np.ndarray:
+def _order_ties_by_docno_desc(perm: np.ndarray, tied: np.ndarray, docnos: np.ndarray) -> np.ndarray:
     """Within each block of equal (topic, score) in ``perm``, put docnos in descending byte order.
 
     ``tied[i]`` says that positions i and i + 1 of ``perm`` hold equal scores. Docnos are
-    compared as their big-endian 64-bit words (``doc_words``, zero past each docno's end,
-    byte-swapped), which orders them as their bytes do.
+    compared as their big-endian 64-bit words (:func:`_docno_words`, zero past each docno's
+    end, byte-swapped), which orders them as their bytes do.
     """
     n = perm.shape[0]
     in_block = np.zeros(n, dtype=bool)
@@ -369,7 +463,7 @@ def _order_ties_by_docno_desc(perm: np.ndarray, tied: np.ndarray, doc_words: np.
     block_head = np.ones(idx.shape[0], dtype=bool)
     block_head[1:] = ~tied[idx[1:] - 1]
     block_id = np.cumsum(block_head)
-    words = doc_words[perm[idx]]
+    words = _docno_words(docnos, perm[idx])
     # lexsort's last key is the primary one: block ascending, then docno descending
     # (the complement of each big-endian word, most significant word last).
     keys = [~words[:, j].byteswap() for j in range(words.shape[1] - 1, -1, -1)]

@@ -18,6 +18,11 @@ gaps, long tokens): fields are copied into fixed-width arrays only after the
 readers have checked their lengths against the limits below, so a copy costs
 at most rows x limit bytes.
 
+Memory is bounded by a small multiple of the file: offsets are int32 below 2 GiB, the
+token table keeps only what it cannot derive (:class:`TokenTable`), whole-file passes go a
+few megabytes at a time and per-line passes a chunk of lines at a time, so no scratch array
+has the file's length (docs/formats.md, "Memory").
+
 The usual file (every line exactly the expected tokens, one space or tab between
 them, LF line ends, no blank or comment line) is recognised in a few whole-file
 passes and its token table is the array of separator offsets reshaped, with no
@@ -29,7 +34,8 @@ different table, value or error, only the same one sooner.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,62 +55,214 @@ _CLASS[127] = 2
 _CLASS[[9, 10, 11, 12, 13, 32]] = 1
 
 
-@dataclass(frozen=True)
+#: Whole-file passes go through the file this many bytes at a time, and per-line passes this
+#: many lines at a time: their boolean and index scratch stays a few megabytes, whatever the
+#: file's size (peak memory is then the file, the token table and the parsed columns).
+_BYTES_PER_PASS = 1 << 22
+_ROWS_PER_PASS = 1 << 17
+#: Files shorter than this keep their byte offsets as int32 (half the table of int64).
+_INT32_OFFSETS = 2**31 - 2**20
+
+
+def offset_type(size: int) -> type[np.signedinteger]:
+    """The integer type of byte offsets into a file of ``size`` bytes."""
+    return np.int32 if size < _INT32_OFFSETS else np.int64
+
+
+def row_chunks(n: int, step: int | None = None) -> list[tuple[int, int]]:
+    """[lo, hi) ranges of at most ``step`` (default ``_ROWS_PER_PASS``) rows covering 0..n."""
+    step = step or _ROWS_PER_PASS
+    return [(lo, min(lo + step, n)) for lo in range(0, n, step)]
+
+
+def _byte_chunks(n: int) -> range:
+    return range(0, n, _BYTES_PER_PASS)
+
+
+def _count(buf: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> int:
+    """How many bytes pass ``test``, a few megabytes at a time."""
+    return sum(int(np.count_nonzero(test(buf[lo:lo + _BYTES_PER_PASS]))) for lo in _byte_chunks(buf.shape[0]))
+
+
+def _first(buf: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> int | None:
+    """The offset of the first byte passing ``test`` (None: none does)."""
+    for lo in _byte_chunks(buf.shape[0]):
+        hit = np.flatnonzero(test(buf[lo:lo + _BYTES_PER_PASS]))
+        if hit.shape[0]:
+            return lo + int(hit[0])
+    return None
+
+
+def _positions(buf: np.ndarray, test: Callable[[np.ndarray], np.ndarray], count: int, dtype: type) -> np.ndarray:
+    """``np.flatnonzero(test(buf))`` as ``dtype`` (``count`` is its length, from :func:`_count`),
+    with no whole-file boolean or int64 scratch."""
+    out = np.empty(count, dtype=dtype)
+    at = 0
+    for lo in _byte_chunks(buf.shape[0]):
+        hit = np.flatnonzero(test(buf[lo:lo + _BYTES_PER_PASS]))
+        out[at:at + hit.shape[0]] = hit
+        out[at:at + hit.shape[0]] += lo
+        at += hit.shape[0]
+    return out
+
+
+def _is_space(seg: np.ndarray) -> np.ndarray:
+    return seg <= 32
+
+
+def _is_del(seg: np.ndarray) -> np.ndarray:
+    return seg == 127
+
+
+def _step_range(offsets: np.ndarray) -> tuple[int, int]:
+    """(min, max) of ``np.diff(offsets)`` (at least two offsets), without the whole difference array."""
+    lo_step, hi_step = None, None
+    n = offsets.shape[0]
+    for lo in range(0, n - 1, _BYTES_PER_PASS):
+        d = np.diff(offsets[lo:min(lo + _BYTES_PER_PASS, n - 1) + 1])
+        a, b = int(d.min()), int(d.max())
+        lo_step = a if lo_step is None else min(lo_step, a)
+        hi_step = b if hi_step is None else max(hi_step, b)
+    assert lo_step is not None and hi_step is not None
+    return lo_step, hi_step
+
+
+Rows = slice | np.ndarray | None
+
+
+@dataclass(frozen=True, eq=False)
 class TokenTable:
     """The data lines of a file and the byte spans of their first fields.
 
     ``line_numbers[i]`` is the 1-based line number of data line ``i``;
     ``starts[i, k]``/``ends[i, k]`` delimit its ``k``-th field in ``buffer``.
+
+    Held compactly (the table is the largest thing a reader keeps besides the file): the
+    ends as one (lines, fields) array of int32 offsets (int64 past 2 GiB); a field's start as
+    the previous field's end plus a gap (``gaps``, uint8 when every gap fits, None when every
+    gap is one byte) and a line's first start as the previous line's last end plus one unless
+    ``first_starts`` says otherwise; ``numbers`` and ``counts`` only when the line numbers are
+    not 1..n or a line has more tokens than ``fields``. :meth:`spans` gives any field's
+    (starts, ends) as contiguous arrays, for all rows or a chunk of them.
     """
 
     source: str
     buffer: np.ndarray  # uint8 view of the file
-    line_numbers: np.ndarray  # int64 (n,)
-    starts: np.ndarray  # int64 (n, fields)
-    ends: np.ndarray  # int64 (n, fields)
-    field_counts: np.ndarray  # int64 (n,): tokens on each data line
+    token_ends: np.ndarray  # (n, fields): where each kept field ends
+    first_starts: np.ndarray | None = None  # (n,): where field 0 starts (None: derived)
+    gaps: np.ndarray | None = None  # (n, fields - 1): start of field k - end of field k - 1 (None: 1)
+    numbers: np.ndarray | None = None  # (n,): 1-based line numbers (None: 1..n)
+    counts: np.ndarray | None = None  # (n,): tokens on each data line (None: ``fields`` each)
     longest_token: int | None = None  # bytes of the file's longest token (None: not known)
-    _columns: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
-        default_factory=dict, repr=False, compare=False
-    )
 
     def __len__(self) -> int:
-        return int(self.line_numbers.shape[0])
+        return int(self.token_ends.shape[0])
+
+    @property
+    def fields(self) -> int:
+        return int(self.token_ends.shape[1])
+
+    # ------------------------------------------------------------------ lines
+    @property
+    def line_numbers(self) -> np.ndarray:
+        """The 1-based line number of every data line."""
+        if self.numbers is not None:
+            return self.numbers
+        return np.arange(1, len(self) + 1, dtype=np.int64)
+
+    def line_number(self, row: int) -> int:
+        return int(self.numbers[row]) if self.numbers is not None else int(row) + 1
+
+    @property
+    def field_counts(self) -> np.ndarray:
+        """Tokens on each data line (at least ``fields``)."""
+        if self.counts is not None:
+            return self.counts
+        return np.full(len(self), self.fields, dtype=np.int64)
+
+    # ------------------------------------------------------------------ spans
+    @property
+    def starts(self) -> np.ndarray:
+        """(n, fields) start offsets (made on demand)."""
+        out = np.empty(self.token_ends.shape, dtype=self.token_ends.dtype)
+        for k in range(self.fields):
+            out[:, k] = self.spans(k)[0]
+        return out
+
+    @property
+    def ends(self) -> np.ndarray:
+        return self.token_ends
+
+    def spans(self, k: int, rows: Rows = None) -> tuple[np.ndarray, np.ndarray]:
+        """Field ``k``'s (starts, ends), contiguous, of every row or of ``rows`` (a slice of
+        step 1 or an index array)."""
+        sel: slice | np.ndarray = slice(None) if rows is None else rows
+        ends = np.ascontiguousarray(self.token_ends[sel, k])
+        if k > 0:
+            gap = 1 if self.gaps is None else self.gaps[sel, k - 1]
+            starts = self.token_ends[sel, k - 1] + gap
+        elif self.first_starts is not None:
+            starts = np.ascontiguousarray(self.first_starts[sel])
+        else:
+            starts = self._line_starts(sel)
+        return starts, ends
+
+    def _line_starts(self, sel: slice | np.ndarray) -> np.ndarray:
+        """Field 0's starts when each line starts one byte after the previous line's last field."""
+        last = self.token_ends[:, -1]
+        if isinstance(sel, slice):
+            lo, hi, step = sel.indices(len(self))
+            if step != 1:
+                raise ValueError("spans() takes slices of step 1")
+            out = np.empty(max(hi - lo, 0), dtype=last.dtype)
+            if out.shape[0]:
+                if lo == 0:
+                    out[0] = 0
+                    np.add(last[: hi - 1], 1, out=out[1:])
+                else:
+                    np.add(last[lo - 1: hi - 1], 1, out=out)
+            return out
+        out = last[np.maximum(sel - 1, 0)] + 1
+        out[sel == 0] = 0
+        return out
+
+    def span(self, row: int, k: int) -> tuple[int, int]:
+        """One field's (start, end)."""
+        starts, ends = self.spans(k, np.array([row]))
+        return int(starts[0]), int(ends[0])
 
     def column(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Field ``k``'s (starts, ends, lengths) as contiguous read-only arrays, made once.
+        """Field ``k``'s (starts, ends, lengths) of every row, as contiguous arrays (made on
+        each call: the per-line passes take :meth:`spans` of a chunk of rows instead)."""
+        starts, ends = self.spans(k)
+        return starts, ends, ends - starts
 
-        ``starts[:, k]`` is a strided view, and every whole-array pass over a strided
-        view costs several times one over a contiguous copy.
-        """
-        got = self._columns.get(k)
-        if got is None:
-            starts = np.ascontiguousarray(self.starts[:, k])
-            ends = np.ascontiguousarray(self.ends[:, k])
-            got = (starts, ends, ends - starts)
-            for a in got:
-                a.flags.writeable = False
-            self._columns[k] = got
-        return got
-
-    def field_bytes(self, k: int, rows: np.ndarray | None = None) -> np.ndarray:
+    def field_bytes(self, k: int, rows: Rows = None) -> np.ndarray:
         """Field ``k`` of every data line (or of ``rows``) as a ``bytes_`` array.
 
         Check the field's length first (:func:`check_lengths`): the array is
         rows x the widest value.
         """
-        starts, ends, _ = self.column(k)
         if rows is not None:
-            starts, ends = starts[rows], ends[rows]
-        return gather_fixed_width(self.buffer, starts, ends)
+            return gather_fixed_width(self.buffer, *self.spans(k, rows))
+        n = len(self)
+        chunks = row_chunks(n)
+        if len(chunks) <= 1:
+            return gather_fixed_width(self.buffer, *self.spans(k))
+        width = max([1, *(int(self.field_lengths(k, slice(lo, hi)).max()) for lo, hi in chunks)])
+        out = np.empty(n, dtype=f"S{width}")
+        for lo, hi in chunks:
+            out[lo:hi] = gather_fixed_width(self.buffer, *self.spans(k, slice(lo, hi)), width=width)
+        return out
 
     def field_text(self, row: int, k: int) -> str:
         """One field as ``str`` (for error messages and small tables)."""
-        lo, hi = int(self.starts[row, k]), int(self.ends[row, k])
+        lo, hi = self.span(row, k)
         return self.buffer[lo:hi].tobytes().decode("utf-8")
 
-    def field_lengths(self, k: int) -> np.ndarray:
-        return self.column(k)[2]
+    def field_lengths(self, k: int, rows: Rows = None) -> np.ndarray:
+        starts, ends = self.spans(k, rows)
+        return ends - starts
 
 
 #: The widest field :func:`gather_words` copies; callers check the limits above
@@ -112,18 +270,24 @@ class TokenTable:
 _GATHER_GUARD = 4 * max(MAX_TOPIC_BYTES, MAX_DOCNO_BYTES, MAX_TAG_BYTES, MAX_NUMBER_BYTES)
 
 
-def gather_words(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, int]:
+def gather_words(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                 width: int | None = None) -> tuple[np.ndarray, int]:
     """Byte spans as rows of little-endian 64-bit words, zero past each span's end.
 
     Returns the (n, ceil(width / 8)) ``<u8`` array and the width (the longest
-    span, at least 1). One pass per 8 bytes, over the spans not yet copied to
+    span, at least 1, unless ``width`` is given: a chunk of a column then has the
+    column's width). One pass per 8 bytes, over the spans not yet copied to
     their end: the work is the total length of the spans / 8 plus a pass per
     span, whatever the longest one; the array is rows x width, which callers
     bound by checking the field's length limit first.
     """
     n = starts.shape[0]
     lengths = ends - starts
-    width = max(int(lengths.max()) if n else 1, 1)
+    longest = max(int(lengths.max()) if n else 1, 1)
+    if width is None:
+        width = longest
+    elif width < longest:
+        raise ValueError(f"a {longest}-byte span does not fit a width of {width}")
     if width > _GATHER_GUARD:
         raise ValueError(f"a {width}-byte field reached gather_words: its length was not checked")
     out = np.zeros((n, -(-width // 8)), dtype="<u8")
@@ -133,7 +297,7 @@ def gather_words(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tu
     rows: np.ndarray | None = None  # the rows still being copied (None: all)
     pos, rest = np.ascontiguousarray(starts), lengths
     shortest = int(lengths.min())  # of the rows still being copied
-    for k in range(out.shape[1]):
+    for k in range(-(-longest // 8)):  # the words past every span's end stay zero
         if k:
             pos, rest, shortest = pos + 8, rest - 8, shortest - 8
             if shortest <= 0:  # drop the spans copied to their end
@@ -142,7 +306,7 @@ def gather_words(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tu
                 pos, rest = pos[keep], rest[keep]
                 shortest = int(rest.min())
         # A whole word for every row (one scalar mask, or none) when no span ends inside it.
-        value = words.read(pos, 8 if shortest >= 8 else shortest if shortest == width - 8 * k else rest)
+        value = words.read(pos, 8 if shortest >= 8 else shortest if shortest == longest - 8 * k else rest)
         if rows is None:
             out[:, k] = value
         else:
@@ -159,33 +323,35 @@ def words_to_bytes(words: np.ndarray, width: int) -> np.ndarray:
     return raw.view(f"S{width}").reshape(n)
 
 
-def gather_fixed_width(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def gather_fixed_width(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                       width: int | None = None) -> np.ndarray:
     """Copy byte spans into a fixed-width ``bytes_`` array (see :func:`gather_words`)."""
-    return words_to_bytes(*gather_words(buffer, starts, ends))
+    return words_to_bytes(*gather_words(buffer, starts, ends, width))
 
 
 def check_lengths(table: TokenTable, limits: list[tuple[int, str, int]]) -> None:
     """Refuse the first line holding a field longer than its limit.
 
     ``limits`` holds (field, name, limit in bytes); on the earliest offending
-    line the first listed field is reported. One pass over each field's spans,
-    none when no token of the file is longer than the smallest limit.
+    line the first listed field is reported. One pass over each field's spans
+    (a chunk of lines at a time), none when no token of the file is longer than
+    the smallest limit.
     """
     if table.longest_token is not None and table.longest_token <= min(limit for _, _, limit in limits):
         return
-    worst: tuple[int, int, str, int, int] | None = None  # (row, order, name, length, limit)
-    for order, (k, what, limit) in enumerate(limits):
-        lengths = table.field_lengths(k)
-        over = np.flatnonzero(lengths > limit)
-        if over.shape[0]:
-            r = int(over[0])
-            if worst is None or (r, order) < worst[:2]:
-                worst = (r, order, what, int(lengths[r]), limit)
-    if worst is not None:
-        r, _, what, length, limit = worst
-        raise InvalidInput(
-            table.source, int(table.line_numbers[r]), f"{what} is {length} bytes long; the limit is {limit}"
-        )
+    for lo, hi in row_chunks(len(table)):
+        worst: tuple[int, int, str, int, int] | None = None  # (row, order, name, length, limit)
+        for order, (k, what, limit) in enumerate(limits):
+            lengths = table.field_lengths(k, slice(lo, hi))
+            over = np.flatnonzero(lengths > limit)
+            if over.shape[0]:
+                r = int(over[0])
+                if worst is None or (r, order) < worst[:2]:
+                    worst = (r, order, what, int(lengths[r]), limit)
+        if worst is not None:  # the earliest chunk with a long field holds the earliest line
+            r, _, what, length, limit = worst
+            raise InvalidInput(table.source, table.line_number(lo + r),
+                               f"{what} is {length} bytes long; the limit is {limit}")
 
 
 class _Words:
@@ -229,8 +395,13 @@ def spans_equal_to(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray, ref
 
     One pass per 8 bytes of span ``ref`` over the spans of its length.
     """
+    return spans_equal(buffer, starts, ends, int(starts[ref]), int(ends[ref]))
+
+
+def spans_equal(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray, ref_start: int, ref_end: int) -> np.ndarray:
+    """Which spans hold the same bytes as ``buffer[ref_start:ref_end]`` (see :func:`spans_equal_to`)."""
     lengths = ends - starts
-    length = int(lengths[ref])
+    length = ref_end - ref_start
     same = lengths == length
     if length == 0:
         return same
@@ -239,13 +410,36 @@ def spans_equal_to(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray, ref
     first = np.ascontiguousarray(starts) if rows is None else starts[rows]
     words = _Words(buffer)
     equal = np.ones(first.shape[0], dtype=bool)
-    lo = np.array([starts[ref]], dtype=np.int64)
+    lo = np.array([ref_start], dtype=np.int64)
     for k in range(0, length, 8):
         equal &= words.read(first + k, length - k) == words.read(lo + k, length - k)[0]
     if rows is None:
         return equal
     same[rows] = equal
     return same
+
+
+def first_row_differing(table: TokenTable, k: int, ref: int = 0) -> int | None:
+    """The first row whose field ``k`` differs from row ``ref``'s (None: every row's is the same),
+    a chunk of rows at a time."""
+    ref_start, ref_end = table.span(ref, k)
+    for lo, hi in row_chunks(len(table)):
+        starts, ends = table.spans(k, slice(lo, hi))
+        differ = np.flatnonzero(~spans_equal(table.buffer, starts, ends, ref_start, ref_end))
+        if differ.shape[0]:
+            return lo + int(differ[0])
+    return None
+
+
+def column_heads(table: TokenTable, k: int) -> np.ndarray:
+    """The rows whose field ``k`` differs from the previous row's (row 0 included), in order:
+    :func:`consecutive_heads` a chunk of rows at a time."""
+    parts = []
+    for lo, hi in row_chunks(len(table)):
+        before = min(lo, 1)  # the previous chunk's last row, to compare the first one with
+        starts, ends = table.spans(k, slice(lo - before, hi))
+        parts.append(np.flatnonzero(consecutive_heads(table.buffer, starts, ends)[before:]) + lo)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def consecutive_heads(buffer: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -307,41 +501,66 @@ def _line_of_offset(data: bytes, offset: int) -> int:
     return _line_ends_before(data, offset) + 1
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
+def _check_utf8(data: bytes, source: str) -> None:
+    """Refuse bytes that are not UTF-8, at the line of the first bad byte, decoding a few
+    megabytes at a time (never the whole file as one ``str``). A piece ends before a byte that
+    is not a continuation byte (or a fourth continuation byte in a row), so every valid
+    sequence lies within one piece and the first error is found at the offset a whole-file
+    decode reports."""
+    view = memoryview(data).cast("B")
+    n = view.nbytes
+    lo = 0
+    while lo < n:
+        hi = min(lo + _BYTES_PER_PASS, n)
+        # Move the cut past continuation bytes (at most three: a fourth in a row belongs to no
+        # valid sequence, so no valid sequence spans a cut before it either).
+        stop = min(hi + 3, n)
+        while hi < stop and 0x80 <= view[hi] < 0xC0:
+            hi += 1
+        try:
+            str(view[lo:hi], "utf-8")
+        except UnicodeDecodeError as exc:
+            start = lo + exc.start
+            raise InvalidInput(source, _line_of_offset(data, start), f"bytes are not UTF-8 (byte offset {start})") from None
+        lo = hi
+
+
 def tokenize(data: bytes, source: str, fields: int, *, exact: bool = False) -> TokenTable:
     """Split ``data`` into data lines of at least ``fields`` whitespace-separated tokens.
 
     With ``exact`` a line must have exactly ``fields`` tokens. Blank lines and
     ``#`` comment lines are skipped. Raises :class:`InvalidInput` naming the
-    first offending line.
+    first offending line. ``data`` may be any bytes-like object (a ``bytearray``
+    too); the table reads it in place.
     """
-    if data.startswith(b"\xef\xbb\xbf"):
-        # A UTF-8 byte-order mark is not part of the first topic id. Blanked rather than cut,
-        # so byte offsets (and line numbers) stay those of the file.
-        data = b"   " + data[3:]
-    ascii_only = data.isascii()
-    if not ascii_only:
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidInput(
-                source, _line_of_offset(data, exc.start), f"bytes are not UTF-8 (byte offset {exc.start})"
-            ) from None
-    buf = np.frombuffer(data, dtype=np.uint8)
-    if buf.shape[0] == 0:
+    if len(data) == 0:
         raise InvalidInput(source, None, "the file is empty")
+    # A UTF-8 byte-order mark is not part of the first topic id: the table starts after it
+    # (line numbers are the file's; byte offsets in messages too).
+    skip = 3 if data[:3] == _BOM else 0
+    ascii_only = not skip and data.isascii()
+    if not ascii_only:
+        _check_utf8(data, source)
+    buf = np.frombuffer(data, dtype=np.uint8, offset=skip)
+    if buf.shape[0] == 0:
+        raise InvalidInput(source, None, "the file has no data lines")
     table = _rectangular(buf, source, fields, ascii_only)
     if table is not None:
         return table
     spans = _regular_spans(buf)
     if spans is None:
-        spans = _general_spans(data, buf, source)
+        spans = _general_spans(data, buf, source, skip)
     # Per line: its first token and its 0-based line number (blank lines have no token).
     tok_start, tok_end, first_tok, line_index, longest = spans
-    counts = np.diff(np.append(first_tok, tok_start.shape[0]))
+    counts = np.diff(first_tok, append=first_tok.dtype.type(tok_start.shape[0]))
     is_data = buf[tok_start[first_tok]] != ord("#")
-    first_tok = first_tok[is_data]
-    counts = counts[is_data]
-    line_numbers = line_index[is_data] + 1
+    if not bool(is_data.all()):
+        first_tok, counts, line_index = first_tok[is_data], counts[is_data], line_index[is_data]
+    del is_data
+    line_numbers = line_index + 1
     if first_tok.shape[0] == 0:
         raise InvalidInput(source, None, "the file has no data lines")
     short = np.flatnonzero(counts < fields) if not exact else np.flatnonzero(counts != fields)
@@ -351,14 +570,50 @@ def tokenize(data: bytes, source: str, fields: int, *, exact: bool = False) -> T
         raise InvalidInput(
             source, int(line_numbers[r]), f"expected {want} whitespace-separated columns, found {int(counts[r])}"
         )
-    tok_index = first_tok[:, None] + np.arange(fields)[None, :]
+    return _compact_table(source, buf, fields, tok_start, tok_end, first_tok, counts, line_numbers, longest)
+
+
+def _compact_table(source: str, buf: np.ndarray, fields: int, tok_start: np.ndarray, tok_end: np.ndarray,
+                   first_tok: np.ndarray, counts: np.ndarray, line_numbers: np.ndarray, longest: int) -> TokenTable:
+    """The :class:`TokenTable` of the general paths' token spans: the ends of the first
+    ``fields`` tokens of each data line, and what their starts, line numbers and token counts
+    add to that (nothing, when they are those of a rectangular file)."""
+    n = first_tok.shape[0]
+    if n * fields == tok_start.shape[0] and bool(np.all(counts == fields)):
+        # Every token is one of a data line's fields (no comment line, no extra column): the
+        # token arrays are the table, reshaped.
+        ends = tok_end.reshape(n, fields)
+        first_starts = tok_start[::fields].copy()
+        gap_of = (lambda k: tok_start[k::fields] - tok_end[k - 1::fields])  # noqa: E731
+    else:
+        ends = np.empty((n, fields), dtype=tok_end.dtype)
+        for k in range(fields):
+            ends[:, k] = tok_end[first_tok + k]
+        first_starts = tok_start[first_tok]
+        gap_of = (lambda k: tok_start[first_tok + k] - ends[:, k - 1])  # noqa: E731
+    gaps = np.empty((n, fields - 1), dtype=np.uint8)
+    wide = None  # the gaps as offsets, once one does not fit a byte
+    plain = True  # every gap is one byte
+    for k in range(1, fields):
+        gap = gap_of(k)
+        if wide is None and int(gap.max()) > 255:
+            wide = gaps.astype(ends.dtype)
+        if wide is not None:
+            wide[:, k - 1] = gap
+        else:
+            gaps[:, k - 1] = gap
+        plain = plain and bool(np.all(gap == 1))
+    derived = np.empty(n, dtype=ends.dtype)
+    derived[0] = 0
+    np.add(ends[:-1, -1], 1, out=derived[1:])
     return TokenTable(
         source=source,
         buffer=buf,
-        line_numbers=line_numbers,
-        starts=tok_start[tok_index],
-        ends=tok_end[tok_index],
-        field_counts=counts,
+        token_ends=ends,
+        first_starts=None if np.array_equal(first_starts, derived) else first_starts,
+        gaps=None if plain else wide if wide is not None else gaps,
+        numbers=None if line_numbers[-1] == n else line_numbers,  # increasing: 1..n exactly then
+        counts=None if bool(np.all(counts == fields)) else counts,
         longest_token=longest,
     )
 
@@ -372,14 +627,17 @@ def _rectangular(buf: np.ndarray, source: str, fields: int, ascii_only: bool) ->
     and none is blank or a comment.
 
     The separators are then ``fields`` per line, the last of them the LF, so the array of
-    separator offsets reshaped to (lines, fields) *is* the table of token ends. Returns None
-    for any other file (which the general paths read), never a different table.
+    separator offsets reshaped to (lines, fields) *is* the table of token ends (and each
+    token starts one byte after the previous one ends). Returns None for any other file
+    (which the general paths read), never a different table.
     """
-    seps = np.flatnonzero(buf <= 32)
-    n_seps = seps.shape[0]
-    if n_seps == 0 or n_seps % fields or buf[0] <= 32 or buf[-1] != 10:
+    if buf[0] <= 32 or buf[-1] != 10:
+        return None
+    n_seps = _count(buf, _is_space)
+    if n_seps == 0 or n_seps % fields:
         return None
     lines = n_seps // fields
+    seps = _positions(buf, _is_space, n_seps, offset_type(buf.shape[0]))
     ends = seps.reshape(lines, fields)
     # The fields-th separator of each line is an LF...
     if not bool(np.all(buf[ends[:, -1]] == 10)):
@@ -389,32 +647,19 @@ def _rectangular(buf: np.ndarray, source: str, fields: int, ascii_only: bool) ->
     # exactly `fields` tokens (with the gap check below, no blank line either). The file's
     # first separator's kind is counted first: the other one is usually absent.
     kinds = (9, 32) if buf[seps[0]] == 9 else (32, 9)
-    others = n_seps - lines - np.count_nonzero(buf == kinds[0])
-    if others and others != np.count_nonzero(buf == kinds[1]):
+    others = n_seps - lines - _count(buf, lambda seg: seg == kinds[0])
+    if others and others != _count(buf, lambda seg: seg == kinds[1]):
         return None
-    if int(buf.max()) == 127 if ascii_only else bool(np.any(buf == 127)):  # DEL
+    if int(buf.max()) == 127 if ascii_only else _first(buf, _is_del) is not None:  # DEL
         return None
-    step = np.diff(seps)
-    if int(step.min()) < 2:
+    shortest, widest = _step_range(seps)
+    if shortest < 2:
         return None
-    longest = max(int(seps[0]), int(step.max()) - 1)
-    del step
+    longest = max(int(seps[0]), widest - 1)
     # Each token starts one byte after the previous token's end (the file's first at 0).
-    flat = np.empty(n_seps, dtype=np.int64)
-    flat[0] = 0
-    np.add(seps[:-1], 1, out=flat[1:])
-    starts = flat.reshape(lines, fields)
-    if bool(np.any(buf[starts[:, 0]] == ord("#"))):
+    if buf[0] == ord("#") or bool(np.any(buf[ends[:-1, -1] + 1] == ord("#"))):
         return None  # comment lines: the general path drops them
-    return TokenTable(
-        source=source,
-        buffer=buf,
-        line_numbers=np.arange(1, lines + 1, dtype=np.int64),
-        starts=starts,
-        ends=ends,
-        field_counts=np.full(lines, fields, dtype=np.int64),
-        longest_token=longest,
-    )
+    return TokenTable(source=source, buffer=buf, token_ends=ends, longest_token=longest)
 
 
 def _regular_spans(buf: np.ndarray) -> _Spans | None:
@@ -424,73 +669,103 @@ def _regular_spans(buf: np.ndarray) -> _Spans | None:
     LF. Returns None for any other shape (CR line ends, runs of spaces, a
     missing final newline, control bytes), which the general path handles.
     """
-    seps = np.flatnonzero(buf <= 32)
     n = buf.shape[0]
-    if seps.shape[0] == 0 or buf[0] <= 32 or seps[-1] != n - 1 or buf[-1] != 10:
+    if buf[0] <= 32 or buf[-1] != 10:
         return None
-    step = np.diff(seps)
-    if step.shape[0] and int(step.min()) < 2:
-        return None
-    longest = max(int(seps[0]), int(step.max()) - 1 if step.shape[0] else 0)
-    del step
+    otype = offset_type(n)
+    n_seps = _count(buf, _is_space)
+    seps = _positions(buf, _is_space, n_seps, otype)
+    if seps.shape[0] > 1:
+        shortest, widest = _step_range(seps)
+        if shortest < 2:
+            return None
+    else:
+        widest = 0
+    longest = max(int(seps[0]), widest - 1)
     sep_bytes = buf[seps]
     newline = sep_bytes == 10
     # No CR gets through: a file whose lines end with CR alone (or CRLF) is read by the general path.
-    if not bool(np.all(newline | (sep_bytes == 32) | (sep_bytes == 9))) or bool(np.any(buf == 127)):
+    if not bool(np.all(newline | (sep_bytes == 32) | (sep_bytes == 9))) or _first(buf, _is_del) is not None:
         return None
-    tok_start = np.empty(seps.shape[0], dtype=np.int64)
+    del sep_bytes
+    tok_start = np.empty(seps.shape[0], dtype=otype)
     tok_start[0] = 0
-    tok_start[1:] = seps[:-1] + 1
+    np.add(seps[:-1], 1, out=tok_start[1:])
     last_of_line = np.flatnonzero(newline)
-    first_tok = np.empty(last_of_line.shape[0], dtype=np.int64)
+    del newline
+    first_tok = np.empty(last_of_line.shape[0], dtype=otype)
     first_tok[0] = 0
-    first_tok[1:] = last_of_line[:-1] + 1
-    return tok_start, seps, first_tok, np.arange(first_tok.shape[0], dtype=np.int64), longest
+    np.add(last_of_line[:-1], 1, out=first_tok[1:])
+    return tok_start, seps, first_tok, np.arange(first_tok.shape[0], dtype=otype), longest
 
 
-def _general_spans(data: bytes, buf: np.ndarray, source: str) -> _Spans:
-    """Token spans of any file: runs of whitespace, blank lines, CRLF or CR line ends."""
+def _general_spans(data: bytes, buf: np.ndarray, source: str, skip: int = 0) -> _Spans:
+    """Token spans of any file: runs of whitespace, blank lines, CRLF or CR line ends.
+    ``skip``: the bytes of ``data`` before ``buf`` (a byte-order mark), for messages."""
     if not _only_allowed_controls(buf):
-        off = int(np.flatnonzero(_CLASS[buf] == 2)[0])
-        raise InvalidInput(source, _line_of_offset(data, off), f"control character 0x{data[off]:02x} in the line")
-
-    # Token spans: every change of the "inside a token" indicator is a boundary;
-    # starts and ends alternate.
-    inside = buf > 32
-    bounds = np.flatnonzero(inside[1:] != inside[:-1]) + 1
-    if inside[0]:
-        bounds = np.concatenate(([0], bounds))
-    if inside[-1]:
-        bounds = np.append(bounds, buf.shape[0])
-    del inside
-    tok_start = bounds[0::2]
-    tok_end = bounds[1::2]
+        off = _first(buf, lambda seg: _CLASS[seg] == 2)
+        assert off is not None
+        raise InvalidInput(source, _line_of_offset(data, skip + off),
+                           f"control character 0x{data[skip + off]:02x} in the line")
+    tok_start, tok_end = _token_bounds(buf)
     if tok_start.shape[0] == 0:
         raise InvalidInput(source, None, "the file has no data lines")
+    first_tok, line_index = _first_tokens(buf, tok_start)
+    longest = max(int((tok_end[lo:hi] - tok_start[lo:hi]).max()) for lo, hi in row_chunks(tok_start.shape[0]))
+    return tok_start, tok_end, first_tok, line_index, longest
 
-    line_of_tok = _line_of_tokens(buf, tok_start)  # 0-based line of each token
-    starts_line = np.ones(tok_start.shape[0], dtype=bool)
-    starts_line[1:] = line_of_tok[1:] != line_of_tok[:-1]
-    first_tok = np.flatnonzero(starts_line)
-    longest = int((tok_end - tok_start).max())
-    return tok_start, tok_end, first_tok, line_of_tok[first_tok], longest
+
+def _token_bounds(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the tokens (runs of bytes above 32): every change of the "inside a
+    token" indicator is a boundary, and starts and ends alternate. Two passes a few megabytes
+    at a time (count, then fill), so nothing of the file's size is made but the two arrays."""
+    n = buf.shape[0]
+    otype = offset_type(n)
+
+    def changes(lo: int) -> np.ndarray:  # offsets p in [lo, lo + chunk) where inside[p] != inside[p - 1]
+        a = max(lo - 1, 0)
+        inside = buf[a:lo + _BYTES_PER_PASS] > 32
+        return np.flatnonzero(inside[1:] != inside[:-1]) + (a + 1)
+
+    opens, closes = bool(buf[0] > 32), bool(buf[-1] > 32)
+    total = int(opens) + int(closes) + sum(changes(lo).shape[0] for lo in _byte_chunks(n))
+    starts = np.empty(total // 2, dtype=otype)
+    ends = np.empty(total // 2, dtype=otype)
+    at = 0  # bounds written so far: even ones are starts, odd ones ends
+    if opens:
+        starts[0] = 0
+        at = 1
+    for lo in _byte_chunks(n):
+        bounds = changes(lo)
+        s0, e0 = (at + 1) // 2, at // 2  # next start, next end
+        first_is_start = at % 2 == 0
+        s_part = bounds[0::2] if first_is_start else bounds[1::2]
+        e_part = bounds[1::2] if first_is_start else bounds[0::2]
+        starts[s0:s0 + s_part.shape[0]] = s_part
+        ends[e0:e0 + e_part.shape[0]] = e_part
+        at += bounds.shape[0]
+    if closes:
+        ends[-1] = n
+    return starts, ends
 
 
 #: Bytes per step of the line count: bounds its scratch memory (about 11 bytes per byte).
 _LINE_CHUNK = 1 << 20
 
 
-def _line_of_tokens(buf: np.ndarray, tok_start: np.ndarray) -> np.ndarray:
-    """0-based line of each token: the line ends (LF, CRLF, lone CR) before its first byte.
+def _first_tokens(buf: np.ndarray, tok_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first token of each line that has one, and that line's 0-based number.
 
-    A running count of the line-end indicator (a cumulative sum, chunk by chunk),
-    read at each token's start: one pass over the bytes, whatever the gaps'
-    lengths. A token's first byte is never a line end, so the count up to and
-    including it is the count before it.
+    A token's line is the count of line ends (LF, CRLF, lone CR) before its first byte: a
+    running count of the line-end indicator (a cumulative sum, chunk by chunk), read at each
+    token's start: one pass over the bytes, whatever the gaps' lengths. A token's first byte
+    is never a line end, so the count up to and including it is the count before it.
     """
     n = buf.shape[0]
-    out = np.empty(tok_start.shape[0], dtype=np.int64)
+    otype = offset_type(n)
+    firsts, numbers = [], []
     carry = 0
+    previous = -1  # the line of the last token seen
     for lo in range(0, n, _LINE_CHUNK):
         hi = min(lo + _LINE_CHUNK, n)
         seg = buf[lo:hi]
@@ -504,18 +779,30 @@ def _line_of_tokens(buf: np.ndarray, tok_start: np.ndarray) -> np.ndarray:
             line_end |= cr & ~lf_next
         count = np.cumsum(line_end, dtype=np.int32)
         a, b = np.searchsorted(tok_start, (lo, hi))
-        out[a:b] = count[tok_start[a:b] - lo]
-        out[a:b] += carry
+        if b > a:
+            line = count[tok_start[a:b] - lo].astype(np.int64)
+            line += carry
+            new = np.empty(b - a, dtype=bool)
+            new[0] = line[0] != previous
+            np.not_equal(line[1:], line[:-1], out=new[1:])
+            at = np.flatnonzero(new)
+            firsts.append((at + a).astype(otype))
+            numbers.append(line[at].astype(otype))
+            previous = int(line[-1])
         carry += int(count[-1])
-    return out
+    return np.concatenate(firsts), np.concatenate(numbers)
 
 
 def _only_allowed_controls(buf: np.ndarray) -> bool:
     """True when every byte below 0x20 is \t, \n, \v, \f or \r (and no DEL)."""
-    low = buf[buf < 32]
-    if low.shape[0] and not np.all((low >= 9) & (low <= 13)):
-        return False
-    return not np.any(buf == 127)
+    for lo in _byte_chunks(buf.shape[0]):
+        seg = buf[lo:lo + _BYTES_PER_PASS]
+        low = seg[seg < 32]
+        if low.shape[0] and not np.all((low >= 9) & (low <= 13)):
+            return False
+        if np.any(seg == 127):
+            return False
+    return True
 
 
 _POW10 = 10.0 ** np.arange(23)
@@ -556,25 +843,31 @@ def parse_floats(table: TokenTable, k: int, what: str) -> np.ndarray:
     column; mantissas of 16 to 18 digits (``repr`` of a double) are divided in
     extended precision (:func:`_long_quotients`). Anything else (exponents,
     ``inf``, longer mantissas) goes through numpy's own conversion. A token
-    longer than ``MAX_NUMBER_BYTES`` is refused with its line.
+    longer than ``MAX_NUMBER_BYTES`` is refused with its line. The rows are
+    parsed a chunk at a time (each fast path's scratch is a dozen arrays of the
+    chunk's length); the first token that is not a number is still the one
+    refused, and a non-finite one only when every token is a number.
     """
     check_lengths(table, [(k, what, MAX_NUMBER_BYTES)])
-    starts, ends, lengths = table.column(k)
     buf = table.buffer
-    values = np.zeros(starts.shape[0])
-    rest = _floats_in_a_word(buf, starts, ends, lengths, values)  # the rows it could not parse
-    if rest is None or rest.shape[0]:
-        if rest is None:
-            values, slow = _floats_by_column(buf, starts, lengths)
-        else:
-            values[rest], slow = _floats_by_column(buf, starts[rest], lengths[rest])
-            slow = rest[slow]
-        if slow.shape[0]:
-            values[slow] = _floats_by_numpy(table, k, what, slow)
+    values = np.zeros(len(table))
+    for lo, hi in row_chunks(len(table)):
+        starts, ends = table.spans(k, slice(lo, hi))
+        lengths = ends - starts
+        part = values[lo:hi]
+        rest = _floats_in_a_word(buf, starts, ends, lengths, part)  # the rows it could not parse
+        if rest is None or rest.shape[0]:
+            if rest is None:
+                part[:], slow = _floats_by_column(buf, starts, lengths)
+            else:
+                part[rest], slow = _floats_by_column(buf, starts[rest], lengths[rest])
+                slow = rest[slow]
+            if slow.shape[0]:
+                part[slow] = _floats_by_numpy(table, k, what, slow + lo)
     if not np.all(np.isfinite(values)):
         r = int(np.flatnonzero(~np.isfinite(values))[0])
         raise InvalidInput(
-            table.source, int(table.line_numbers[r]), f"{what} {table.field_text(r, k)!r} is not a finite number"
+            table.source, table.line_number(r), f"{what} {table.field_text(r, k)!r} is not a finite number"
         )
     return values
 
@@ -681,7 +974,7 @@ def _long_quotients(mant: np.ndarray, frac: np.ndarray) -> tuple[np.ndarray, np.
 
 def _floats_by_numpy(table: TokenTable, k: int, what: str, rows: np.ndarray) -> np.ndarray:
     """The tokens the fast paths leave (exponents, long mantissas, errors), by numpy's conversion."""
-    raw = gather_fixed_width(table.buffer, table.starts[rows, k], table.ends[rows, k])
+    raw = table.field_bytes(k, rows)
     try:
         return raw.astype(np.float64)
     except ValueError:
@@ -690,27 +983,36 @@ def _floats_by_numpy(table: TokenTable, k: int, what: str, rows: np.ndarray) -> 
                 float(text)
             except ValueError:
                 raise InvalidInput(
-                    table.source, int(table.line_numbers[r]), f"{what} {text.decode('utf-8')!r} is not a number"
+                    table.source, table.line_number(r), f"{what} {text.decode('utf-8')!r} is not a number"
                 ) from None
         raise
 
 
 def parse_ints(table: TokenTable, k: int, what: str) -> np.ndarray:
-    """Field ``k`` as int64; a line-numbered error for anything not an integer."""
+    """Field ``k`` as int64; a line-numbered error for anything not an integer (a chunk of
+    rows at a time; the first line at fault is the one named)."""
     check_lengths(table, [(k, what, MAX_NUMBER_BYTES)])
-    raw = table.field_bytes(k)
-    try:
-        return raw.astype(np.int64)
-    except (ValueError, OverflowError):
-        pass
-    for r, text in enumerate(raw.tolist()):
-        problem = None
+    out = np.empty(len(table), dtype=np.int64)
+    for lo, hi in row_chunks(len(table)):
+        raw = table.field_bytes(k, slice(lo, hi))
         try:
-            value = int(text)
-            if not -(2**62) <= value <= 2**62:
-                problem = "is out of range"
-        except ValueError:
-            problem = "is not an integer"
-        if problem:
-            raise InvalidInput(table.source, int(table.line_numbers[r]), f"{what} {text.decode('utf-8')!r} {problem}")
+            out[lo:hi] = raw.astype(np.int64)
+        except (ValueError, OverflowError):
+            _refuse_ints(table, k, what, hi)
+    return out
+
+
+def _refuse_ints(table: TokenTable, k: int, what: str, upto: int) -> None:
+    """Raise for the first of rows 0..upto - 1 whose field ``k`` is not an integer in range."""
+    for lo, hi in row_chunks(upto):
+        for r, text in enumerate(table.field_bytes(k, slice(lo, hi)).tolist(), start=lo):
+            problem = None
+            try:
+                value = int(text)
+                if not -(2**62) <= value <= 2**62:
+                    problem = "is out of range"
+            except ValueError:
+                problem = "is not an integer"
+            if problem:
+                raise InvalidInput(table.source, table.line_number(r), f"{what} {text.decode('utf-8')!r} {problem}")
     raise InvalidInput(table.source, None, f"{what} column does not parse as integers")

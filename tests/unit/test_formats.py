@@ -225,6 +225,69 @@ def test_fast_paths_read_every_file_as_the_careful_paths_do(data: bytes, order: 
     assert _outcome(data, order) == _careful(data, order)
 
 
+# ------------------------------------------------------- chunked passes vs one pass
+# Whole-file passes go a few megabytes at a time and per-line passes 131,072 lines at a time,
+# so that no scratch array has the file's size. Cut into chunks of a few bytes and lines,
+# every file must read as in one chunk: the same table, values, order and first error.
+def _in_chunks(rows: int, nbytes: int, line: int):  # type: ignore[no-untyped-def]
+    return mock.patch.multiple(tokenize_module, _ROWS_PER_PASS=rows, _BYTES_PER_PASS=nbytes, _LINE_CHUNK=line)
+
+
+def _everything(data: bytes, order: str) -> tuple[object, ...]:
+    """The run with its rank column, its token table, and the file read as qrels."""
+    try:
+        r = parse_run(data, "r", order, keep_ranks=True)
+        run: object = (_outcome(data, order), None if r.ranks is None else r.ranks.tobytes())
+    except InvalidInput as exc:
+        run = ("refused", exc.line, exc.reason)
+    try:
+        t = tokenize(data, "t", 3)
+        table: object = (t.line_numbers.tolist(), t.starts.tolist(), t.ends.tolist(), t.field_counts.tolist(),
+                         t.longest_token, tokenize_module.column_heads(t, 0).tolist())
+    except InvalidInput as exc:
+        table = ("refused", exc.line, exc.reason)
+    qrels = []
+    for fmt in ("trec", "ntcir"):
+        try:
+            q = parse_qrels(b"".join(b" ".join(line.split()[:4 if fmt == "trec" else 3]) + b"\n"
+                                     for line in data.splitlines()), "q", fmt)
+            qrels.append((q.topics, [d.tolist() for d in q.docnos], [lv.tolist() for lv in q.levels]))
+        except InvalidInput as exc:
+            qrels.append(("refused", exc.line, exc.reason))
+    return run, table, qrels
+
+
+@settings(max_examples=300, deadline=None)
+@given(run_files(), st.sampled_from(["score", "rank", "file"]), st.integers(1, 4), st.integers(1, 9),
+       st.integers(1, 9))
+def test_chunked_passes_read_every_file_as_one_pass(data: bytes, order: str, rows: int, nbytes: int,
+                                                    line: int) -> None:
+    whole = _everything(data, order)
+    with _in_chunks(rows, nbytes, line):
+        assert _everything(data, order) == whole
+
+
+utf8ish = st.lists(st.one_of(st.sampled_from(["a", " ", "\n", "ä", "日", "😀"]).map(str.encode),
+                             st.binary(min_size=1, max_size=2)), max_size=20).map(b"".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(utf8ish, st.integers(1, 9))
+def test_utf8_checked_in_pieces_fails_at_the_offset_of_one_decode(data: bytes, nbytes: int) -> None:
+    try:
+        data.decode("utf-8")
+        want = None
+    except UnicodeDecodeError as exc:
+        want = f"bytes are not UTF-8 (byte offset {exc.start})"
+    with _in_chunks(1, nbytes, 1):
+        try:
+            tokenize_module._check_utf8(data, "x")
+            got = None
+        except InvalidInput as exc:
+            got = exc.reason
+    assert got == want
+
+
 @pytest.mark.parametrize(
     "data",
     [
