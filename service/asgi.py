@@ -56,8 +56,10 @@ def create_service_app() -> Litestar:
     tasks sent to the workers after each commit, the broker in the readiness check."""
     from service.api.app import create_app
     from service.http.admission import ServerLimits
+    from service.runtime import one_heap
     from workers.tasks import send
 
+    one_heap()  # before any thread: an upload's memory goes back to the kernel once it is done
     configure_logging()
     cfg = settings()
     web = cfg.web

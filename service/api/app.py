@@ -34,6 +34,7 @@ from service.api.controllers.teams import TeamsController
 from service.api.dependencies import provide_collection
 from service.api.openapi import assets_router, openapi_config
 from service.api.strict import strict_json_body
+from service.api.uploads import release_after_upload
 from service.http.problems import headers_of, problem_of
 from service.http.admission import AdmissionGate, DatabaseSlots, RequestSlots, ServerLimits
 from service.http.unit_of_work import Dispatch, PrincipalCache, caller_from_header, unit_of_work_provider
@@ -105,6 +106,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         exception_handlers={Exception: problem_response},
         before_request=strict_json_body,
         before_send=[no_sniffing],
+        after_response=release_after_upload,  # a large upload's memory back to the kernel
         state=State({"max_body": max_body, "board_cache": board_cache, "readiness": readiness,
                      "db_slots": DatabaseSlots(limits.db_slots, limits.queue_seconds), "request_slots": slots}),
         on_startup=[size_thread_pools, freeze],

@@ -1,12 +1,30 @@
-"""Receiving an uploaded file: streamed, refused (413) as soon as it passes the limit."""
+"""Receiving an uploaded file: streamed, refused (413) as soon as it passes the limit.
+
+A raw body of a known length (``Content-Length``) is received into one buffer of that size,
+the only copy of the file the process makes (the readers read it in place); memory that runs
+short on the way is a 503 (or a 413, see :func:`service.evaluation.memory.refusal`), never a 500.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import anyio.to_thread
 from litestar import Request
 
 from service.errors import BadRequest, InvalidRequest, TooLarge
+from service.evaluation.memory import RELEASE_FROM, refusal
+from service.runtime import release_memory
+
+#: The request state's key for the size of the body an upload received (``release_after_upload``).
+UPLOAD_BYTES = "upload_bytes"
+
+
+async def release_after_upload(request: Request[Any, Any, Any]) -> None:
+    """After the answer to a large upload has gone (and with the request, its body), give the
+    freed memory back to the kernel: the application's ``after_response`` hook."""
+    if request.state.get(UPLOAD_BYTES, 0) >= RELEASE_FROM:
+        await anyio.to_thread.run_sync(release_memory)
 
 
 async def read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
@@ -16,17 +34,57 @@ async def read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
         upload = form.get("file")
         if upload is None or isinstance(upload, str):
             raise BadRequest("send the file as the form field 'file'")
-        body: bytes = await upload.read()
+        try:
+            body: bytes | None = await upload.read()
+        except MemoryError:
+            body = None
+        if body is None:  # ran short of memory reading the spooled part back
+            raise refusal(upload.filename or "the upload", upload.file.seek(0, 2))
+        request.state[UPLOAD_BYTES] = len(body)
         if len(body) > limit:
             raise TooLarge(f"the upload is larger than {limit} bytes")
         return body
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and 0 < int(declared) <= limit:
+        request.state[UPLOAD_BYTES] = int(declared)
+        try:
+            return await _read_into(request, int(declared), limit)
+        except MemoryError:
+            pass  # the exception (and what it holds) goes first
+        raise refusal("the upload", int(declared))
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
             raise TooLarge(f"the upload is larger than {limit} bytes")
         chunks.append(chunk)
-    return b"".join(chunks)
+    request.state[UPLOAD_BYTES] = size
+    try:
+        return b"".join(chunks)
+    except MemoryError:
+        chunks.clear()
+    raise refusal("the upload", size)
+
+
+async def _read_into(request: Request[Any, Any, Any], size: int, limit: int) -> bytes:
+    """A body announced as ``size`` bytes, received into one ``bytearray`` of that size (no
+    list of chunks joined into a second copy). A body that turns out longer (a middleware may
+    have decoded it) grows the buffer; a shorter one is cut to what came."""
+    body = bytearray(size)
+    at = 0
+    async for chunk in request.stream():
+        end = at + len(chunk)
+        if end > limit:
+            raise TooLarge(f"the upload is larger than {limit} bytes")
+        if end <= len(body):
+            with memoryview(body) as view:  # (a bytearray's slice assignment copies bytes first)
+                view[at:end] = chunk
+        else:
+            body[at:] = bytearray(chunk)  # longer than announced: the buffer grows
+        at = end
+    if at < len(body):
+        del body[at:]
+    return body  # type: ignore[return-value]  # bytes-like: every reader and digest takes it
 
 
 async def read_run_form(request: Request[Any, Any, Any], limit: int, fields: tuple[str, ...]

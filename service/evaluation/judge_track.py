@@ -46,6 +46,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.errors import BadRequest, Conflict, InvalidInput
 from service.evaluation import analyses, collections, idempotency, judgment_sets, policy
 from service.evaluation.access import Principal
+from service.evaluation.memory import guarded
 from service.evaluation.results import current_result
 from service.evaluation.setup import add_qrels, audit, official_set
 from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, patiently
@@ -179,6 +180,7 @@ def check_budget(s: Session, coll: Collection, team_id: int, new_set: bool) -> N
                        f"the next is accepted from {collections.iso(used['next_at'])}")
 
 
+@guarded
 def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, name: str,
            fields: Mapping[str, Any], source: str = "judgments", idempotency_key: str | None = None
            ) -> Outcome[dict[str, Any]]:

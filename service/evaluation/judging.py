@@ -28,6 +28,7 @@ from service.errors import BadRequest, Conflict, Forbidden, InvalidInput, Invali
 from service.evaluation import analyses, idempotency, labels, policy
 from service.evaluation.access import Principal
 from service.evaluation.lookup import existing
+from service.evaluation.memory import guarded
 from service.evaluation.planning import plan_job
 from service.evaluation.setup import (
     ParsedQrels,
@@ -578,6 +579,7 @@ def judgment_lines(body: bytes, source: str) -> list[JudgmentLine]:
     return [JudgmentLine(line, topic, docno, level) for line, topic, docno, level in qrels_records(body, source)]
 
 
+@guarded
 def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, body: bytes,
                      source: str = "judgments upload", idempotency_key: str | None = None) -> Outcome[dict[str, Any]]:
     """Check an upload against the pool; accepted, it becomes a new qrels version (the current

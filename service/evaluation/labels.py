@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.errors import InvalidInput
 from service.evaluation import collections, idempotency, judgment_sets, policy
 from service.evaluation.access import Principal
+from service.evaluation.memory import guarded
 from service.evaluation.setup import add_qrels, audit, load_qrels
 from service.evaluation.work import Outcome
 from service.formats.labels import parse_labels
@@ -98,6 +99,7 @@ def rederive(s: Session, coll: Collection, js: JudgmentSet, me: Principal, reaso
     return Outcome(version.version, followups)
 
 
+@guarded
 def upload(factory: sessionmaker[Session], me_of: Any, cid: int, set_name: str, body: bytes,
            source: str = "labels upload", idempotency_key: str | None = None) -> Outcome[dict[str, Any]]:
     """An organiser's label file (``topic docno assessor level``) into a set: validated before

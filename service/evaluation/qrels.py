@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.errors import Conflict
 from service.evaluation import collections, idempotency, judgment_sets, policy
 from service.evaluation.access import Principal
+from service.evaluation.memory import guarded
 from service.evaluation.reading import judgment_changes, qrels_diff
 from service.evaluation.setup import add_qrels, official_set, parse_upload
 from service.evaluation.versions import readable as readable_version
@@ -34,6 +35,7 @@ from service.store.models import Collection, Judgment, JudgmentSet, QrelsVersion
 LARGE_REMOVAL = 0.2  # share of the current judgments the portal lets an upload remove without a confirmation
 
 
+@guarded
 def upload(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
            source: str = "qrels upload", idempotency_key: str | None = None,
            max_removal: float | None = None, judgment_set: str | None = None, fmt: str = "adhoc",
@@ -107,6 +109,7 @@ def diff(s: Session, coll: Collection, me: Principal, old: int, new: int) -> dic
 
 
 # ------------------------------------------------------------------- what an upload changes
+@guarded
 def preview(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
             source: str = "qrels upload", fmt: str = "adhoc", probabilities: bytes | None = None,
             probabilities_source: str = "intent probabilities") -> dict[str, Any]:

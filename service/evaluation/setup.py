@@ -35,7 +35,7 @@ from service.formats.diversity import IntentQrels, parse_diversity_qrels, parse_
 from service.formats.readers import parse_qrels, parse_run
 from service.formats.sampled import SampledQrels, parse_sampled_qrels
 from service.formats.text import check_text
-from service.formats.types import Qrels
+from service.formats.types import Qrels, RunSummary
 from service.formats.types import Run as CoreRun
 from service.metrics import EvalSettings, parse_measure, parse_measures
 from service.metrics.scoring import DEFAULT_MEASURES, needs_judgments
@@ -359,15 +359,18 @@ def add_run(
     description: str = "",
     baseline: bool = False,
     actor: str = "",
-    parsed: CoreRun | None = None,
+    parsed: CoreRun | RunSummary | None = None,
 ) -> Run:
     """Validate and store a run (verbatim, compressed). Without ``team`` the run's tag names its team.
 
-    ``parsed`` is the run already parsed (outside the transaction) in the collection's order.
+    ``parsed`` is the run already parsed (outside the transaction) in the collection's order,
+    or its :class:`~service.formats.types.RunSummary` (the lists checked and let go).
     """
     order = coll.current_config.evaluation.get("order", "score") if coll.current_config else "score"
     if parsed is None:
         parsed = parse_run(data, source, order)  # raises InvalidInput before anything is written
+    if isinstance(parsed, CoreRun):
+        parsed = parsed.summary()
     if session.scalar(select(Run.id).where(Run.collection_id == coll.id, Run.tag == parsed.tag)) is not None:
         raise InvalidInput(source, None, f"collection {coll.name!r} already has a run tagged {parsed.tag!r}")
     team_name = team or parsed.tag
@@ -381,12 +384,10 @@ def add_run(
         # runs for a team enrol it; migration 0007 applied the same rule to older databases)
         session.add(Enrolment(collection_id=coll.id, team_id=team_row.id, enrolled_by=actor))
         session.flush()  # so the next run of the team in this session finds it (pending rows are not in get)
-    sizes = np.diff(parsed.offsets)
     row = Run(
         collection_id=coll.id, team_id=team_row.id, tag=parsed.tag, description=description, is_baseline=baseline,
         submitted_by=actor, status="validated", source_name=source, checksum=hashlib.sha256(data).hexdigest(),
-        file=zlib.compress(data, 1), n_topics=len(parsed.topics), n_lines=int(parsed.docnos.shape[0]),
-        depth=int(sizes.max(initial=0)),
+        file=zlib.compress(data, 1), n_topics=len(parsed.topics), n_lines=parsed.lines, depth=parsed.depth,
     )
     session.add(row)
     session.flush()

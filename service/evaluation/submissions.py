@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.errors import BadRequest, Conflict, InvalidInput, NotFound
 from service.evaluation import collections, idempotency, policy
 from service.evaluation.access import Principal
+from service.evaluation.memory import RELEASE_FROM, guarded
 from service.evaluation.planning import plan_job
 from service.evaluation.setup import add_run, audit
 from service.evaluation.teams import team_named
@@ -27,6 +28,7 @@ from service.formats import ir_metadata, run_checks
 from service.formats.readers import parse_run
 from service.formats.text import check_text
 from service.metrics import parse_measure
+from service.runtime import release_memory
 from service.store.db import as_utc
 from service.store.models import Collection, Run, Team, Topic
 
@@ -244,6 +246,7 @@ def check_quota(s: Session, coll: Collection, team_id: int) -> None:
 
 
 # ------------------------------------------------------------------------------ submit
+@guarded
 def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, team_param: str | None = None,
            source: str = "run upload", description: str = "",
            idempotency_key: str | None = None, metadata: RunMetadata | None = None) -> Outcome[dict[str, Any]]:
@@ -278,23 +281,29 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, te
         embedded = ir_metadata.embedded_in_run(body)
         ir_text = ir_metadata.read(embedded, source).strip("\n") + "\n" if embedded is not None else None
     parsed = parse_run(body, source, order, keep_ranks=True)  # InvalidInput with the line before anything is stored
+    # The lists' warnings now, then the parsed arrays go (and their memory, run.summary() is
+    # what storing needs) before the file is compressed and written.
+    lists = run_checks.list_warnings(parsed, depth=depth, cutoff=cutoff, ranked_by_score=order == "score",
+                                     depth_source=depth_source)
+    summary = parsed.summary()
+    del parsed
+    if len(body) >= RELEASE_FROM:
+        release_memory()
 
     def store(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
         team = _may_submit(s, me, coll, team_param, now=True)
         known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == cid)))
         if not known:
             raise Conflict("the collection has no topics yet (upload qrels or register its topics)")
-        unknown = sorted(set(parsed.topics) - known)
+        unknown = sorted(set(summary.topics) - known)
         if unknown:
             raise InvalidInput(source, None, f"unknown topics: {', '.join(unknown[:20])}")
-        row = add_run(s, coll, body, source, team=team.name, actor=me.name, parsed=parsed)
+        row = add_run(s, coll, body, source, team=team.name, actor=me.name, parsed=summary)
         row.description = meta.description
         row.run_type, row.is_primary, row.judging_priority = meta.run_type, meta.primary, meta.priority
         row.uses_training_data, row.uses_external_resources = meta.uses_training_data, meta.uses_external_resources
         row.ir_metadata = ir_text
-        row.warnings = [w.as_dict() for w in run_checks.check_run(parsed, known, depth=depth, cutoff=cutoff,
-                                                                   ranked_by_score=order == "score",
-                                                                   depth_source=depth_source)]
+        row.warnings = [w.as_dict() for w in [*run_checks.missing_topics(summary.topics, known), *lists]]
         followups: list[Followup] = []
         job_id = None
         if coll.current_qrels_id is not None:  # before any judgment the run waits for the pool's qrels

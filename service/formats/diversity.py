@@ -330,7 +330,7 @@ def parse_intent_probabilities(data: bytes, source: str = "<probabilities>") -> 
 def _fourth_token(table: TokenTable, r: int) -> str:
     """The token after field 2 of data line ``r`` (field_counts says there is one)."""
     buf = table.buffer
-    pos = int(table.ends[r, 2])
+    pos = table.span(r, 2)[1]
     n = buf.shape[0]
     while pos < n and buf[pos] in _BLANKS:
         pos += 1

@@ -20,6 +20,7 @@ aliases (an alias bomb expands exponentially when the mapping is walked), at mos
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import cache
 from typing import Any, ClassVar
 
@@ -130,7 +131,7 @@ def embedded_in_run(run: bytes) -> bytes | None:
     are the run file's); None when the header has none. Only the leading comment lines are read."""
     lines: list[bytes] = []
     start = None
-    for number, raw in enumerate(run.splitlines()):
+    for number, raw in enumerate(_lines(run)):
         line = raw.strip()
         if line and not line.startswith(b"#"):
             return None  # the data lines begin: no (complete) block
@@ -145,6 +146,29 @@ def embedded_in_run(run: bytes) -> bytes | None:
         body = raw.lstrip()[1:]  # the '#'
         lines.append(body[1:] if body.startswith(b" ") else body)
     return None
+
+
+def _lines(data: bytes, piece: int = 1 << 16) -> Iterator[bytes]:
+    """``data.splitlines()``, a piece at a time: the lines are made as they are read, so a
+    reader that stops at the first data line never splits (or holds) the whole file. A piece
+    ends after a line end (a CR followed by an LF ends after the LF), so each piece splits into
+    the lines a split of the whole file gives."""
+    n = len(data)
+    at = 0
+    size = piece
+    while at < n:
+        chunk = bytes(data[at:at + size])
+        end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r")) + 1
+        if at + len(chunk) >= n:
+            end = len(chunk)
+        elif end == 0:  # no line end in the piece: a longer one
+            size *= 2
+            continue
+        elif chunk[end - 1] == 13 and data[at + end: at + end + 1] == b"\n":
+            end += 1  # the LF of a CRLF (past the piece's end)
+        yield from chunk[:end].splitlines()
+        at += end
+        size = piece
 
 
 # ------------------------------------------------------------------------------ reading

@@ -261,8 +261,9 @@ def parse_run(
     (``None``), not refused: trec_eval ignores it when it ranks by score.
 
     Memory: every column the run needs is taken out of the token table first (the rank
-    column too, its errors raised where the rank order needs them), then the table goes,
-    before the duplicate check sorts and the rank order permutes.
+    column too, its errors raised where the rank order needs them), the table's offsets of
+    each field let go as soon as nothing more is read from them, and the table goes before
+    the duplicate check sorts and the rank order permutes.
     """
     order = RunOrder(order)
     table = tokenize(data, source, 6)
@@ -275,10 +276,11 @@ def parse_run(
             f"run tag {table.field_text(r, 5)!r} differs from {table.field_text(0, 5)!r} "
             "on the first line: one file holds one run",
         )
-    scores = parse_floats(table, 4, "score")
-    uniq, codes, heads = _group_consecutive(table, 0)
-    docnos, doc_hashes = _docno_column(table, 2)
     tag = table.field_text(0, 5)
+    uniq, codes, heads = _group_consecutive(table, 0)
+    table.release(5, 0)  # each field's offsets go once the fields that start after it are read
+    scores = parse_floats(table, 4, "score")
+    table.release(4)
     rank_ints: np.ndarray | InvalidInput | None = None
     if order is RunOrder.RANK:
         try:
@@ -286,6 +288,8 @@ def parse_run(
         except InvalidInput as exc:  # raised below, after the duplicate check, as always
             rank_ints = exc
     ranks = _ranks_if_numbers(table) if keep_ranks else None
+    table.release(3)
+    docnos, doc_hashes = _docno_column(table, 2)
     numbers = table.numbers
     del table
 
@@ -310,7 +314,12 @@ def parse_run(
 
     perm = _rank_order(order, codes, heads, scores, docnos, rank_ints)
     del rank_ints
-    if perm is not None:  # one array at a time: the old one goes as its permuted copy comes
+    if isinstance(perm, tuple):  # tied lines re-ordered within their topics, in place
+        rows, taken = perm
+        for column in (scores, docnos, doc_hashes, ranks):
+            if column is not None:
+                column[rows] = column[taken]
+    elif perm is not None:  # one array at a time: the old one goes as its permuted copy comes
         codes = codes[perm]
         scores = scores[perm]
         docnos = docnos[perm]
@@ -394,13 +403,14 @@ def _rank_order(
     scores: np.ndarray,
     docnos: np.ndarray,
     rank_ints: np.ndarray | InvalidInput | None,
-) -> np.ndarray | None:
+) -> Permutation | None:
     """Permutation into (topic, rank) order, or None when the file already is.
 
     ``heads`` are the first lines of the runs of equal topic codes. The usual file holds
     each topic in one block, in rank order (it may list the topics in any order): its
     permutation only moves whole blocks, and, for ``score``, the tied scores within them.
-    ``rank_ints``: the rank column as integers for ``rank`` (or the error reading it).
+    ``rank_ints``: the rank column as integers for ``rank`` (or the error reading it). A file
+    in order but for tied scores gets a partial permutation (:func:`_order_ties_by_docno_desc`).
     """
     n = codes.shape[0]
     blocks = heads.shape[0] == int(codes.max(initial=-1)) + 1  # each topic in one block
@@ -422,14 +432,18 @@ def _rank_order(
     if blocks and bool(np.all(~same | (scores[1:] <= scores[:-1]))):
         # Scores already descending within each topic's block: only blocks of tied
         # scores may need re-ordering (by docno descending), and the blocks themselves.
-        perm = None
+        ties: Permutation | None = None
         tied = same & (scores[1:] == scores[:-1])
         if np.any(tied) and not bool(np.all(docnos[1:][tied] < docnos[:-1][tied])):
-            perm = _order_ties_by_docno_desc(np.arange(n), tied, docnos)
-        if not in_topic_order:
-            by_topic = _block_order(codes, heads)
-            perm = by_topic if perm is None else perm[by_topic]
-        return perm
+            ties = _order_ties_by_docno_desc(None, tied, docnos)
+        if in_topic_order:
+            return ties
+        by_topic = _block_order(codes, heads)
+        if ties is None:
+            return by_topic
+        full = np.arange(n)
+        full[ties[0]] = ties[1]
+        return full[by_topic]
     perm = np.lexsort((-scores, codes))
     cs, ss = codes[perm], scores[perm]
     tied = (cs[1:] == cs[:-1]) & (ss[1:] == ss[:-1])
@@ -448,14 +462,21 @@ def _block_order(codes: np.ndarray, heads: np.ndarray) -> np.ndarray:
     return np.repeat(shift, sizes) + np.arange(n)
 
 
-def _order_ties_by_docno_desc(perm: np.ndarray, tied: np.ndarray, docnos: np.ndarray) -> np.ndarray:
+#: A permutation of a run's lines: the lines in their new order, or (rows, taken) where row
+#: ``rows[i]`` takes the line at ``taken[i]`` and every other line stays.
+Permutation = np.ndarray | tuple[np.ndarray, np.ndarray]
+
+
+def _order_ties_by_docno_desc(perm: np.ndarray | None, tied: np.ndarray, docnos: np.ndarray) -> Permutation:
     """Within each block of equal (topic, score) in ``perm``, put docnos in descending byte order.
 
     ``tied[i]`` says that positions i and i + 1 of ``perm`` hold equal scores. Docnos are
     compared as their big-endian 64-bit words (:func:`_docno_words`, zero past each docno's
-    end, byte-swapped), which orders them as their bytes do.
+    end, byte-swapped), which orders them as their bytes do. ``perm`` None is the file's own
+    order: the result is then the partial permutation of the tied lines (no array of the
+    run's length).
     """
-    n = perm.shape[0]
+    n = tied.shape[0] + 1
     in_block = np.zeros(n, dtype=bool)
     in_block[1:] |= tied
     in_block[:-1] |= tied
@@ -463,13 +484,16 @@ def _order_ties_by_docno_desc(perm: np.ndarray, tied: np.ndarray, docnos: np.nda
     block_head = np.ones(idx.shape[0], dtype=bool)
     block_head[1:] = ~tied[idx[1:] - 1]
     block_id = np.cumsum(block_head)
-    words = _docno_words(docnos, perm[idx])
+    lines = idx if perm is None else perm[idx]
+    words = _docno_words(docnos, lines)
     # lexsort's last key is the primary one: block ascending, then docno descending
     # (the complement of each big-endian word, most significant word last).
     keys = [~words[:, j].byteswap() for j in range(words.shape[1] - 1, -1, -1)]
     sub = np.lexsort((*keys, block_id))
+    if perm is None:
+        return idx, lines[sub]
     perm = perm.copy()
-    perm[idx] = perm[idx][sub]
+    perm[idx] = lines[sub]
     return perm
 
 

@@ -89,15 +89,29 @@ def check_run(run: Run, topics: Iterable[str], *, depth: int, cutoff: int | None
     scores do not order the lists), a rank column that disagrees with the scores (when the
     run carries its ``ranks``); ``depth_source`` says where ``depth`` comes from
     (:func:`depth_reason`). Each message is a sentence. An empty list: nothing to warn of."""
+    return [*missing_topics(run.topics, topics),
+            *list_warnings(run, depth=depth, cutoff=cutoff, ranked_by_score=ranked_by_score, depth_source=depth_source)]
+
+
+def missing_topics(run_topics: Iterable[str], topics: Iterable[str]) -> list[RunWarning]:
+    """:func:`check_run`'s ``missing_topics`` warning (the collection's topics the run has no
+    list for), if any: the one check that needs the collection, not the run's arrays."""
+    missing = sorted(set(topics) - set(run_topics))
+    if not missing:
+        return []
+    return [_warning("missing_topics", missing, f"{len(missing)} of the collection's topics "
+                     f"{'has' if len(missing) == 1 else 'have'} no list in the run; "
+                     "they score as the collection's missing-topic rule says.")]
+
+
+def list_warnings(run: Run, *, depth: int, cutoff: int | None, ranked_by_score: bool = True,
+                  depth_source: str = "the evaluation depth") -> list[RunWarning]:
+    """:func:`check_run`'s warnings about the lists themselves (short lists, ties at the cutoff,
+    the rank column), in its order: what a submission computes before it lets the parsed run go."""
     if depth < 1 or (cutoff is not None and cutoff < 1):
         raise ValueError("depth and cutoff are positive integers")
     lengths = np.diff(run.offsets)
     found: list[RunWarning] = []
-    missing = sorted(set(topics) - set(run.topics))
-    if missing:
-        found.append(_warning("missing_topics", missing, f"{len(missing)} of the collection's topics "
-                              f"{'has' if len(missing) == 1 else 'have'} no list in the run; "
-                              "they score as the collection's missing-topic rule says."))
     short = _topics_where(run, lengths < depth)
     if short:
         found.append(_warning("short_lists", short, f"{_topics(len(short))} {'has' if len(short) == 1 else 'have'} fewer "
@@ -145,11 +159,40 @@ def _rank_disagreements(run: Run, lengths: np.ndarray) -> list[str]:
     neighbouring blocks suffices, since the inequalities chain.
     """
     assert run.ranks is not None
-    n = run.scores.shape[0]
+    if run.scores.shape[0] < 2:
+        return []
+    found: list[str] = []
+    for first, last in _topic_chunks(run.offsets):
+        found += _rank_disagreements_in(run, lengths, first, last)
+    return found
+
+
+#: Lines per step of the rank check (a topic longer than this is a step of its own): its
+#: scratch arrays (a few per line) stay this small, whatever the run's size.
+_CHECK_LINES = 1 << 16
+
+
+def _topic_chunks(offsets: np.ndarray) -> list[tuple[int, int]]:
+    """[first, last) topic ranges of about ``_CHECK_LINES`` lines each, in topic order."""
+    out = []
+    first, topics = 0, offsets.shape[0] - 1
+    while first < topics:
+        last = int(np.searchsorted(offsets, int(offsets[first]) + _CHECK_LINES, side="right")) - 1
+        last = min(max(last, first + 1), topics)
+        out.append((first, last))
+        first = last
+    return out
+
+
+def _rank_disagreements_in(run: Run, lengths: np.ndarray, first: int, last: int) -> list[str]:
+    """:func:`_rank_disagreements` of topics ``first`` to ``last - 1`` (blocks never span topics)."""
+    assert run.ranks is not None
+    lo, hi = int(run.offsets[first]), int(run.offsets[last])
+    n = hi - lo
     if n < 2:
         return []
-    codes = np.repeat(np.arange(len(run.topics)), lengths)
-    scores, ranks = run.scores, run.ranks
+    codes = np.repeat(np.arange(first, last), lengths[first:last])
+    scores, ranks = run.scores[lo:hi], run.ranks[lo:hi]
     same_topic = codes[1:] == codes[:-1]
     if not bool(np.all(~same_topic | (scores[1:] <= scores[:-1]))):
         # the rank or file order: put each topic's documents in score order first

@@ -35,7 +35,7 @@ different table, value or error, only the same one sooner.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -137,30 +137,38 @@ class TokenTable:
     ``line_numbers[i]`` is the 1-based line number of data line ``i``;
     ``starts[i, k]``/``ends[i, k]`` delimit its ``k``-th field in ``buffer``.
 
-    Held compactly (the table is the largest thing a reader keeps besides the file): the
-    ends as one (lines, fields) array of int32 offsets (int64 past 2 GiB); a field's start as
-    the previous field's end plus a gap (``gaps``, uint8 when every gap fits, None when every
-    gap is one byte) and a line's first start as the previous line's last end plus one unless
+    Held compactly (the table is the largest thing a reader keeps besides the file): per
+    field, one array of int32 offsets (int64 past 2 GiB) where it ends; a field's start as the
+    previous field's end plus a gap (``gaps``, uint8 where every gap fits, None when every gap
+    is one byte) and a line's first start as the previous line's last end plus one unless
     ``first_starts`` says otherwise; ``numbers`` and ``counts`` only when the line numbers are
     not 1..n or a line has more tokens than ``fields``. :meth:`spans` gives any field's
-    (starts, ends) as contiguous arrays, for all rows or a chunk of them.
+    (starts, ends), for all rows or a chunk of them. A reader that has taken what it needs of
+    a field releases it (:meth:`release`): its offsets are let go.
     """
 
     source: str
     buffer: np.ndarray  # uint8 view of the file
-    token_ends: np.ndarray  # (n, fields): where each kept field ends
-    first_starts: np.ndarray | None = None  # (n,): where field 0 starts (None: derived)
-    gaps: np.ndarray | None = None  # (n, fields - 1): start of field k - end of field k - 1 (None: 1)
-    numbers: np.ndarray | None = None  # (n,): 1-based line numbers (None: 1..n)
-    counts: np.ndarray | None = None  # (n,): tokens on each data line (None: ``fields`` each)
+    lines: int  # data lines
+    token_ends: list[np.ndarray | None]  # per field, (lines,): where it ends (None: released)
+    first_starts: np.ndarray | None = None  # (lines,): where field 0 starts (None: derived)
+    gaps: list[np.ndarray | None] | None = None  # field k's start - field k - 1's end, at [k - 1] (None: 1)
+    numbers: np.ndarray | None = None  # (lines,): 1-based line numbers (None: 1..lines)
+    counts: np.ndarray | None = None  # (lines,): tokens on each data line (None: ``fields`` each)
     longest_token: int | None = None  # bytes of the file's longest token (None: not known)
+    released: set[int] = field(default_factory=set, repr=False)
+
+    def __post_init__(self) -> None:
+        for a in (*self.token_ends, self.first_starts, *(self.gaps or ())):
+            if a is not None:
+                a.flags.writeable = False  # spans() hands out views of them
 
     def __len__(self) -> int:
-        return int(self.token_ends.shape[0])
+        return self.lines
 
     @property
     def fields(self) -> int:
-        return int(self.token_ends.shape[1])
+        return len(self.token_ends)
 
     # ------------------------------------------------------------------ lines
     @property
@@ -183,33 +191,49 @@ class TokenTable:
     # ------------------------------------------------------------------ spans
     @property
     def starts(self) -> np.ndarray:
-        """(n, fields) start offsets (made on demand)."""
-        out = np.empty(self.token_ends.shape, dtype=self.token_ends.dtype)
-        for k in range(self.fields):
-            out[:, k] = self.spans(k)[0]
-        return out
+        """(lines, fields) start offsets (made on demand)."""
+        return np.stack([self.spans(k)[0] for k in range(self.fields)], axis=1)
 
     @property
     def ends(self) -> np.ndarray:
-        return self.token_ends
+        """(lines, fields) end offsets (made on demand)."""
+        return np.stack([self._ends(k) for k in range(self.fields)], axis=1)
+
+    def release(self, *fields: int) -> None:
+        """Let the offsets of ``fields`` go: their spans (and the next field's) are no longer read."""
+        for k in fields:
+            self.released.add(k)
+            self.token_ends[k] = None
+            if k == 0:
+                object.__setattr__(self, "first_starts", None)
+            elif self.gaps is not None:
+                self.gaps[k - 1] = None
+
+    def _ends(self, k: int) -> np.ndarray:
+        ends = self.token_ends[k]
+        if ends is None:
+            raise ValueError(f"field {k} of the token table was released")
+        return ends
 
     def spans(self, k: int, rows: Rows = None) -> tuple[np.ndarray, np.ndarray]:
-        """Field ``k``'s (starts, ends), contiguous, of every row or of ``rows`` (a slice of
-        step 1 or an index array)."""
+        """Field ``k``'s (starts, ends), contiguous and read-only, of every row or of ``rows``
+        (a slice of step 1 or an index array)."""
+        if k in self.released:
+            raise ValueError(f"field {k} of the token table was released")
         sel: slice | np.ndarray = slice(None) if rows is None else rows
-        ends = np.ascontiguousarray(self.token_ends[sel, k])
+        ends = self._ends(k)[sel]
         if k > 0:
-            gap = 1 if self.gaps is None else self.gaps[sel, k - 1]
-            starts = self.token_ends[sel, k - 1] + gap
+            gaps = None if self.gaps is None else self.gaps[k - 1]
+            starts = self._ends(k - 1)[sel] + (1 if gaps is None else gaps[sel])
         elif self.first_starts is not None:
-            starts = np.ascontiguousarray(self.first_starts[sel])
+            starts = self.first_starts[sel]
         else:
             starts = self._line_starts(sel)
         return starts, ends
 
     def _line_starts(self, sel: slice | np.ndarray) -> np.ndarray:
         """Field 0's starts when each line starts one byte after the previous line's last field."""
-        last = self.token_ends[:, -1]
+        last = self._ends(self.fields - 1)
         if isinstance(sel, slice):
             lo, hi, step = sel.indices(len(self))
             if step != 1:
@@ -553,10 +577,16 @@ def tokenize(data: bytes, source: str, fields: int, *, exact: bool = False) -> T
     spans = _regular_spans(buf)
     if spans is None:
         spans = _general_spans(data, buf, source, skip)
-    # Per line: its first token and its 0-based line number (blank lines have no token).
-    tok_start, tok_end, first_tok, line_index, longest = spans
+    # Per line: its first token and its 0-based line number (blank lines have no token). The
+    # token arrays are held by `tokens` alone, so that the table's builder can let them go.
+    tokens: list[np.ndarray | None] = [spans[0], spans[1]]
+    first_tok, line_index, longest = spans[2], spans[3], spans[4]
+    del spans
+    tok_start = tokens[0]
+    assert tok_start is not None
     counts = np.diff(first_tok, append=first_tok.dtype.type(tok_start.shape[0]))
     is_data = buf[tok_start[first_tok]] != ord("#")
+    del tok_start
     if not bool(is_data.all()):
         first_tok, counts, line_index = first_tok[is_data], counts[is_data], line_index[is_data]
     del is_data
@@ -570,48 +600,47 @@ def tokenize(data: bytes, source: str, fields: int, *, exact: bool = False) -> T
         raise InvalidInput(
             source, int(line_numbers[r]), f"expected {want} whitespace-separated columns, found {int(counts[r])}"
         )
-    return _compact_table(source, buf, fields, tok_start, tok_end, first_tok, counts, line_numbers, longest)
+    return _compact_table(source, buf, fields, tokens, first_tok, counts, line_numbers, longest)
 
 
-def _compact_table(source: str, buf: np.ndarray, fields: int, tok_start: np.ndarray, tok_end: np.ndarray,
+def _compact_table(source: str, buf: np.ndarray, fields: int, tokens: list[np.ndarray | None],
                    first_tok: np.ndarray, counts: np.ndarray, line_numbers: np.ndarray, longest: int) -> TokenTable:
-    """The :class:`TokenTable` of the general paths' token spans: the ends of the first
+    """The :class:`TokenTable` of the general paths' token spans (``tokens``: their starts and
+    ends, held by that list alone, which is emptied): per field the ends of the first
     ``fields`` tokens of each data line, and what their starts, line numbers and token counts
-    add to that (nothing, when they are those of a rectangular file)."""
+    add to that (nothing, when they are those of a rectangular file). The starts go once the
+    gaps are taken, before the ends are copied out field by field."""
     n = first_tok.shape[0]
-    if n * fields == tok_start.shape[0] and bool(np.all(counts == fields)):
-        # Every token is one of a data line's fields (no comment line, no extra column): the
-        # token arrays are the table, reshaped.
-        ends = tok_end.reshape(n, fields)
-        first_starts = tok_start[::fields].copy()
-        gap_of = (lambda k: tok_start[k::fields] - tok_end[k - 1::fields])  # noqa: E731
-    else:
-        ends = np.empty((n, fields), dtype=tok_end.dtype)
-        for k in range(fields):
-            ends[:, k] = tok_end[first_tok + k]
-        first_starts = tok_start[first_tok]
-        gap_of = (lambda k: tok_start[first_tok + k] - ends[:, k - 1])  # noqa: E731
-    gaps = np.empty((n, fields - 1), dtype=np.uint8)
-    wide = None  # the gaps as offsets, once one does not fit a byte
-    plain = True  # every gap is one byte
+    # Every token is one of a data line's fields (no comment line, no extra column): field k
+    # is every fields-th token, from the k-th.
+    uniform = n * fields == tokens[0].shape[0] and bool(np.all(counts == fields))  # type: ignore[union-attr]
+
+    def of(which: int, k: int) -> np.ndarray:
+        toks = tokens[which]
+        assert toks is not None
+        return toks[k::fields] if uniform else toks[first_tok + k]
+
+    first_starts = np.array(of(0, 0))
+    gaps: list[np.ndarray | None] = []
     for k in range(1, fields):
-        gap = gap_of(k)
-        if wide is None and int(gap.max()) > 255:
-            wide = gaps.astype(ends.dtype)
-        if wide is not None:
-            wide[:, k - 1] = gap
-        else:
-            gaps[:, k - 1] = gap
-        plain = plain and bool(np.all(gap == 1))
-    derived = np.empty(n, dtype=ends.dtype)
+        gap = of(0, k) - of(1, k - 1)
+        gaps.append(gap.astype(np.uint8) if int(gap.max()) <= 255 else gap)
+    plain = all(bool(np.all(g == 1)) for g in gaps)
+    tokens[0] = None  # the starts, now in first_starts and gaps
+    ends: list[np.ndarray | None] = [np.array(of(1, k)) for k in range(fields)]
+    tokens.clear()
+    last = ends[-1]
+    assert last is not None
+    derived = np.empty(n, dtype=last.dtype)
     derived[0] = 0
-    np.add(ends[:-1, -1], 1, out=derived[1:])
+    np.add(last[:-1], 1, out=derived[1:])
     return TokenTable(
         source=source,
         buffer=buf,
+        lines=n,
         token_ends=ends,
         first_starts=None if np.array_equal(first_starts, derived) else first_starts,
-        gaps=None if plain else wide if wide is not None else gaps,
+        gaps=None if plain else gaps,
         numbers=None if line_numbers[-1] == n else line_numbers,  # increasing: 1..n exactly then
         counts=None if bool(np.all(counts == fields)) else counts,
         longest_token=longest,
@@ -637,29 +666,64 @@ def _rectangular(buf: np.ndarray, source: str, fields: int, ascii_only: bool) ->
     if n_seps == 0 or n_seps % fields:
         return None
     lines = n_seps // fields
-    seps = _positions(buf, _is_space, n_seps, offset_type(buf.shape[0]))
-    ends = seps.reshape(lines, fields)
+    ends = _separators_by_field(buf, lines, fields)
     # The fields-th separator of each line is an LF...
-    if not bool(np.all(buf[ends[:, -1]] == 10)):
+    if not bool(np.all(buf[ends[-1]] == 10)):
         return None
     # ... and all the others are spaces or tabs: no other LF, no CR, VT, FF or other control
-    # byte (each is <= 32, so one of `seps`, and not counted here). Then every line has
+    # byte (each is <= 32, so one of the separators, and not counted here). Then every line has
     # exactly `fields` tokens (with the gap check below, no blank line either). The file's
     # first separator's kind is counted first: the other one is usually absent.
-    kinds = (9, 32) if buf[seps[0]] == 9 else (32, 9)
+    kinds = (9, 32) if buf[ends[0][0]] == 9 else (32, 9)
     others = n_seps - lines - _count(buf, lambda seg: seg == kinds[0])
     if others and others != _count(buf, lambda seg: seg == kinds[1]):
         return None
     if int(buf.max()) == 127 if ascii_only else _first(buf, _is_del) is not None:  # DEL
         return None
-    shortest, widest = _step_range(seps)
+    shortest, widest = _separator_steps(ends)
     if shortest < 2:
         return None
-    longest = max(int(seps[0]), widest - 1)
+    longest = max(int(ends[0][0]), widest - 1)
     # Each token starts one byte after the previous token's end (the file's first at 0).
-    if buf[0] == ord("#") or bool(np.any(buf[ends[:-1, -1] + 1] == ord("#"))):
+    if buf[0] == ord("#") or bool(np.any(buf[ends[-1][:-1] + 1] == ord("#"))):
         return None  # comment lines: the general path drops them
-    return TokenTable(source=source, buffer=buf, token_ends=ends, longest_token=longest)
+    return TokenTable(source=source, buffer=buf, lines=lines, token_ends=list(ends), longest_token=longest)
+
+
+def _separators_by_field(buf: np.ndarray, lines: int, fields: int) -> list[np.ndarray]:
+    """The offsets of the bytes <= 32 (``lines * fields`` of them), the i-th going to array
+    ``i % fields`` at ``i // fields``: the token ends of a rectangular file, field by field,
+    found a few megabytes at a time."""
+    otype = offset_type(buf.shape[0])
+    out = [np.empty(lines, dtype=otype) for _ in range(fields)]
+    at = 0  # separators found so far
+    for lo in _byte_chunks(buf.shape[0]):
+        hit = np.flatnonzero(buf[lo:lo + _BYTES_PER_PASS] <= 32)
+        hit += lo
+        for k in range(fields):
+            first = (k - at) % fields  # the chunk's first separator of field k
+            part = hit[first::fields]
+            row = (at + first) // fields
+            out[k][row:row + part.shape[0]] = part
+        at += hit.shape[0]
+    return out
+
+
+def _separator_steps(ends: list[np.ndarray]) -> tuple[int, int]:
+    """(min, max) distance between consecutive separators of a rectangular file (its token
+    ends field by field, :func:`_separators_by_field`), a chunk of lines at a time."""
+    steps: list[tuple[int, int]] = []
+    for lo, hi in row_chunks(ends[0].shape[0]):
+        for k in range(1, len(ends)):
+            d = ends[k][lo:hi] - ends[k - 1][lo:hi]
+            steps.append((int(d.min()), int(d.max())))
+        a = max(lo, 1)  # a line's first end after the previous line's last one
+        if a < hi:
+            d = ends[0][a:hi] - ends[-1][a - 1:hi - 1]
+            steps.append((int(d.min()), int(d.max())))
+    if not steps:
+        return 2, 0
+    return min(low for low, _ in steps), max(high for _, high in steps)
 
 
 def _regular_spans(buf: np.ndarray) -> _Spans | None:

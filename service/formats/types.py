@@ -132,6 +132,10 @@ class Run:
     # the file's rank column aligned with ``docnos`` (float64), kept only for the submission checks
     ranks: np.ndarray | None = field(default=None, repr=False, compare=False)
 
+    def summary(self) -> RunSummary:
+        return RunSummary(tag=self.tag, topics=self.topics, lines=int(self.docnos.shape[0]),
+                          depth=int(np.diff(self.offsets).max(initial=0)))
+
     def hashes(self) -> np.ndarray:
         """64-bit hashes of the docnos (computed by the reader, or here on demand)."""
         if self.doc_hashes is None:
@@ -163,3 +167,14 @@ class Run:
             t: [d.decode("utf-8") for d in self.docnos[self.offsets[i] : self.offsets[i + 1]].tolist()]
             for i, t in enumerate(self.topics)
         }
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What storing a run needs of it once its lists are checked: its tag, topics, lines and
+    longest list (a submission lets the arrays go before it writes the file)."""
+
+    tag: str
+    topics: tuple[str, ...]
+    lines: int
+    depth: int

@@ -52,6 +52,12 @@ def as_domain_error(exc: BaseException) -> BaseException:
     if isinstance(exc, IntegrityError):
         # Two requests raced for one unique key (a team or tag created twice at once).
         return Conflict("a concurrent change got there first; try again")
+    if isinstance(exc, MemoryError):
+        # The process ran short of memory (numpy's _ArrayMemoryError included): uploads say which
+        # file (service.evaluation.memory); anything else is answered here, and retried later.
+        log.warning("a request ran short of memory: %s", type(exc).__name__)
+        return Unavailable("the server ran short of memory for this request; send it again in a minute",
+                           retry_after=30)
     if is_retryable(exc):
         # A deadlock victim or serialization failure the use case did not retry itself: the
         # transaction was undone whole, so the client may simply send it again.

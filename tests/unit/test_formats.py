@@ -267,6 +267,17 @@ def test_chunked_passes_read_every_file_as_one_pass(data: bytes, order: str, row
         assert _everything(data, order) == whole
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"# x", b"\n", b"\r", b"\r\n", b" "]), max_size=30).map(b"".join),
+       st.integers(1, 6))
+def test_a_run_header_is_split_in_pieces_as_in_one(data: bytes, piece: int) -> None:
+    """The ir_metadata header is looked for a piece of the file at a time (never all its lines)."""
+    from service.formats.ir_metadata import _lines
+
+    assert list(_lines(data, piece)) == data.splitlines()
+    assert list(_lines(bytearray(data), piece)) == data.splitlines()
+
+
 utf8ish = st.lists(st.one_of(st.sampled_from(["a", " ", "\n", "ä", "日", "😀"]).map(str.encode),
                              st.binary(min_size=1, max_size=2)), max_size=20).map(b"".join)
 

@@ -82,6 +82,27 @@ def test_rank_column_that_disagrees_with_the_scores() -> None:
     assert found == {"rank_disagrees": (["1", "2", "4"], 3)}
 
 
+@pytest.mark.parametrize("order", ["score", "rank"])
+def test_the_rank_check_in_steps_of_a_few_topics_finds_what_one_step_finds(order: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rank check goes about a million lines (whole topics) at a time; in steps of one or
+    two lines it names the same topics, in the same order."""
+    from service.formats import run_checks
+
+    rng = np.random.default_rng(24)
+    lists = {}
+    for t in range(40):
+        n = int(rng.integers(1, 6))
+        lists[f"{t:02d}"] = [(f"d{i}", int(rank), float(score)) for i, (rank, score) in
+                             enumerate(zip(rng.permutation(n) + 1, rng.integers(0, 3, n)))]
+    run = run_text(lists)
+    whole = codes(run, list(lists), depth=1, cutoff=None, order=order)
+    assert whole["rank_disagrees"][1] > 5  # something to find
+    for step in (1, 2, 3):
+        monkeypatch.setattr(run_checks, "_CHECK_LINES", step)
+        assert codes(run, list(lists), depth=1, cutoff=None, order=order) == whole
+
+
 def test_a_rank_column_that_is_not_numbers_is_not_checked_under_the_score_order() -> None:
     run = b"1 Q0 a x 9 r\n1 Q0 b y 8 r\n"
     assert parse_run(run, "r", "score", keep_ranks=True).ranks is None

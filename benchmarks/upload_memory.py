@@ -1,0 +1,300 @@
+"""How much memory an upload takes: the peak RSS growth of a fresh process per byte of the file.
+
+    python benchmarks/upload_memory.py [--size-mb 150] [--mode api|parse] [--database-url URL]
+                                       [--allocator serve|default] [--json PATH]
+
+A run of ``--size-mb`` megabytes (TREC format, ~40 bytes a line, depth 1000, one tag) is
+generated in a temporary folder (deterministic from ``--seed``), then a fresh Python process
+(a subprocess, so that nothing earlier is in its heap):
+
+* ``api`` (default): builds the API application (``service.api.app.create_app``) on a database
+  (a new SQLite file unless ``--database-url``), creates an organiser's collection with the
+  run's topics, then submits the run as one HTTP request through Litestar's TestClient
+  (``POST /api/collections/{id}/runs?team=...``): the body read, the idempotency digest,
+  the parse, the run checks, the compressed copy and the database write, as the API process
+  of ``cranfield serve`` does them;
+* ``parse``: only ``service.formats.readers.parse_run`` of the bytes, as a submission parses
+  them (``keep_ranks=True``).
+
+The child reads the file into memory first (the client's copy, in ``api`` mode, or the
+request body, in ``parse`` mode), collects garbage, resets the kernel's peak-RSS mark
+(``/proc/self/clear_refs``) and notes its RSS; then it uploads. Reported: ``multiple`` = (peak
+RSS - RSS before) / file size, and ``after_multiple`` = (RSS once the upload has returned -
+RSS before) / file size, what the process keeps. In ``parse`` mode the body is already in the
+RSS before, so ``multiple`` there is the parse's own growth (add 1 for the body). ``allocator``
+``serve`` applies ``service.runtime.tune_allocator()`` first, as ``cranfield serve`` does
+(every ``cranfield`` command does); ``default`` leaves glibc's defaults.
+
+The goal (issue 24) is a multiple of at most 3 in ``api`` mode. :func:`upload_memory_multiple`
+is the importable entry point (``benchmarks/bench_deadline.py`` reports it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+GOAL = 3.0  # issue 24: peak RSS growth of an upload at most 3x the file
+DEPTH = 1000
+TAG = b"RUN-MEM"
+TEAM = "memory"
+
+
+# ============================================================================ the file
+def write_run(path: str | os.PathLike[str], size_mb: float, seed: int = 20261127, depth: int = DEPTH) -> int:
+    """Write a TREC run of about ``size_mb`` MB (10^6 bytes): topics ``00001``.., ``depth``
+    documents each (``DOC-`` and 8 digits, from 10^7), ranks 1..depth, scores with four
+    decimals in descending order, tag ``RUN-MEM``. Returns the number of lines. The same
+    arguments give the same bytes."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    line_bytes = 40  # "00001 Q0 DOC-01234567 123 12.3456 RUN-MEM\n" is 38-42 bytes
+    topics = max(1, round(size_mb * 1e6 / line_bytes / depth))
+    ranks = np.arange(1, depth + 1).astype("S")
+    written = 0
+    with open(path, "wb") as out:
+        for t in range(topics):
+            docs = rng.choice(10_000_000, size=depth, replace=False)
+            docnos = np.strings.add(b"DOC-", np.strings.zfill(docs.astype("S"), 8))
+            units = np.sort(rng.integers(1, 1_000_000, size=depth))[::-1]
+            scores = np.strings.add(np.strings.add((units // 10_000).astype("S"), b"."),
+                                    np.strings.zfill((units % 10_000).astype("S"), 4))
+            lines = np.strings.add(f"{t + 1:05d} Q0 ".encode(), docnos)
+            for part in (b" ", ranks, b" ", scores, b" " + TAG + b"\n"):
+                lines = np.strings.add(lines, part)
+            out.write(b"".join(lines.tolist()))
+            written += depth
+    return written
+
+
+# ============================================================================ the child
+def _status() -> dict[str, int]:
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) * 1024
+    return out
+
+
+def _reset_peak() -> bool:
+    """Reset the kernel's peak-RSS mark (VmHWM) to the current RSS (Linux 4.0+)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _child(mode: str, path: str, database_url: str | None, allocator: str, headroom: float | None = None,
+           ballast: float = 0.0) -> dict[str, Any]:
+    if allocator == "serve":  # as `cranfield serve` sets it up (service/cli/__init__.py, service/asgi.py)
+        from service.runtime import one_heap, tune_allocator
+
+        tune_allocator()
+        one_heap()
+    import ctypes
+
+    upload, warm_up = _api_upload(path, database_url) if mode == "api" else _parse_upload(path)
+    data = Path(path).read_bytes()
+    size = len(data)
+    warm_up()  # the first request's one-time costs (threads, their arenas, caches) before the baseline
+    gc.collect()
+    try:  # start from a heap without free pages of the set-up (the service's state stays)
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    capped = None
+    if headroom is not None:  # an address-space limit: what the process uses now, and headroom x the file
+        import resource
+
+        with open("/proc/self/statm") as f:
+            in_use = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        capped = in_use + int(headroom * size)
+        resource.setrlimit(resource.RLIMIT_AS, (capped, resource.RLIM_INFINITY))
+    held = bytearray(int(ballast * size)) if ballast else None  # memory other uploads would be using
+    exact = _reset_peak()
+    before = _status()["VmRSS"]
+    started = time.perf_counter()
+    outcome = upload(data)
+    seconds = time.perf_counter() - started
+    peak = _status()["VmHWM"]
+    if not exact:  # no way to reset the mark: the process's peak so far (an over-estimate)
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    gc.collect()
+    after = _status()["VmRSS"]
+    result = {"mode": mode, "allocator": allocator, "file_bytes": size, "seconds": round(seconds, 3),
+              "rss_before": before, "peak_growth": peak - before, "after_growth": after - before,
+              "multiple": round((peak - before) / size, 3), "after_multiple": round((after - before) / size, 3),
+              "peak_exact": exact, "address_space_limit": capped, **outcome}
+    if held is not None:  # the other uploads are done: the same file again
+        del held
+        result["retry"] = upload(data)
+    return result
+
+
+def _parse_upload(path: str):  # type: ignore[no-untyped-def]
+    from service.formats.readers import parse_run
+
+    def upload(data: bytes) -> dict[str, Any]:
+        try:
+            run = parse_run(data, Path(path).name, "score", keep_ranks=True)
+        except MemoryError:
+            return {"status": 503, "lines": None, "detail": "MemoryError"}
+        lines = int(run.docnos.shape[0])
+        del run
+        return {"status": 200, "lines": lines}
+
+    def warm_up() -> None:
+        with open(path, "rb") as f:
+            parse_run(f.readline(), "warm-up")
+
+    return upload, warm_up
+
+
+def _api_upload(path: str, database_url: str | None):  # type: ignore[no-untyped-def]
+    from litestar.testing import TestClient
+
+    from service.api.app import create_app
+    from service.evaluation.access import create_token
+    from service.store.db import session_factory, transaction
+    from service.store.migrate import upgrade
+
+    if database_url is None:
+        database_url = f"sqlite:///{Path(path).parent / 'upload-memory.sqlite'}"
+    upgrade(database_url)
+    with transaction(session_factory(database_url)) as s:
+        admin, _ = create_token(s, "admin", name="upload-memory")
+    headers = {"Authorization": f"Bearer {admin}"}
+    client = TestClient(app=create_app(database_url, lambda followups: None))
+    client.__enter__()
+    assert client.post("/api/teams", json={"name": TEAM}, headers=headers).status_code == 201
+    r = client.post("/api/collections", json={"name": f"memory-{os.getpid()}"}, headers=headers)
+    assert r.status_code == 201, r.text
+    cid = r.json()["id"]
+    topics: set[str] = set()
+    lines = 0
+    with open(path, "rb") as f:
+        for line in f:
+            lines += 1
+            topics.add(line.split(maxsplit=1)[0].decode())
+    r = client.post(f"/api/collections/{cid}/topics", json={"topics": sorted(topics)}, headers=headers)
+    assert r.status_code in (200, 201), r.text
+    first_topic = min(topics)
+    del topics
+
+    def post(data: bytes) -> Any:
+        return client.post(f"/api/collections/{cid}/runs?team={TEAM}", content=data,
+                           headers={**headers, "Content-Type": "text/plain"})
+
+    def upload(data: bytes) -> dict[str, Any]:
+        r = post(data)
+        body = r.json()
+        return {"status": r.status_code, "lines": body.get("n_lines", lines),
+                "detail": None if r.status_code < 300 else body.get("detail"),
+                "retry_after": r.headers.get("retry-after")}
+
+    def warm_up() -> None:
+        r = post(f"{first_topic} Q0 warm-up 1 1 WARM-UP\n".encode())
+        assert r.status_code == 201, r.text
+
+    return upload, warm_up
+
+
+# ============================================================================ the parent
+def upload_memory_multiple(size_mb: float = 150, *, mode: str = "api", database_url: str | None = None,
+                           allocator: str = "serve", seed: int = 20261127, timeout: float = 900,
+                           path: str | os.PathLike[str] | None = None, headroom: float | None = None,
+                           ballast: float = 0.0) -> dict[str, Any]:
+    """Peak RSS growth of a fresh process uploading a generated run of ``size_mb`` MB, per
+    byte of the file (``multiple``), and what it keeps once the upload has returned
+    (``after_multiple``); see the module. ``mode``: ``api`` (an HTTP submission through the
+    API application) or ``parse`` (the reader alone). ``path``: an existing run file to upload
+    instead of a generated one. Returns a dict with ``multiple``, ``after_multiple``,
+    ``goal`` (3.0), ``ok`` (multiple <= goal), ``status`` (the HTTP answer's), ``detail`` (its
+    message when refused), ``retry_after``, ``file_bytes``, ``lines``, ``seconds``,
+    ``peak_growth`` and ``after_growth`` (bytes).
+
+    Under memory pressure (the capped-memory tests): ``headroom`` caps the process's address
+    space (RLIMIT_AS) at what it uses once set up plus ``headroom`` times the file; ``ballast``
+    holds that many times the file in memory during the upload (other uploads' share), then
+    lets it go and sends the file again (its answer under ``retry``)."""
+    if mode not in ("api", "parse"):
+        raise ValueError(f"mode is 'api' or 'parse', not {mode!r}")
+    if allocator not in ("serve", "default"):
+        raise ValueError(f"allocator is 'serve' or 'default', not {allocator!r}")
+    with tempfile.TemporaryDirectory(prefix="cranfield-upload-memory-") as tmp:
+        if path is None:
+            path = Path(tmp) / "run.txt"
+            write_run(path, size_mb, seed)
+        else:  # the database beside the file would be written in the caller's folder
+            database_url = database_url or f"sqlite:///{Path(tmp) / 'upload-memory.sqlite'}"
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        proc = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--child", "--mode", mode, "--path", str(path),
+             "--allocator", allocator, *(["--database-url", database_url] if database_url else []),
+             *(["--headroom", str(headroom)] if headroom is not None else []), "--ballast", str(ballast)],
+            check=False, capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the measuring process failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    result.update(size_mb=size_mb, goal=GOAL, ok=result["multiple"] <= GOAL and result["status"] < 300)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size-mb", type=float, default=150)
+    ap.add_argument("--mode", choices=("api", "parse"), default="api")
+    ap.add_argument("--database-url", default=None, help="default: a new SQLite file in a temporary folder")
+    ap.add_argument("--allocator", choices=("serve", "default"), default="serve")
+    ap.add_argument("--seed", type=int, default=20261127)
+    ap.add_argument("--path", default=None, help="upload this run file instead of a generated one")
+    ap.add_argument("--json", default=None, help="also write the result to this file")
+    ap.add_argument("--headroom", type=float, default=None,
+                    help="cap the address space at what the set-up process uses plus this many times the file")
+    ap.add_argument("--ballast", type=float, default=0.0,
+                    help="hold this many times the file in memory during the upload, then send the file again")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(_child(args.mode, args.path, args.database_url, args.allocator, args.headroom,
+                                args.ballast)))
+        return 0
+    result = upload_memory_multiple(args.size_mb, mode=args.mode, database_url=args.database_url,
+                                    allocator=args.allocator, seed=args.seed, path=args.path,
+                                    headroom=args.headroom, ballast=args.ballast)
+    mb = result["file_bytes"] / 1e6
+    print(f"{args.mode} upload of a {mb:.1f} MB run ({result['lines']:,} lines), allocator {args.allocator}: "
+          f"HTTP {result['status']} in {result['seconds']:.2f} s")
+    print(f"  peak RSS growth {result['peak_growth'] / 1e6:,.0f} MB = {result['multiple']:.2f}x the file "
+          f"(goal <= {GOAL:g}x): {'PASS' if result['ok'] else 'FAIL'}")
+    print(f"  RSS kept after the upload {result['after_growth'] / 1e6:,.0f} MB = {result['after_multiple']:.2f}x")
+    if result.get("detail"):
+        print(f"  refused: {result['detail']} (Retry-After: {result.get('retry_after')})")
+    if "retry" in result:
+        print(f"  sent again without the ballast: HTTP {result['retry']['status']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
