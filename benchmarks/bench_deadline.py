@@ -1,7 +1,10 @@
-"""Deadline day: leaderboard readers at fixed rates while 30 teams submit, then a burst.
+"""Deadline day: leaderboard readers at fixed rates while 30 teams submit, a burst, then
+crowds of clients that ignore Retry-After, and the memory of a large upload.
 
     python benchmarks/bench_deadline.py [--rates 100,200,400] [--seconds 10] [--connections 100]
-                                        [--burst 1000] [--api-processes 1] [--json PATH]
+                                        [--burst 1000] [--clients 100,300,1000] [--overload-seconds 10]
+                                        [--rounds 1] [--only all|overload] [--upload-mb 150]
+                                        [--api-processes 1] [--json PATH]
 
 The production topology on this machine: PostgreSQL (a fresh database), Redis (a queue of its
 own), `cranfield serve --no-worker` (one uvicorn process unless --api-processes), two
@@ -22,7 +25,19 @@ callers: anonymous (half), the admin, and 40 participants. Phases:
   time from the last submission's 201 to a board of 100 rows with no re-evaluation in progress
   and the stored test covering every run;
 * a burst: --burst connections, each sending one request at once; then one request must be
-  answered within 1 s (no hang).
+  answered within 1 s (no hang);
+* overload (issue 24, item 8): for each number of --clients, that many closed-loop clients that
+  ignore Retry-After (each on a keep-alive connection of its own sends its next request the
+  moment an answer, a 503 included, arrives) for --overload-seconds; --rounds repeats the
+  series. Reported: the served (2xx) rate, the 503 rate and share, 2xx latency, the API's CPU
+  seconds per second and the served requests per API CPU second (what the served rate means
+  when other work shares the cores). Goal: the served rate at each larger number of clients
+  at least 70% of the rate at the smallest, in every round. --only overload skips the phases
+  above (the board then has the 70 preloaded runs);
+* upload memory (issue 24, item 5): benchmarks/upload_memory.py's upload_memory_multiple(), a
+  fresh process submitting a generated run of --upload-mb MB through the API application on
+  this database: its peak RSS growth as a multiple of the file (goal <= 3x). If that module is
+  missing the report says so.
 
 Reported per phase: requests, p50 / p99 / max latency, 200s, 503s (with Retry-After) and
 errors (any other status, a 503 without Retry-After, connection errors, timeouts), then one
@@ -265,7 +280,7 @@ def closed_loop(cfg: dict) -> dict:
         while True:
             await asyncio.sleep(0.25)
             now = time.perf_counter()
-            for c in list(clients):
+            for c in clients:
                 if c.transport is not None and not c.stopped and c.sent and now - c.sent > timeout:
                     errors["timeout"] += 1
                     c.sent = 0.0
@@ -337,6 +352,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1, help="overload: run the --clients phases this many times")
     ap.add_argument("--only", choices=("all", "overload"), default="all",
                     help="overload: the set-up, then the overload phases only")
+    ap.add_argument("--upload-mb", type=float, default=150,
+                    help="upload memory: a run of this many MB through the API (benchmarks/upload_memory.py; 0: none)")
     ap.add_argument("--json", metavar="PATH", help="also write the figures here")
     ap.add_argument("--generator", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -548,6 +565,10 @@ def main() -> None:
                 for n in clients:
                     overload(n)
 
+        if args.upload_mb > 0:  # last: a fresh process of its own, on this database, with the load over
+            print(f"upload memory: a {args.upload_mb:g} MB run submitted through the API application", flush=True)
+            results["upload_memory"] = _upload_memory(args.upload_mb, url)
+
         # Report.
         if results["phases"]:
             print()
@@ -601,6 +622,16 @@ def main() -> None:
             })
         if results["overload"]:
             goals.update(_overload_goals(results["overload"]))
+        if "upload_memory" in results:
+            mem = results["upload_memory"]
+            if "multiple" in mem:
+                print(f"upload memory: a {mem['file_bytes'] / 1e6:.0f} MB run answered {mem['status']} in "
+                      f"{mem['seconds']:.1f} s; the API process's peak RSS grew {mem['multiple']:.2f}x the file, "
+                      f"{mem['after_multiple']:.2f}x kept after it (benchmarks/upload_memory.py)")
+                goals[f"upload memory multiple <= {mem.get('goal', 3):g}x ({mem['multiple']:.2f}x)"] = (
+                    mem["multiple"] <= mem.get("goal", 3) and mem["status"] < 300)
+            else:
+                print(f"upload memory: not measured: {mem['missing']}")
         print()
         for goal, ok in goals.items():
             print(f"{'PASS' if ok else 'FAIL'}  {goal}")
@@ -734,6 +765,27 @@ def _commit() -> str:
                               text=True).stdout.strip()
     except OSError:
         return "?"
+
+
+def _upload_memory(size_mb: float, database_url: str) -> dict:
+    """benchmarks/upload_memory.py's ``upload_memory_multiple`` (a fresh process submitting a
+    generated run of ``size_mb`` MB through the API application, on ``database_url``), or
+    ``{"missing": why}`` when that module or its function is not there or the measure fails."""
+    import importlib.util
+
+    path = Path(__file__).with_name("upload_memory.py")
+    if not path.exists():
+        return {"missing": "benchmarks/upload_memory.py is missing"}
+    spec = importlib.util.spec_from_file_location("upload_memory", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+        measure = getattr(module, "upload_memory_multiple", None)
+        if measure is None:
+            return {"missing": "benchmarks/upload_memory.py has no upload_memory_multiple()"}
+        return measure(size_mb, database_url=database_url)
+    except Exception as exc:  # noqa: BLE001 (the other figures are still worth printing)
+        return {"missing": f"benchmarks/upload_memory.py failed: {type(exc).__name__}: {str(exc)[-500:]}"}
 
 
 def _overload_goals(runs: list[dict]) -> dict[str, bool]:

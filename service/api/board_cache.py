@@ -13,18 +13,14 @@ process's show within the time.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
 
+from service.http.single_flight import SingleFlight
+
 T = TypeVar("T")
-
-
-#: What a maker gives its waiters when its value is not theirs to share (it was cancelled, or
-#: its value must not be cached): each waiter then makes its own.
-_MAKE_YOUR_OWN = object()
 
 
 class BoardCache:
@@ -33,7 +29,7 @@ class BoardCache:
         self.max_entries = max_entries
         self._entries: dict[Hashable, tuple[float, Any]] = {}
         self._lock = threading.Lock()
-        self._inflight: dict[Hashable, asyncio.Future[Any]] = {}
+        self._flights = SingleFlight()
         # Bumped by every clear(): a value made from reads that began before a write's clear
         # is not stored after it (it could be stale for a whole period, in this process too).
         self.generation = 0
@@ -63,29 +59,10 @@ class BoardCache:
         hit = self.get(key)
         if hit is not None:
             return hit  # type: ignore[no-any-return]
-        running = self._inflight.get(key)
-        if running is not None:
-            value = await asyncio.shield(running)
-            return await make() if value is _MAKE_YOUR_OWN else value  # type: ignore[no-any-return]
         generation = self.generation
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = future
-        try:
-            value = await make()
-        except asyncio.CancelledError:
-            future.set_result(_MAKE_YOUR_OWN)  # the waiters were not cancelled: they go on
-            raise
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # retrieved: no "never retrieved" warning when nobody waited
-            raise
-        finally:
-            self._inflight.pop(key, None)
-        if keep is not None and not keep(value):
-            future.set_result(_MAKE_YOUR_OWN)
-            return value
-        self.put(key, value, generation)
-        future.set_result(value)
+        value, made = await self._flights.run(key, make, keep)
+        if made and (keep is None or keep(value)):
+            self.put(key, value, generation)
         return value
 
     def clear(self) -> None:

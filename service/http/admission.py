@@ -87,9 +87,9 @@ class RequestSlots:
     to the newest once the queue has not emptied for :data:`STANDING` seconds (adaptive LIFO,
     with CoDel's test for a standing queue): the requests whose clients have just asked are
     served at once, and the oldest waiters, who would be served late anyway, get their 503 when
-    their time is up. Either way a waiter costs a future and a timer, and a client that ignores
-    ``Retry-After`` can be refused at most once per ``wait`` seconds while its request waits,
-    instead of as fast as the server can answer. With ``limit`` 0 every request is refused at
+    their time is up. Either way a waiter costs a future (one timer serves every deadline),
+    and a client that ignores ``Retry-After`` is refused at most once per ``wait`` seconds while
+    its request waits, instead of as fast as the server can answer. With ``limit`` 0 every request is refused at
     once. The event loop is one thread: no lock."""
 
     def __init__(self, limit: int, wait: float, max_waiting: int) -> None:
@@ -97,9 +97,12 @@ class RequestSlots:
         self.wait = wait
         self.max_waiting = max_waiting
         self.in_flight = 0
-        self.waiting = 0  # waiters neither admitted, expired nor cancelled
-        self._queue: deque[asyncio.Future[bool]] = deque()  # oldest on the left; may hold finished ones
+        self.waiting = 0  # waiters neither admitted, refused nor cancelled
+        # (deadline, turn), oldest on the left; may hold finished turns. Every waiter waits as
+        # long, so the deadlines come in order from the left and one timer serves them all.
+        self._queue: deque[tuple[float, asyncio.Future[bool]]] = deque()
         self._busy_since = 0.0  # loop time at which the queue last stopped being empty
+        self._timer: asyncio.TimerHandle | None = None
 
     async def enter(self) -> int:
         """ADMITTED (call :meth:`leave` when done), FULL (refused at once) or WAITED (refused
@@ -111,11 +114,13 @@ class RequestSlots:
             return FULL
         loop = asyncio.get_running_loop()
         turn: asyncio.Future[bool] = loop.create_future()
+        now = loop.time()
         if not self.waiting:
-            self._busy_since = loop.time()
+            self._busy_since = now
         self.waiting += 1
-        self._queue.append(turn)
-        timer = loop.call_later(self.wait, self._expire, turn)
+        self._queue.append((now + self.wait, turn))
+        if self._timer is None:
+            self._timer = loop.call_at(now + self.wait, self._expire)
         try:
             return ADMITTED if await turn else WAITED
         except asyncio.CancelledError:
@@ -124,8 +129,6 @@ class RequestSlots:
             elif turn.cancelled():
                 self.waiting -= 1
             raise
-        finally:
-            timer.cancel()
 
     def leave(self) -> None:
         self.in_flight -= 1
@@ -134,8 +137,8 @@ class RequestSlots:
         queue = self._queue
         newest_first = asyncio.get_running_loop().time() - self._busy_since > STANDING
         while queue and self.waiting and self.in_flight < self.limit:
-            turn = queue.pop() if newest_first else queue.popleft()
-            if turn.done():  # expired or cancelled, already uncounted
+            _, turn = queue.pop() if newest_first else queue.popleft()
+            if turn.done():  # refused or cancelled, already uncounted
                 continue
             self.waiting -= 1
             self.in_flight += 1
@@ -143,16 +146,16 @@ class RequestSlots:
         if not self.waiting:
             queue.clear()
 
-    def _expire(self, turn: asyncio.Future[bool]) -> None:
-        if turn.done():
-            return
-        turn.set_result(False)
-        self.waiting -= 1
-        queue = self._queue  # every waiter waits as long: the expired ones are the oldest, on the left
-        while queue and queue[0].done():
-            queue.popleft()
-        if not self.waiting:
-            queue.clear()
+    def _expire(self) -> None:
+        """Refuse the waiters whose time is up, then wake again at the next deadline."""
+        loop = asyncio.get_running_loop()
+        now, queue = loop.time() + 0.001, self._queue  # a timer may fire a clock tick early
+        while queue and (queue[0][1].done() or queue[0][0] <= now):
+            _, turn = queue.popleft()
+            if not turn.done():
+                turn.set_result(False)
+                self.waiting -= 1
+        self._timer = loop.call_at(queue[0][0], self._expire) if queue else None
 
 
 class AdmissionGate:

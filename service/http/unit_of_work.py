@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import nullcontext
 from typing import Any, TypeVar
 
@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.evaluation import access
 from service.http.admission import OWN_TRANSACTIONS, DatabaseSlots
+from service.http.single_flight import SingleFlight
 from service.evaluation.access import Principal
 from service.evaluation.work import Followup, Outcome
 
@@ -132,6 +133,7 @@ class PrincipalCache:
         self.max_entries = max_entries
         self._entries: dict[bytes, tuple[float, Principal]] = {}
         self.generation = 0  # bumped by clear(): a caller resolved before a write is not kept after it
+        self._flights = SingleFlight()
 
     def get(self, key: bytes) -> Principal | None:
         hit = self._entries.get(key)
@@ -148,24 +150,47 @@ class PrincipalCache:
         self._entries.clear()
         self.generation += 1
 
+    async def resolve(self, key: bytes, make: Callable[[], Awaitable[Principal]]) -> Principal:
+        """The caller of ``key``: remembered, or resolved once for all the requests that ask
+        for it meanwhile (single flight: when a token's entry expires under a crowd of its
+        requests, one database query, not one per request in flight). A failure (an unknown
+        token, the database down) is every waiter's; a resolution that was cancelled leaves
+        each waiter to resolve its own. A write's :meth:`clear` starts a new flight."""
+        me = self.get(key)
+        if me is not None:
+            return me
+        if self.seconds <= 0:  # nothing remembered: each request checks its own token
+            return await make()
+        generation = self.generation  # a write's clear() starts a new flight
+        me, made = await self._flights.run((key, generation), make)
+        if made:
+            self.put(key, me, generation)
+        return me
+
+
+ANONYMOUS = Principal()  # the caller of a request without credentials (access.principal_for's)
+
 
 def caller_from_header(factory: sessionmaker[Session], cache: PrincipalCache | None = None) -> Callable[..., Any]:
     """The dependency giving the caller of an API request (``Authorization: Bearer ...``).
 
     The token is checked in a short session of its own, inside one worker-thread trip, so a
     request never holds one connection while it waits for another; a caller seen in the last
-    moment comes from ``cache`` without a thread or a connection."""
+    moment comes from ``cache`` without a thread or a connection, and a token whose entry has
+    expired is looked up once for all its requests in flight (:meth:`PrincipalCache.resolve`).
+    A request without credentials is anonymous at once."""
 
     async def provide_caller(request: Request[Any, Any, Any]) -> Principal:
         header = request.headers.get("authorization")
-        key = hashlib.sha256((header or "").encode()).digest()
-        me = cache.get(key) if cache is not None else None
-        if me is None:
-            generation = cache.generation if cache is not None else 0
-            me = await anyio.to_thread.run_sync(principal_with_session, factory, header)
-            if cache is not None:
-                cache.put(key, me, generation)
-        return me
+        if not header:
+            return ANONYMOUS  # nothing to look up: no thread, no session
+
+        def resolve() -> Awaitable[Principal]:
+            return anyio.to_thread.run_sync(principal_with_session, factory, header)
+
+        if cache is None:
+            return await resolve()
+        return await cache.resolve(hashlib.sha256(header.encode()).digest(), resolve)
 
     return provide_caller
 
