@@ -35,6 +35,12 @@ per subsystem. A value that does not parse (``CRANFIELD_MAX_UPLOAD=abc``) raises
 | CRANFIELD_API_QUEUE_SECONDS | 2 | longest wait for a request slot, then for a database slot, before a 503 with Retry-After |
 | CRANFIELD_API_MAX_WAITING | 1024 | requests waiting for a request slot per process; beyond it an immediate 503 with Retry-After |
 | CRANFIELD_CALLER_CACHE_SECONDS | 1.0 | seconds a resolved API token is kept in memory (this process's writes clear it) |
+| CRANFIELD_MAX_TOPICS | 100000 | topics of one uploaded qrels, label or intent probability file, and of a collection |
+| CRANFIELD_MAX_INTENTS_PER_TOPIC | 100 | intents (subtopics) of one topic in diversity qrels or an intent probability file |
+| CRANFIELD_MAX_INTENT_CELLS | 10000000 | judged documents x intents of one topic in diversity qrels (the matrix the intent-aware measures build per topic) |
+| CRANFIELD_MAX_STRATA_PER_TOPIC | 100 | strata of one topic in sampled qrels |
+| CRANFIELD_MAX_ASSESSORS | 1000 | assessors in one label file |
+| CRANFIELD_MAX_LABELS_PER_DOCUMENT | 100 | labels of one document (topic, docno) in one label file |
 
 The remote client (`cranfield remote`, docs/client.md) is not the service: its settings are
 read apart, by :func:`remote_settings`, so that a bad service variable never stops it.
@@ -109,10 +115,23 @@ class WebSettings:
 
 
 @dataclass(frozen=True)
+class FileSettings:
+    """Counts an uploaded file can inflate beyond its size (docs/operations.md, "Limits")."""
+
+    max_topics: int = 100_000  # topics of one qrels, label or probability file, and of a collection
+    max_intents_per_topic: int = 100  # intents of one diversity topic (CRANFIELD_MAX_INTENTS_PER_TOPIC)
+    max_intent_cells: int = 10_000_000  # judged documents x intents of one diversity topic
+    max_strata_per_topic: int = 100  # strata of one topic of sampled qrels (CRANFIELD_MAX_STRATA_PER_TOPIC)
+    max_assessors: int = 1000  # assessors of one label file (CRANFIELD_MAX_ASSESSORS)
+    max_labels_per_document: int = 100  # labels of one (topic, docno) in one label file
+
+
+@dataclass(frozen=True)
 class Settings:
     store: StoreSettings
     worker: WorkerSettings
     web: WebSettings
+    files: FileSettings = FileSettings()
 
 
 def _env(name: str, default: str) -> str:
@@ -183,6 +202,14 @@ def load_settings() -> Settings:
             api_max_waiting=_int("CRANFIELD_API_MAX_WAITING", 1024, minimum=0),
             caller_cache_seconds=_float("CRANFIELD_CALLER_CACHE_SECONDS", 1.0, minimum=0),
             api_processes=_int("CRANFIELD_API_PROCESSES", 1, minimum=1),
+        ),
+        files=FileSettings(
+            max_topics=_int("CRANFIELD_MAX_TOPICS", 100_000, minimum=1),
+            max_intents_per_topic=_int("CRANFIELD_MAX_INTENTS_PER_TOPIC", 100, minimum=1),
+            max_intent_cells=_int("CRANFIELD_MAX_INTENT_CELLS", 10_000_000, minimum=1),
+            max_strata_per_topic=_int("CRANFIELD_MAX_STRATA_PER_TOPIC", 100, minimum=1),
+            max_assessors=_int("CRANFIELD_MAX_ASSESSORS", 1000, minimum=1),
+            max_labels_per_document=_int("CRANFIELD_MAX_LABELS_PER_DOCUMENT", 100, minimum=1),
         ),
     )
 

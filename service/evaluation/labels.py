@@ -24,7 +24,7 @@ from service.errors import InvalidInput
 from service.evaluation import collections, idempotency, judgment_sets, policy
 from service.evaluation.access import Principal
 from service.evaluation.memory import guarded
-from service.evaluation.setup import add_qrels, audit, load_qrels
+from service.evaluation.setup import add_qrels, audit, count_limits, load_qrels
 from service.evaluation.work import Outcome
 from service.formats.labels import parse_labels
 from service.formats.types import Qrels
@@ -115,7 +115,7 @@ def upload(factory: sessionmaker[Session], me_of: Any, cid: int, set_name: str, 
         judgment_sets.get(s, coll, set_name, me)
         top = max_level(s, coll)
         known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
-    parsed = parse_labels(body, source)  # InvalidInput with the line before anything is stored
+    parsed = parse_labels(body, source, count_limits())  # InvalidInput with the line before anything is stored
     if not len(parsed):
         raise InvalidInput(source, None, "no labels in the upload")
     if not known.issuperset(parsed.topics):  # labels judge the collection's topics; they never register one

@@ -63,8 +63,8 @@ def refusal(source: str, size: int) -> CranfieldError:
         if need > room:
             return TooLarge(f"{source}: validating a file of {_mb(size)} takes about {_mb(need)} of memory, more "
                             f"than this server can give one upload ({_mb(max(room, 0))}); send a smaller file")
-    return Unavailable(f"{source}: the server ran short of memory validating this {_mb(size)} file (other uploads "
-                       f"are using it); send it again in a minute", retry_after=RETRY_AFTER)
+    return Unavailable(f"{source}: the server ran short of memory for this {_mb(size)} file (other requests may "
+                       f"hold it); send it again in a minute", retry_after=RETRY_AFTER)
 
 
 def guarded(fn: F) -> F:

@@ -30,8 +30,10 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 import service
+from service.config import settings
 from service.errors import InvalidInput, InvalidMeasure, InvalidRequest
 from service.formats.diversity import IntentQrels, parse_diversity_qrels, parse_intent_probabilities
+from service.formats.limits import CountLimits
 from service.formats.readers import parse_qrels, parse_run
 from service.formats.sampled import SampledQrels, parse_sampled_qrels
 from service.formats.text import check_text
@@ -249,24 +251,51 @@ class ParsedQrels:
         return UPLOAD_FORMATS[self.upload_format]
 
 
+def count_limits() -> CountLimits:
+    """The counts an upload may hold: the service's settings (``service.config.FileSettings``,
+    docs/operations.md, "Limits")."""
+    files = settings().files
+    return CountLimits(topics=files.max_topics, intents_per_topic=files.max_intents_per_topic,
+                       intent_cells=files.max_intent_cells, strata_per_topic=files.max_strata_per_topic,
+                       assessors=files.max_assessors, labels_per_document=files.max_labels_per_document)
+
+
 def parse_upload(data: bytes, source: str, fmt: str = "adhoc", probabilities: bytes | None = None,
                  probabilities_source: str = "intent probabilities") -> ParsedQrels:
     """Read a qrels upload in its declared format (``UPLOAD_FORMATS``): every line validated
-    (InvalidInput naming the file and line) before anything is stored. ``probabilities`` (NTCIR's
-    ``topic intent probability``, format diversity-ntcir only) is checked against the qrels."""
+    (InvalidInput naming the file and line) before anything is stored, and the counts it holds
+    within :func:`count_limits`. ``probabilities`` (NTCIR's ``topic intent probability``, format
+    diversity-ntcir only) is checked against the qrels."""
+    limits = count_limits()
     if fmt not in UPLOAD_FORMATS:
         raise InvalidRequest(f"format: one of {', '.join(UPLOAD_FORMATS)}, not {fmt!r}")
     if probabilities is not None and fmt != "diversity-ntcir":
         raise InvalidRequest(f"probabilities: an intent probability file goes with format diversity-ntcir, "
                              f"not {fmt}")
     if fmt == "adhoc":
-        return ParsedQrels(fmt, parse_qrels(data, source))
+        return ParsedQrels(fmt, parse_qrels(data, source, limits=limits))
     if fmt == "sampled":
         sample = parse_sampled_qrels(data, source)
+        _check_sample_counts(sample, source, limits)
         return ParsedQrels(fmt, sample.to_qrels(), sample)
-    probs = parse_intent_probabilities(probabilities, probabilities_source) if probabilities is not None else None
-    intents = parse_diversity_qrels(data, source, "trec" if fmt == "diversity-trec" else "ntcir", probs)
+    probs = (parse_intent_probabilities(probabilities, probabilities_source, limits)
+             if probabilities is not None else None)
+    intents = parse_diversity_qrels(data, source, "trec" if fmt == "diversity-trec" else "ntcir", probs, limits)
     return ParsedQrels(fmt, intents.to_qrels(), intents, probabilities)
+
+
+def _check_sample_counts(sample: SampledQrels, source: str, limits: CountLimits) -> None:
+    """A sample's topics and strata per topic within ``limits`` (each stratum costs every run's
+    evaluation of its topic a pass)."""
+    if limits.topics is not None and len(sample.topics) > limits.topics:
+        raise InvalidInput(source, None, f"{len(sample.topics):,} topics: a file may hold at most {limits.topics:,}")
+    if limits.strata_per_topic is None:
+        return
+    for topic, strata in zip(sample.topics, sample.strata):
+        count = len(set(strata))
+        if count > limits.strata_per_topic:
+            raise InvalidInput(source, None, f"topic {topic!r} has {count:,} strata: a topic may have at most "
+                                             f"{limits.strata_per_topic:,}")
 
 
 def add_qrels(
@@ -304,6 +333,10 @@ def add_qrels(
     _store_judgments(session, row.id, qrels)
     known = set(session.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
     new_topics = [t for t in qrels.topics if t not in known]
+    most = count_limits().topics
+    if most is not None and new_topics and len(known) + len(new_topics) > most:
+        raise InvalidInput(source, None, f"{len(new_topics):,} new topics: the collection would have "
+                                         f"{len(known) + len(new_topics):,}, more than the {most:,} a collection may have")
     if new_topics:
         session.execute(insert(Topic), [{"collection_id": coll.id, "topic_id": t} for t in new_topics])
     target.current_version_id = row.id

@@ -42,6 +42,7 @@ from typing import Literal
 import numpy as np
 
 from service.errors import InvalidInput
+from service.formats.limits import CountLimits, check_topics, codes_of, first_over, running_distinct
 from service.formats.tokenize import (
     MAX_DOCNO_BYTES,
     MAX_NUMBER_BYTES,
@@ -174,11 +175,14 @@ def parse_diversity_qrels(
     source: str = "<qrels>",
     fmt: DiversityFormat = "trec",
     probabilities: IntentProbabilities | None = None,
+    limits: CountLimits | None = None,
 ) -> IntentQrels:
     """Read TREC diversity qrels (``fmt="trec"``) or NTCIR intent qrels (``fmt="ntcir"``).
 
     ``probabilities`` (from :func:`parse_intent_probabilities`) gives P(i|q); without it each
-    topic's intents with a relevant document share the probability uniformly.
+    topic's intents with a relevant document share the probability uniformly. ``limits``: the
+    topics, intents per topic and documents x intents per topic an upload may hold, checked on
+    the columns before any judgment is read into Python objects.
     """
     if fmt not in ("trec", "ntcir"):
         raise ValueError(f"unknown diversity qrels format {fmt!r}")
@@ -191,6 +195,8 @@ def parse_diversity_qrels(
         r = int(too_high[0])
         raise InvalidInput(source, int(table.line_numbers[r]),
                            f"relevance level {int(levels[r])} is above the largest supported level {MAX_LEVEL}")
+    if limits is not None:
+        _check_counts(table, limits)
     topics = _column_text(table, 0)
     intents = _column_text(table, 1)
     docnos = _column_text(table, 2)
@@ -208,6 +214,31 @@ def parse_diversity_qrels(
         if lv >= 1:
             first_rel.setdefault((t, i), lines[row])
     return _build(raw, first_rel, source, probabilities)
+
+
+def _check_counts(table: TokenTable, limits: CountLimits, docs: bool = True) -> None:
+    """Refuse more topics, more intents of a topic or (with ``docs``) more judged documents x
+    intents of a topic than ``limits`` allow, at the line where the count is first exceeded."""
+    topic_ids = np.unique(table.field_bytes(0))
+    topics = np.searchsorted(topic_ids, table.field_bytes(0))
+    check_topics(table.source, topics, topic_ids, table.line_number, limits.topics)
+    if limits.intents_per_topic is None and (limits.intent_cells is None or not docs):
+        return
+    intents = running_distinct(topics, codes_of(table.field_bytes(1)))
+    r = first_over(intents, limits.intents_per_topic)
+    if r is not None:
+        raise InvalidInput(table.source, table.line_number(r),
+                           f"intent {table.field_text(r, 1)!r} is one more than the {limits.intents_per_topic:,} "
+                           f"intents a topic may have (topic {table.field_text(r, 0)!r})")
+    if limits.intent_cells is None or not docs:
+        return
+    cells = running_distinct(topics, codes_of(table.field_bytes(2))) * intents
+    r = first_over(cells, limits.intent_cells)
+    if r is not None:
+        raise InvalidInput(table.source, table.line_number(r),
+                           f"topic {table.field_text(r, 0)!r} judges {int(cells[r] // intents[r]):,} documents for "
+                           f"{int(intents[r]):,} intents here: {int(cells[r]):,} document-intent pairs, more than the "
+                           f"{limits.intent_cells:,} a topic may have")
 
 
 def _column_text(table: TokenTable, k: int) -> list[str]:
@@ -305,8 +336,10 @@ def read_diversity_qrels(
 # ----------------------------------------------------------------------------- probabilities
 
 
-def parse_intent_probabilities(data: bytes, source: str = "<probabilities>") -> IntentProbabilities:
-    """Read ``topic intent probability [inf|nav]`` lines (NTCIREVAL's Iprob / DINprob)."""
+def parse_intent_probabilities(data: bytes, source: str = "<probabilities>",
+                               limits: CountLimits | None = None) -> IntentProbabilities:
+    """Read ``topic intent probability [inf|nav]`` lines (NTCIREVAL's Iprob / DINprob);
+    ``limits``: the topics and intents per topic an upload may hold."""
     table = tokenize(data, source, 3)
     extra = np.flatnonzero(table.field_counts > 4)
     if extra.shape[0]:
@@ -321,6 +354,8 @@ def parse_intent_probabilities(data: bytes, source: str = "<probabilities>") -> 
             raise InvalidInput(source, int(table.line_numbers[r]),
                                f"the fourth column is an intent type, inf or nav, not {kind[:40]!r}")
     values = parse_floats(table, 2, "probability")
+    if limits is not None:
+        _check_counts(table, limits, docs=False)
     topics = _column_text(table, 0)
     intents = _column_text(table, 1)
     rows = list(zip(topics, intents, values.tolist(), table.line_numbers.tolist()))

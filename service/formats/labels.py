@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from service.errors import InvalidInput
+from service.formats.limits import CountLimits, check_topics, first_over, running_distinct
 from service.formats.readers import MAX_LEVEL
 from service.formats.tokenize import (
     MAX_DOCNO_BYTES,
@@ -127,6 +128,29 @@ def _refuse_duplicates(table: TokenTable, topics: np.ndarray, docnos: np.ndarray
         f"{table.field_text(second, 0)!r} a second time (first on line {int(table.line_numbers[first])})")
 
 
+def _check_counts(table: TokenTable, limits: CountLimits, topics: np.ndarray, docnos: np.ndarray,
+                  assessors: np.ndarray) -> None:
+    """Refuse more topics, assessors or labels of one document than ``limits`` allow, at the
+    line where the count is first exceeded."""
+    topic_ids, topic_codes = np.unique(topics, return_inverse=True)
+    topic_codes = topic_codes.reshape(-1)
+    check_topics(table.source, topic_codes, topic_ids, table.line_number, limits.topics)
+    everyone = np.zeros(topic_codes.shape[0], dtype=np.int64)
+    r = first_over(running_distinct(everyone, np.unique(assessors, return_inverse=True)[1].reshape(-1)),
+                   limits.assessors)
+    if r is not None:
+        raise InvalidInput(table.source, table.line_number(r), f"assessor {table.field_text(r, 2)!r} is one more "
+                           f"than the {limits.assessors:,} assessors a label file may hold")
+    if limits.labels_per_document is None:
+        return
+    documents = np.unique(np.rec.fromarrays([topic_codes, docnos]), return_inverse=True)[1].reshape(-1)
+    r = first_over(running_distinct(documents, np.arange(documents.shape[0])), limits.labels_per_document)
+    if r is not None:
+        raise InvalidInput(table.source, table.line_number(r),
+                           f"document {table.field_text(r, 1)!r} of topic {table.field_text(r, 0)!r} has a label "
+                           f"more than the {limits.labels_per_document:,} one document may have in a label file")
+
+
 def _decode_shared(values: np.ndarray) -> tuple[str, ...]:
     """Each value decoded once per distinct value (topic and assessor ids repeat a lot)."""
     uniq, inverse = np.unique(values, return_inverse=True)
@@ -134,14 +158,17 @@ def _decode_shared(values: np.ndarray) -> tuple[str, ...]:
     return tuple(map(names.__getitem__, inverse.reshape(-1).tolist()))
 
 
-def parse_labels(data: bytes, source: str = "<labels>") -> Labels:
-    """Parse a per-assessor label file (``topic docno assessor level`` lines; see the module)."""
+def parse_labels(data: bytes, source: str = "<labels>", limits: CountLimits | None = None) -> Labels:
+    """Parse a per-assessor label file (``topic docno assessor level`` lines; see the module);
+    ``limits``: the topics, assessors and labels per document an upload may hold."""
     table = tokenize(data, source, 4, exact=True)
     check_lengths(table, [(0, "topic id", MAX_TOPIC_BYTES), (1, "docno", MAX_DOCNO_BYTES),
                           (2, "assessor id", MAX_ASSESSOR_BYTES), (3, "level", MAX_NUMBER_BYTES)])
     levels = _levels(table)
     topics, docnos, assessors = (table.field_bytes(k) for k in range(3))
     _refuse_duplicates(table, topics, docnos, assessors)
+    if limits is not None:
+        _check_counts(table, limits, topics, docnos, assessors)
     lines = np.array(table.line_numbers, dtype=np.int64)
     for a in (levels, lines):
         a.flags.writeable = False

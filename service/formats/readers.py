@@ -21,6 +21,7 @@ import numpy as np
 
 from service.errors import InvalidInput
 from service.formats.keys import KeyTable, hash_words, topic_keys
+from service.formats.limits import CountLimits, check_topics
 from service.formats.tokenize import (
     MAX_DOCNO_BYTES,
     MAX_NUMBER_BYTES,
@@ -86,10 +87,12 @@ def _decode_all(values: np.ndarray) -> tuple[str, ...]:
 # ----------------------------------------------------------------------------- qrels
 
 
-def parse_qrels(data: bytes, source: str = "<qrels>", fmt: QrelsFormat = "auto") -> Qrels:
-    """Parse TREC or NTCIR qrels; ``auto`` picks by the first data line's column count."""
+def parse_qrels(data: bytes, source: str = "<qrels>", fmt: QrelsFormat = "auto",
+                limits: CountLimits | None = None) -> Qrels:
+    """Parse TREC or NTCIR qrels; ``auto`` picks by the first data line's column count.
+    ``limits``: the counts an upload may hold (its topics), refused past them."""
     table, doc_k, levels = _qrels_table(data, source, fmt)
-    columns = _QrelsColumns.of(table, doc_k, levels)
+    columns = _QrelsColumns.of(table, doc_k, levels, release=True, limits=limits)
     del table, levels  # the token table goes before the sort
     return columns.build()
 
@@ -105,10 +108,54 @@ def qrels_records(data: bytes, source: str = "<qrels>", fmt: QrelsFormat = "auto
             in zip(table.line_numbers.tolist(), topics, docnos, levels.tolist())]
 
 
+def _sorted_within_topics(codes: np.ndarray, docnos: np.ndarray) -> bool:
+    """Whether the docnos never decrease within a run of lines of one topic, a chunk of lines
+    at a time."""
+    n = codes.shape[0]
+    for lo, hi in row_chunks(max(n - 1, 0)):
+        if not bool(np.all((codes[lo + 1:hi + 1] != codes[lo:hi]) | (docnos[lo + 1:hi + 1] >= docnos[lo:hi]))):
+            return False
+    return True
+
+
+def _equal_neighbours(codes: np.ndarray, docnos: np.ndarray) -> np.ndarray:
+    """The positions i whose (code, docno) equals position i + 1's, a chunk at a time."""
+    n = codes.shape[0]
+    parts = [np.flatnonzero((codes[lo + 1:hi + 1] == codes[lo:hi]) & (docnos[lo + 1:hi + 1] == docnos[lo:hi])) + lo
+             for lo, hi in row_chunks(max(n - 1, 0))]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _first_line_columns(data: bytes) -> int | None:
+    """The token count of the first data line among the file's first 64 KB (None: none there)."""
+    head = bytes(data[:1 << 16])
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
+    lines = head.splitlines()
+    if len(data) > len(head):
+        lines = lines[:-1]  # the last one may be cut
+    for line in lines:
+        tokens = line.split()
+        if tokens and not tokens[0].startswith(b"#"):
+            return len(tokens)
+    return None
+
+
 def _qrels_table(data: bytes, source: str, fmt: QrelsFormat) -> tuple[TokenTable, int, np.ndarray]:
+    table = None
     if fmt == "auto":
+        # The usual file: its first line's column count, and every line's: one tokenisation.
+        hint = _first_line_columns(data)
+        if hint in (3, 4):
+            try:
+                table = tokenize(data, source, hint, exact=True)
+                fmt = "ntcir" if hint == 3 else "trec"
+            except InvalidInput:
+                table = None
+    if fmt == "auto":  # any other file: as it always was (the probe's errors first)
         probe = tokenize(data, source, 3)
-        first = int(probe.field_counts[0])
+        first, line = int(probe.field_counts[0]), probe.line_number(0)
+        del probe  # before the file is read again
         if first == 3:
             fmt = "ntcir"
         elif first == 4:
@@ -116,17 +163,17 @@ def _qrels_table(data: bytes, source: str, fmt: QrelsFormat) -> tuple[TokenTable
         else:
             raise InvalidInput(
                 source,
-                int(probe.line_numbers[0]),
+                line,
                 f"{first} columns: expected TREC qrels (topic iteration docno rel) "
                 "or NTCIR qrels (topic docno L<n>)",
             )
     if fmt == "trec":
-        table = tokenize(data, source, 4, exact=True)
+        table = table if table is not None else tokenize(data, source, 4, exact=True)
         doc_k = 2
         _check_ids(table, doc_k)
         levels = parse_ints(table, 3, "relevance label")
     elif fmt == "ntcir":
-        table = tokenize(data, source, 3, exact=True)
+        table = table if table is not None else tokenize(data, source, 3, exact=True)
         doc_k = 1
         _check_ids(table, doc_k)
         levels = _ntcir_levels(table)
@@ -188,42 +235,53 @@ class _QrelsColumns:
     """What qrels are built from, taken out of the token table (which can then go): the
     docnos, the topic codes and ids, the levels and the lines' numbers."""
 
-    def __init__(self, source: str, docnos: np.ndarray, uniq: np.ndarray, codes: np.ndarray, levels: np.ndarray,
-                 numbers: np.ndarray | None) -> None:
+    def __init__(self, source: str, docnos: np.ndarray, uniq: np.ndarray, codes: np.ndarray, heads: np.ndarray,
+                 levels: np.ndarray, numbers: np.ndarray | None) -> None:
         self.source, self.docnos, self.uniq, self.codes, self.levels = source, docnos, uniq, codes, levels
+        self.heads = heads  # the first line of each run of lines of one topic
         self.numbers = numbers  # None: data line i is line i + 1
 
     @classmethod
-    def of(cls, table: TokenTable, doc_k: int, levels: np.ndarray) -> _QrelsColumns:
+    def of(cls, table: TokenTable, doc_k: int, levels: np.ndarray, *, release: bool = False,
+           limits: CountLimits | None = None) -> _QrelsColumns:
+        """The columns of ``table``; with ``release`` the table's offsets go as they are read."""
         too_high = np.flatnonzero(levels > MAX_LEVEL)
         if too_high.shape[0]:
             r = int(too_high[0])
             raise InvalidInput(table.source, table.line_number(r),
                                f"relevance level {int(levels[r])} is above the largest supported level {MAX_LEVEL}")
+        uniq, codes, heads = _group_consecutive(table, 0)
+        if limits is not None:
+            check_topics(table.source, codes, uniq, table.line_number, limits.topics)
+        if release:  # all but the docnos' field and the one before it
+            table.release(*(k for k in range(table.fields) if k not in (doc_k - 1, doc_k)))
         docnos = table.field_bytes(doc_k)
-        uniq, codes, _ = _group_consecutive(table, 0)
-        return cls(table.source, docnos, uniq, codes, levels, table.numbers)
+        return cls(table.source, docnos, uniq, codes, heads, levels, table.numbers)
 
     def line(self, row: int) -> int:
         return int(self.numbers[row]) if self.numbers is not None else int(row) + 1
 
     def build(self) -> Qrels:
-        """The qrels (each array sorted once, its unsorted copy let go at once)."""
-        uniq = self.uniq
-        order = np.lexsort((self.docnos, self.codes))
-        codes_s = self.codes[order]
-        docs_s = self.docnos[order]
+        """The qrels. The usual file holds each topic in one block, its docnos in order (the
+        topics in any order): each topic's arrays are then views of its block, and nothing is
+        sorted or copied. Any other file is sorted once (each unsorted array let go as its
+        sorted copy comes)."""
+        uniq, heads = self.uniq, self.heads
+        blocks = heads.shape[0] == uniq.shape[0] and _sorted_within_topics(self.codes, self.docnos)
+        order = None if blocks else np.lexsort((self.docnos, self.codes))
+        codes_s = self.codes if order is None else self.codes[order]
+        docs_s = self.docnos if order is None else self.docnos[order]
         self.docnos = self.codes = None  # type: ignore[assignment]
-        levels_s = self.levels[order]
+        levels_s = self.levels if order is None else self.levels[order]
         self.levels = None  # type: ignore[assignment]
-        same = (codes_s[1:] == codes_s[:-1]) & (docs_s[1:] == docs_s[:-1])
-        if np.any(same):
+        dup = _equal_neighbours(codes_s, docs_s)
+        if dup.shape[0]:
             # The same judgment twice is harmless; two different levels are a contradiction.
-            dup = np.flatnonzero(same)
             conflict = dup[levels_s[dup] != levels_s[dup + 1]]
             if conflict.shape[0]:
-                i = int(conflict[0])
-                a, b = int(order[i]), int(order[i + 1])
+                # the first in (topic, docno) order, the one a sort of the lines meets first
+                i = int(conflict[np.argmin(codes_s[conflict])]) if blocks else int(conflict[0])
+                a, b = (i, i + 1) if order is None else (int(order[i]), int(order[i + 1]))
                 first, second = (i, i + 1) if a < b else (i + 1, i)  # positions in the sorted arrays
                 raise InvalidInput(
                     self.source,
@@ -235,12 +293,20 @@ class _QrelsColumns:
             keep = np.ones(codes_s.shape[0], dtype=bool)
             keep[dup + 1] = False
             codes_s, docs_s, levels_s = codes_s[keep], docs_s[keep], levels_s[keep]
+            heads = heads - np.searchsorted(dup + 1, heads)  # the lines let go before each block
         del order
-        bounds = np.searchsorted(codes_s, np.arange(uniq.shape[0] + 1))
+        if blocks:  # topic i's block, wherever the file has it
+            block_of = np.empty(uniq.shape[0], dtype=np.int64)
+            block_of[codes_s[heads]] = np.arange(uniq.shape[0])
+            ends = np.append(heads[1:], codes_s.shape[0])
+            lo, hi = heads[block_of], ends[block_of]
+        else:
+            bounds = np.searchsorted(codes_s, np.arange(uniq.shape[0] + 1))
+            lo, hi = bounds[:-1], bounds[1:]
         return Qrels(
             topics=_decode_all(uniq),
-            docnos=tuple(docs_s[bounds[i] : bounds[i + 1]] for i in range(uniq.shape[0])),
-            levels=tuple(levels_s[bounds[i] : bounds[i + 1]] for i in range(uniq.shape[0])),
+            docnos=tuple(docs_s[lo[i] : hi[i]] for i in range(uniq.shape[0])),
+            levels=tuple(levels_s[lo[i] : hi[i]] for i in range(uniq.shape[0])),
             source=self.source,
         )
 

@@ -9,8 +9,11 @@ cap the parse failed with numpy's ``_ArrayMemoryError`` as a 500.
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.upload_memory import upload_memory_multiple
-from tests.integration.conftest import Backend
+from service.config import settings
+from tests.integration.conftest import Backend, World, auth
 
 SQLITE_ONLY_BUT = {"test_memory_other_uploads_hold_is_a_503_and_the_run_is_stored_once_it_is_free"}
 
@@ -39,6 +42,39 @@ def test_memory_other_uploads_hold_is_a_503_and_the_run_is_stored_once_it_is_fre
     result = upload_memory_multiple(SIZE_MB, database_url=backend.database_url, headroom=5, ballast=3)
     assert result["status"] == 503, result
     assert result["retry_after"] == "30"
-    assert result["detail"] == ("run upload: the server ran short of memory validating this 31.3 MB file (other "
-                                "uploads are using it); send it again in a minute"), result
+    assert result["detail"] == ("run upload: the server ran short of memory for this 31.3 MB file (other requests "
+                                "may hold it); send it again in a minute"), result
     assert result["retry"]["status"] == 201, result
+
+
+# ------------------------------------------------------------------ counts a file can inflate
+def test_counts_past_the_limits_are_refused_at_their_line_and_the_limits_are_settings(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """10**6 intents in one topic were accepted (1.44 GB in the API, then 34.8 s and 1.75 GB in a
+    worker for one depth-20 run): now 101 intents, or 101 strata, of one topic are refused
+    (the default limits, 100 each) before anything is stored, and an operator can raise them."""
+    org = auth(world.tokens["organiser"])
+
+    def preview(fmt: str, text: str) -> object:
+        return world.client.post(f"/api/collections/{world.cid}/qrels/preview?format={fmt}", content=text,
+                                 headers=org)
+
+    intents = "".join(f"0001 {i} d{i % 5} 1\n" for i in range(101))
+    r = preview("diversity-trec", intents)
+    assert r.status_code == 422, r.text
+    assert (r.json()["line"], r.json()["detail"]) == (
+        101, "intent '100' is one more than the 100 intents a topic may have (topic '0001')")
+    strata = "".join(f"0001 0 d{i} {i + 1} {i % 2}\n" for i in range(101))
+    r = preview("sampled", strata)
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"] == "topic '0001' has 101 strata: a topic may have at most 100"
+    try:
+        monkeypatch.setenv("CRANFIELD_MAX_INTENTS_PER_TOPIC", "101")
+        monkeypatch.setenv("CRANFIELD_MAX_STRATA_PER_TOPIC", "101")
+        settings.cache_clear()
+        assert preview("diversity-trec", intents).status_code == 200
+        assert preview("sampled", strata).status_code == 200
+    finally:
+        monkeypatch.delenv("CRANFIELD_MAX_INTENTS_PER_TOPIC")
+        monkeypatch.delenv("CRANFIELD_MAX_STRATA_PER_TOPIC")
+        settings.cache_clear()

@@ -267,6 +267,40 @@ def test_chunked_passes_read_every_file_as_one_pass(data: bytes, order: str, row
         assert _everything(data, order) == whole
 
 
+@st.composite
+def qrels_in_topic_blocks(draw: st.DrawFn) -> bytes:
+    """TREC qrels with each topic in one block, the blocks in any order, docnos mostly in order
+    within a block, now and then a repeated or contradicted judgment."""
+    topics = draw(st.lists(st.sampled_from(["1", "2", "10", "9", "b", "ab"]), min_size=1, max_size=5, unique=True))
+    lines = []
+    for t in topics:
+        docs = sorted(draw(st.lists(st.sampled_from(["d1", "d2", "d10", "x", "doc-000001"]), min_size=1, max_size=6)))
+        if draw(st.integers(0, 5)) == 0:
+            docs.reverse()
+        lines += [f"{t} 0 {d} {draw(st.sampled_from([0, 1, 1, 2]))}" for d in docs]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _qrels_outcome(data: bytes) -> object:
+    try:
+        q = parse_qrels(data, "q")
+    except InvalidInput as exc:
+        return ("refused", exc.line, exc.reason)
+    return (q.topics, [d.tolist() for d in q.docnos], [d.dtype.str for d in q.docnos], [lv.tolist() for lv in q.levels])
+
+
+@settings(max_examples=400, deadline=None)
+@given(qrels_in_topic_blocks())
+def test_qrels_in_topic_blocks_read_without_a_sort_as_with_one(data: bytes) -> None:
+    """Topics in blocks with docnos in order are read as views of their blocks, unsorted: the
+    same qrels, and the same first contradiction, as the sort gives."""
+    from service.formats import readers
+
+    fast = _qrels_outcome(data)
+    with mock.patch.object(readers, "_sorted_within_topics", lambda *a: False):
+        assert _qrels_outcome(data) == fast
+
+
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.sampled_from([b"a", b"# x", b"\n", b"\r", b"\r\n", b" "]), max_size=30).map(b"".join),
        st.integers(1, 6))

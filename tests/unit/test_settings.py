@@ -86,6 +86,31 @@ def test_pruning_defaults_and_the_documented_tables(env: pytest.MonkeyPatch) -> 
     assert (worker.prune_interval, worker.idempotency_retention, worker.session_grace) == (60, 172800, 0)
 
 
+FILE_VARIABLES = ("CRANFIELD_MAX_TOPICS", "CRANFIELD_MAX_INTENTS_PER_TOPIC", "CRANFIELD_MAX_INTENT_CELLS",
+                  "CRANFIELD_MAX_STRATA_PER_TOPIC", "CRANFIELD_MAX_ASSESSORS", "CRANFIELD_MAX_LABELS_PER_DOCUMENT")
+
+
+def test_the_counts_an_upload_may_hold_defaults_documented_and_from_the_environment(env: pytest.MonkeyPatch) -> None:
+    """Issue 24: the counts a file can inflate beyond its size are settings, in both tables."""
+    import service.config
+
+    for name in FILE_VARIABLES:
+        env.delenv(name, raising=False)
+    files = load_settings().files
+    assert (files.max_topics, files.max_intents_per_topic, files.max_intent_cells, files.max_strata_per_topic,
+            files.max_assessors, files.max_labels_per_document) == (100_000, 100, 10_000_000, 100, 1000, 100)
+    operations = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    for name in FILE_VARIABLES:
+        assert f"| {name} |" in (service.config.__doc__ or "") and f"| {name} |" in operations
+    env.setenv("CRANFIELD_MAX_INTENTS_PER_TOPIC", "12")
+    env.setenv("CRANFIELD_MAX_TOPICS", "50")
+    files = load_settings().files
+    assert (files.max_intents_per_topic, files.max_topics) == (12, 50)
+    env.setenv("CRANFIELD_MAX_STRATA_PER_TOPIC", "0")
+    with pytest.raises(SettingsError, match="CRANFIELD_MAX_STRATA_PER_TOPIC='0': must be at least 1"):
+        load_settings()
+
+
 @pytest.mark.parametrize(("name", "value", "says"), [
     ("CRANFIELD_IDEMPOTENCY_RETENTION", "3600", "at least 86400"),  # shorter than a client may retry
     ("CRANFIELD_IDEMPOTENCY_RETENTION", "a week", "is not a number"),
