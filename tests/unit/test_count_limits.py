@@ -70,6 +70,6 @@ def test_assessors_and_labels_of_a_document_past_the_limits_are_refused() -> Non
     error = refused(lambda: parse_labels(data, "l.txt", CountLimits(assessors=3)))
     assert (error.line, error.reason) == (5, "assessor 'dee' is one more than the 3 assessors a label file may hold")
     error = refused(lambda: parse_labels(data, "l.txt", CountLimits(labels_per_document=2)))
-    assert (error.line, error.reason) == (4, "document 'd1' of topic 't' has a label more than the 2 one document "
-                                             "may have in a label file")
+    assert (error.line, error.reason) == (4, ("document 'd1' of topic 't' has a label more than the 2 one document "
+                                              "may have in a label file"))
     assert len(parse_labels(data, "l.txt", CountLimits(assessors=4, labels_per_document=3))) == 5
