@@ -35,6 +35,7 @@ from service.api.dependencies import provide_collection
 from service.api.openapi import assets_router, openapi_config
 from service.api.strict import strict_json_body
 from service.api.uploads import release_after_upload
+from service.http.doors import authorise_first
 from service.http.problems import headers_of, problem_of
 from service.http.admission import AdmissionGate, DatabaseSlots, RequestSlots, ServerLimits
 from service.http.unit_of_work import Dispatch, PrincipalCache, caller_from_header, unit_of_work_provider
@@ -104,6 +105,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                       "me": Provide(caller_from_header(factory, callers)),
                       "coll": Provide(provide_collection, sync_to_thread=True)},
         exception_handlers={Exception: problem_response},
+        guards=[authorise_first(factory)],  # authorise, then validate: before anything of the request is read
         before_request=strict_json_body,
         before_send=[no_sniffing],
         after_response=release_after_upload,  # a large upload's memory back to the kernel

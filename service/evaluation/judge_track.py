@@ -224,9 +224,10 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
         if not coll.accepts_judgments:
             raise Conflict(f"collection {cid} does not accept judgment sets")
         js = judgment_sets.find(s, coll, name)
-        if js is not None and js.team_id != me.team_id:
+        taken = js is not None and js.team_id != me.team_id
+        check_budget(s, coll, me.team_id, new_set=js is None or taken)  # at the limit, a taken name is no news
+        if taken:  # (a name that was free makes a set: each wrong guess costs the team one of its sets)
             raise Conflict(f"the name {name!r} is taken in collection {cid}: choose another")
-        check_budget(s, coll, me.team_id, new_set=js is None)
         if js is None:
             js = judgment_sets.create(s, coll, me, name, {"source": "automatic", **provenance}, team_id=me.team_id)
         else:

@@ -104,17 +104,17 @@ def find(s: Session, coll: Collection, name: str) -> JudgmentSet | None:
 
 
 def get(s: Session, coll: Collection, name: str, me: Principal) -> JudgmentSet:
-    """The set ``name`` if the caller may see it (401/403 otherwise; 404 naming the sets the
-    caller may see when there is no such set)."""
+    """The set ``name`` if the caller may see it. Only a caller who sees every set (organisers)
+    is told that there is none (404, naming the sets); anyone else gets one refusal (401/403)
+    for every name but its own sets', whether such a set exists or not, so that another team's
+    set names cannot be found by asking."""
     js = find(s, coll, name)
-    if js is not None:
-        policy.require(may_see(me, coll, js), me, f"judgment set {name!r} of collection {coll.id}")
-    else:
-        policy.require(policy.may_list_judgment_sets(me, coll), me, f"the judgment sets of collection {coll.id}")
-        known = [j.name for j in _sets(s, coll) if may_see(me, coll, j)]
-        raise NotFound(f"collection {coll.id} has no judgment set {name!r}"
-                       + (f" (its sets: {', '.join(known)})" if known else ""))
-    return js
+    if js is not None and may_see(me, coll, js):
+        return js
+    policy.require(policy.may_see_qrels(me, coll), me, f"judgment set {name!r} of collection {coll.id}")
+    known = [j.name for j in _sets(s, coll)]
+    raise NotFound(f"collection {coll.id} has no judgment set {name!r}"
+                   + (f" (its sets: {', '.join(known)})" if known else ""))
 
 
 def _sets(s: Session, coll: Collection) -> list[JudgmentSet]:

@@ -274,6 +274,11 @@ def may_create_team(me: Principal) -> bool:
     return is_admin(me) or me.role == "organiser"
 
 
+def may_issue_tokens(me: Principal) -> bool:
+    """Whether the caller may create tokens at all (which ones: :func:`may_create_token`)."""
+    return is_admin(me) or me.role == "organiser"
+
+
 def may_create_token(me: Principal, role: str | None, collections: list[int]) -> bool:
     """Admins create any token; organisers create participant tokens, and assessor tokens for
     their own collections."""
