@@ -206,7 +206,7 @@ def closed_loop(cfg: dict) -> dict:
             self.need = -1
             self.code = 0
             self.retry_after = self.close_after = False
-            self.stopped = False
+            self.stopped = self.timed_out = False
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             self.transport = transport  # type: ignore[assignment]
@@ -256,7 +256,7 @@ def closed_loop(cfg: dict) -> dict:
 
         def connection_lost(self, exc: Exception | None) -> None:
             if not self.stopped:
-                if self.need < 0 or len(self.buf) < self.need:
+                if not self.timed_out and (self.need < 0 or len(self.buf) < self.need):
                     errors[f"connection lost ({type(exc).__name__ if exc else 'closed by the server'})"] += 1
                 asyncio.get_running_loop().create_task(reopen(self))
 
@@ -283,7 +283,7 @@ def closed_loop(cfg: dict) -> dict:
             for c in clients:
                 if c.transport is not None and not c.stopped and c.sent and now - c.sent > timeout:
                     errors["timeout"] += 1
-                    c.sent = 0.0
+                    c.sent, c.timed_out = 0.0, True  # its connection is dropped and opened again
                     c.transport.abort()
 
     async def run() -> dict:
