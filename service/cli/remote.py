@@ -128,6 +128,10 @@ def _remote_arguments(parser: argparse.ArgumentParser) -> None:
     jb.add_argument("collection", metavar="COLLECTION", help="an id or a name")
     jb.add_argument("--format", choices=("tsv", "json"), default="tsv")
 
+    jp = sub.add_parser("judge-pool", help="a judges track: the documents to judge (topic docno lines)")
+    jp.add_argument("collection", metavar="COLLECTION", help="an id or a name")
+    jp.add_argument("-o", "--output", metavar="FILE", help="write them to FILE (default: stdout)")
+
     sc = sub.add_parser("scores", help="a run's per-topic scores")
     sc.add_argument("run", type=positive_int, metavar="RUN", help="the run id")
     sc.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC",
@@ -547,5 +551,16 @@ def _judge_board(args: argparse.Namespace, client: Any, out: TextIO) -> int:
                   r.get("high"), r.get("bias")] for r in doc["rows"]])
 
 
+def _judge_pool(args: argparse.Namespace, client: Any, out: TextIO) -> int:
+    text = client.judge_pool(client.find_collection(args.collection)["id"])
+    if args.output is None:
+        out.write(text)
+        return 0
+    Path(args.output).write_text(text, encoding="utf-8")
+    lines = text.splitlines()
+    say(f"{len(lines)} documents of {len({line.split(' ', 1)[0] for line in lines})} topics to judge: {args.output}")
+    return 0
+
+
 HANDLERS = {"collections": _collections, "runs": _runs, "submit": _submit, "wait": _wait, "board": _board,
-            "scores": _scores, "judgments": _judgments, "judge-board": _judge_board}
+            "scores": _scores, "judgments": _judgments, "judge-board": _judge_board, "judge-pool": _judge_pool}

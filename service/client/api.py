@@ -55,6 +55,7 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "getRunScores": ("GET", "/api/runs/{rid}/scores"),
     "submitJudgments": ("POST", "/api/collections/{cid}/judge-submissions"),
     "getJudgeBoard": ("GET", "/api/collections/{cid}/judge-board"),
+    "downloadJudgePool": ("GET", "/api/collections/{cid}/judge-track/pool"),
 }
 
 _BY_STATUS: dict[int, type[CranfieldError]] = {400: BadRequest, 401: Unauthenticated, 403: Forbidden, 404: NotFound,
@@ -290,6 +291,10 @@ class Client:
     def judge_board(self, cid: int) -> Json:
         """getJudgeBoard: the submitted judges ranked by agreement with the official judgments."""
         return self._json(self._path("getJudgeBoard", cid=cid))
+
+    def judge_pool(self, cid: int) -> str:
+        """downloadJudgePool: the documents to judge, a ``topic docno`` line each."""
+        return self._send("GET", self._path("downloadJudgePool", cid=cid)).text
 
     # ------------------------------------------------------------------ jobs
     def job(self, jid: int) -> Json:

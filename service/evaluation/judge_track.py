@@ -10,10 +10,10 @@ runs, with a bootstrap interval over topics.
   and the level of the interval, how many sets and versions a team may submit (in all and in
   a window of hours), and whether the board is released to the teams.
 * A team submits judgments (``submit``): a qrels file checked line by line against the
-  judgeable documents (the documents of the collection's pools, which the teams are given) and
-  the collection's scale; it becomes a judgment set of the team's (a set submitted again under
-  the same name is its next version), evaluated by the workers like any set, in the
-  background (below the runs' evaluations under the official set).
+  judgeable documents (the documents of the collection's pools, which the teams download:
+  ``pool_file``) and the collection's scale; it becomes a judgment set of the team's (a set
+  submitted again under the same name is its next version), evaluated by the workers like any
+  set, in the background (below the runs' evaluations under the official set).
 * The board is computed by the workers from stored per-topic scores
   (:func:`service.metrics.stats.judge_meta.judge_agreement`) and stored as an analysis of kind
   ``judge_board``; the scheduled refresh queues it again whenever its inputs change (a new
@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -147,6 +148,28 @@ def judgeable(s: Session, coll: Collection) -> dict[str, set[str]]:
     return found
 
 
+def to_judge(s: Session, coll: Collection) -> dict[str, set[str]]:
+    """:func:`judgeable`; 409 while the collection has no pool."""
+    found = judgeable(s, coll)
+    if not found:
+        raise Conflict(f"collection {coll.id} has no pool yet: there is nothing to judge")
+    return found
+
+
+def pool_file(s: Session, coll: Collection, me: Principal) -> str:
+    """What the teams judge, as the assessors' files give it: a ``topic docno`` line for each
+    document of :func:`judgeable` (the very set a judge file is checked against: what a refusal
+    would tell a team anyway, for free), in topic and document order. Nothing else: no level, no
+    stratum or inclusion probability, no rank, no pooled document left undrawn, and an order that
+    is the documents' own, so it tells nothing of the runs or of a draw's seed. Organisers
+    always; enrolled teams while the track is open (``policy.may_download_judge_pool``)."""
+    from service.evaluation.judging import document_lines
+
+    policy.require(policy.may_download_judge_pool(me, coll), me, f"the judges track's pool of collection {coll.id}")
+    found = to_judge(s, coll)
+    return "".join(document_lines(topic, sorted(found[topic])) for topic in sorted(found))
+
+
 def usage(s: Session, coll: Collection, team_id: int, now: datetime | None = None) -> dict[str, Any]:
     """A team's use of the track's limits: its sets, its versions in all and within the window
     ending ``now``, and when the window lets the next version in (None: at once)."""
@@ -180,6 +203,18 @@ def check_budget(s: Session, coll: Collection, team_id: int, new_set: bool) -> N
                        f"the next is accepted from {collections.iso(used['next_at'])}")
 
 
+def team_set_name(team: str, name: str) -> str:
+    """The name a judges-track team's set is stored under: in the team's own namespace,
+    ``<team>-<name>`` (the team's name with every character but letters, digits and ``_`` as
+    ``_``), kept as it is when it is already there. So the answer to a submission never depends
+    on the names of other teams' sets: a name another team holds is simply another name here
+    (issue 24: a 409 "taken" told a team which names others had used)."""
+    slug = re.sub(r"[^A-Za-z0-9_]", "_", team)
+    if not slug[:1].isalpha():
+        slug = f"team_{slug}"
+    return name if name.startswith(f"{slug}-") else f"{slug}-{name}"
+
+
 @guarded
 def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, name: str,
            fields: Mapping[str, Any], source: str = "judgments", idempotency_key: str | None = None
@@ -198,15 +233,14 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
         policy.require(policy.is_enrolled(me, coll) and me.team_id is not None, me,
                        f"submitting judgments to collection {cid}")
         judgment_sets.check_name(name)  # 400s only for those who may submit
+        requested = name
         provenance = judgment_sets.check_fields({k: v for k, v in fields.items()
                                                  if k in ("model", "prompt", "judged_on", "notes")})
         if not policy.may_submit_judgments(me, coll):
             raise Conflict(f"collection {cid} does not accept judgment sets (its organisers have not opened a "
                            "judges track)")
-        pool = judgeable(s, coll)
+        pool = to_judge(s, coll)
         top = max_level(s, coll)
-    if not pool:
-        raise Conflict(f"collection {cid} has no pool yet: there is nothing to judge")
     records = qrels_records(body, source)  # InvalidInput with the line (syntax, duplicates) first
     if not records:
         raise InvalidInput(source, None, "no judgments in the upload")
@@ -223,10 +257,11 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
     def write(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
         if not coll.accepts_judgments:
             raise Conflict(f"collection {cid} does not accept judgment sets")
+        name = judgment_sets.check_name(team_set_name(s.get(Team, me.team_id).name, requested))
         js = judgment_sets.find(s, coll, name)
         taken = js is not None and js.team_id != me.team_id
         check_budget(s, coll, me.team_id, new_set=js is None or taken)  # at the limit, a taken name is no news
-        if taken:  # (a name that was free makes a set: each wrong guess costs the team one of its sets)
+        if taken:  # only an organiser's set named in the team's namespace (see team_set_name)
             raise Conflict(f"the name {name!r} is taken in collection {cid}: choose another")
         if js is None:
             js = judgment_sets.create(s, coll, me, name, {"source": "automatic", **provenance}, team_id=me.team_id)
@@ -244,7 +279,7 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
                         "judgeable": total, "coverage": judged / total if total else None, "job": job_id},
                        followups)
 
-    return idempotency.store_once(factory, cid, me, f"judges:{cid}:{name}", idempotency_key, digest, write,
+    return idempotency.store_once(factory, cid, me, f"judges:{cid}:{requested}", idempotency_key, digest, write,
                                   what=f"a judgments submission to collection {cid}")
 
 

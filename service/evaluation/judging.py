@@ -530,8 +530,13 @@ def assessment_file(s: Session, pool_id: int, me: Principal, topic: str) -> str:
     docs = pool_documents(s, pool, topic)
     if not docs and topic not in pool.counts:
         raise NotFound(f"topic {topic} is not in pool {pool_id}")
-    ordered = pooling.assessment_order(docs, pooling.topic_seed(pool.seed, topic))
-    return "".join(f"{topic} {d}\n" for d in ordered)
+    return document_lines(topic, pooling.assessment_order(docs, pooling.topic_seed(pool.seed, topic)))
+
+
+def document_lines(topic: str, docs: Sequence[str]) -> str:
+    """Documents to judge as the assessors' files and the judges track's pool give them: a
+    ``topic docno`` line each, returned judged with the level appended (``topic docno L2``)."""
+    return "".join(f"{topic} {d}\n" for d in docs)
 
 
 def assessments(s: Session, me: Principal) -> list[dict[str, Any]]:

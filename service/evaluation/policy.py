@@ -339,6 +339,13 @@ def may_submit_judgments(me: Principal, coll: Collection) -> bool:
     return is_enrolled(me, coll) and me.team_id is not None and coll.accepts_judgments
 
 
+def may_download_judge_pool(me: Principal, coll: Collection) -> bool:
+    """What a judges track's teams judge (the documents of the collection's pools, exactly what
+    a judge file is checked against, and nothing else): organisers always; enrolled teams while
+    the track is open. Assessors judge their assigned topics only (:func:`may_assess`)."""
+    return may_organise(me, coll.id) or may_submit_judgments(me, coll)
+
+
 def judge_board_released(coll: Collection) -> bool:
     return bool((coll.judge_track or {}).get("released"))
 

@@ -109,9 +109,12 @@ QUESTIONS = [
              "/api/collections/{cid}/judge-track"),
     Question("see the judge board", lambda me, c, r, p: policy.may_see_judge_board(me, c),
              "/api/collections/{cid}/judge-board", "/c/{cid}/judges", "/c/{cid}/judges"),
+    Question("download the documents to judge", lambda me, c, r, p: policy.may_download_judge_pool(me, c),
+             "/api/collections/{cid}/judge-track/pool", "/c/{cid}/judges/pool.txt"),
 ]
 
-# (visibility, released, topic split: None / hidden / revealed)
+# (visibility, released, topic split: None / hidden / revealed); the judges track is open in the
+# released states, so that each visibility and split is asked with the track open and closed
 STATES = list(itertools.product(("private", "public"), (False, True), (None, "hidden", "revealed")))
 
 
@@ -119,6 +122,9 @@ def _set_state(world: World, visibility: str, released: bool, split: str | None)
     body: dict[str, Any] = {"visibility": visibility, "leaderboard_released": released,
                             "hidden_topics": ["0001", "0002"] if split else [], "topics_revealed": split == "revealed"}
     r = world.client.patch(f"/api/collections/{world.cid}", json=body, headers=auth(world.tokens["admin"]))
+    assert r.status_code == 200, r.text
+    r = world.client.put(f"/api/collections/{world.cid}/judge-track", json={"accepts_judgments": released},
+                         headers=auth(world.tokens["admin"]))
     assert r.status_code == 200, r.text
 
 

@@ -164,3 +164,29 @@ def test_another_teams_set_names_cannot_be_found(world: World) -> None:
                    headers=auth(world.tokens["alpha"]))
         answers.add((r.status_code, r.text.replace(name, "NAME")))
     assert len(answers) == 1 and next(iter(answers))[0] == 409 and "limit" in next(iter(answers))[1], answers
+
+
+def test_a_team_under_its_limit_learns_nothing_of_other_teams_set_names(world: World) -> None:
+    """A team's sets live in its own namespace: submitting under a name another team holds, or
+    under a free one, makes a set of the team's own either way (the answer never depends on
+    what others hold)."""
+    c, org = world.client, auth(world.tokens["organiser"])
+    ids = _world_ids(world)
+    assert c.put(f"/api/collections/{world.cid}/judge-track", json={"accepts_judgments": True, "max_sets_per_team": 3,
+                                                                    "max_versions_per_window": 5},
+                 headers=org).status_code == 200
+    with world.factory() as s:
+        pooled = s.execute(select(PoolDocument.topic, PoolDocument.docno)
+                           .where(PoolDocument.pool_id == ids["pid"])).all()
+    judged = "".join(f"{topic} {docno} L{i % 3}\n" for i, (topic, docno) in enumerate(pooled))
+
+    def submit(team: str, name: str) -> Any:
+        return c.post(f"/api/collections/{world.cid}/judge-submissions", params={"name": name}, content=judged,
+                      headers=auth(world.tokens[team]))
+
+    assert submit("beta", "llm").json()["judgment_set"] == "beta-llm"
+    assert submit("beta", "beta-x").json()["judgment_set"] == "beta-x"  # already in its namespace: kept
+    held, free = submit("alpha", "beta-llm"), submit("alpha", "beta-free")
+    assert (held.status_code, free.status_code) == (201, 201), (held.text, free.text)
+    assert (held.json()["judgment_set"], free.json()["judgment_set"]) == ("alpha-beta-llm", "alpha-beta-free")
+    assert {k for k in held.json()} == {k for k in free.json()}

@@ -44,17 +44,18 @@ class Track:
     pooled: dict[str, set[str]]  # topic -> the pooled documents (what teams judge)
 
 
-def _pool(c: Any, cid: int, org: dict[str, str], factory: Any, backend: Backend | None = None
-          ) -> dict[str, set[str]]:
+def _pool(c: Any, cid: int, org: dict[str, str], factory: Any, backend: Backend | None = None,
+          body: dict[str, Any] | None = None) -> dict[str, set[str]]:
     """The pool the teams are given (by the workers, or in-process in a world): every document
     the runs rank within ``POOL_DEPTH``, judged or not (one stratum drawn at rate 1; a depth
-    pool after the qrels would leave out what they judged); topic -> its documents."""
+    pool after the qrels would leave out what they judged), or the pool ``body`` asks for;
+    topic -> its documents (of a stratified pool, the drawn ones)."""
     from sqlalchemy import select
 
     from service.store.models import PoolDocument
 
-    r = c.post(f"/api/collections/{cid}/pools", json={"kind": "stratified", "strata": [[1, POOL_DEPTH, 1.0]],
-                                                      "seed": 1}, headers=org)
+    body = body or {"kind": "stratified", "strata": [[1, POOL_DEPTH, 1.0]], "seed": 1}
+    r = c.post(f"/api/collections/{cid}/pools", json=body, headers=org)
     assert r.status_code == 202, r.text
     build = r.json()["id"]
     pid = wait_for(lambda: c.get(f"/api/pool-builds/{build}", headers=org).json()["pool"], 120, "the pool", backend)
@@ -315,7 +316,7 @@ def test_versions_are_bounded_per_team_in_all_and_within_a_window(world: World) 
     assert "the next is accepted from" in r.text
     assert _submit(world, "beta", "b1", text).status_code == 201  # per team
     with transaction(world.factory) as s:  # an hour passes for alpha's first version
-        for v in versions(s, "a1"):
+        for v in versions(s, "alpha-a1"):
             v.uploaded_at -= timedelta(minutes=61)
     assert _submit(world, "alpha", "a1", text).status_code == 201
     with transaction(world.factory) as s:  # and two for every version: the total still binds
@@ -442,3 +443,125 @@ def test_a_flood_of_judge_set_evaluations_waits_behind_a_participants_run(track:
     assert waiting >= 30, waiting  # a flood, not a trickle
     # Only what the workers had already taken (one message per process) may go before the run.
     assert len(after) >= waiting - 2 * concurrency, (len(after), waiting, backend.logs())
+
+
+# --------------------------------------------------------------------------- the documents teams judge
+def _to_judge(world: World, role: str) -> Any:
+    return world.client.get(f"/api/collections/{world.cid}/judge-track/pool", headers=auth(world.tokens.get(role)))
+
+
+def _track_open(world: World, accepts: bool) -> None:
+    r = world.client.put(f"/api/collections/{world.cid}/judge-track", json={"accepts_judgments": accepts},
+                         headers=auth(world.tokens["organiser"]))
+    assert r.status_code == 200, r.text
+
+
+def test_organisers_and_the_enrolled_teams_of_an_open_track_download_the_documents_to_judge(world: World) -> None:
+    """``policy.may_download_judge_pool``, the same answer at the API and the portal, and the
+    judges page links the file exactly when it may be downloaded: organisers and admins always
+    (409 while there is no pool: nothing to judge); an enrolled team while the track is open, not
+    once it is removed or the track closed; anonymous 401; a team not enrolled, another
+    collection's organiser and an assessor 403."""
+    from tests.integration.test_portal import as_role
+
+    c, org = world.client, auth(world.tokens["organiser"])
+    assert c.post("/api/teams", json={"name": "gamma"}, headers=auth(world.tokens["admin"])).status_code == 201
+    world.tokens["gamma"] = c.post("/api/tokens", json={"role": "participant", "team": "gamma"},
+                                   headers=org).json()["token"]
+    link = f'href="/c/{world.cid}/judges/pool.txt"'
+
+    def answers() -> dict[str, int]:
+        found = {}
+        for role in ("anonymous", "alpha", "beta", "gamma", "organiser", "other_organiser", "admin", "assessor"):
+            api = _to_judge(world, role).status_code
+            portal = c.get(f"/c/{world.cid}/judges/pool.txt", headers=as_role(world, role), follow_redirects=False)
+            assert portal.status_code == api, (role, api, portal.status_code)
+            page = c.get(f"/c/{world.cid}/judges", headers=as_role(world, role), follow_redirects=False)
+            if page.status_code == 200:
+                assert (link in page.text) == (api not in (401, 403)), (role, api)
+            found[role] = api
+        return found
+
+    never = {"anonymous": 401, "gamma": 403, "other_organiser": 403, "assessor": 403}
+    assert answers() == {**never, "alpha": 403, "beta": 403, "organiser": 409, "admin": 409}
+    assert "no pool yet" in _to_judge(world, "organiser").text
+    _pool(c, world.cid, org, world.factory)
+    assert answers() == {**never, "alpha": 403, "beta": 403, "organiser": 200, "admin": 200}  # not open yet
+    _track_open(world, True)
+    assert answers() == {**never, "alpha": 200, "beta": 200, "organiser": 200, "admin": 200}
+    assert c.delete(f"/api/collections/{world.cid}/teams/beta", headers=org).status_code < 300
+    assert answers() == {**never, "alpha": 200, "beta": 403, "organiser": 200, "admin": 200}
+    _track_open(world, False)
+    assert answers() == {**never, "alpha": 403, "beta": 403, "organiser": 200, "admin": 200}
+
+
+def test_the_download_is_exactly_what_a_judge_file_may_label(world: World, tmp_path: Any,
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Two pools sharing documents: a stratified one (ranks 1-3 in full, 4-20 drawn at 0.3) and a
+    depth-5 one (less what the official set judged). The download is a ``topic docno`` line for
+    each document drawn in either, once, in topic and document order, and nothing else; a file of
+    its lines with a level each is accepted in full, while a pooled document left undrawn and one
+    the official set judged outside the pools are refused as any document outside the pools. The
+    portal's file and ``cranfield remote judge-pool`` (the client over the API) are the same."""
+    import httpx
+    from sqlalchemy import select
+
+    from service.cli import main
+    from service.cli import remote as remote_cli
+    from service.client import Client
+    from service.store.models import Pool, PoolDocument
+    from tests.integration.test_portal import as_role
+
+    c, org = world.client, auth(world.tokens["organiser"])
+    drawn = _pool(c, world.cid, org, world.factory, body={"kind": "stratified", "seed": 7,
+                                                          "strata": [[1, 3, 1.0], [4, 20, 0.3]]})
+    depth = _pool(c, world.cid, org, world.factory, body={"depth": 5})
+    _track_open(world, True)
+    both = [{(t, d) for t, docs in pool.items() for d in docs} for pool in (drawn, depth)]
+    expected = both[0] | both[1]
+    with world.factory() as s:
+        undrawn = {(t, d) for t, d in s.execute(select(PoolDocument.topic, PoolDocument.docno).join(Pool).where(
+            Pool.collection_id == world.cid, PoolDocument.sampled.is_(False)))} - expected
+    outside = sorted((t, d) for t, d in _official(world.qrels) if (t, d) not in expected)
+    assert both[0] & both[1] and both[1] - both[0] and undrawn and outside  # the cases are there
+
+    r = _to_judge(world, "alpha")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain"), r.text
+    lines = r.text.splitlines()
+    pairs = [tuple(line.split(" ")) for line in lines]
+    assert {len(p) for p in pairs} == {2} and r.text.endswith("\n")  # topic and docno, nothing else
+    assert pairs == sorted(set(pairs)) and set(pairs) == expected  # each once, in order
+    assert _to_judge(world, "organiser").text == r.text
+
+    accepted = _submit(world, "alpha", "all", "".join(f"{line} L1\n" for line in lines))
+    assert accepted.status_code == 201 and accepted.json()["judgments"] == len(lines), accepted.text
+    assert accepted.json()["coverage"] == 1.0
+    for topic, docno in (min(undrawn), outside[0]):
+        refused = _submit(world, "beta", "probe", f"{lines[0]} L1\n{topic} {docno} L1\n")
+        assert refused.status_code == 422 and refused.json()["line"] == 2, refused.text
+        assert f"document {docno} is not in the pool of topic {topic}" in refused.text
+
+    page = c.get(f"/c/{world.cid}/judges/pool.txt", headers=as_role(world, "alpha"))
+    assert page.status_code == 200 and page.text == r.text
+    assert page.headers["content-disposition"] == 'attachment; filename="task-to-judge.txt"'
+
+    class InProcess(httpx.BaseTransport):  # the app behind the test client, as an httpx transport
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            return c._transport.handle_request(request)
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("CRANFIELD_URL", "http://testserver.local")
+    monkeypatch.setenv("CRANFIELD_TOKEN", world.tokens["alpha"])
+    monkeypatch.setattr(remote_cli.Remote, "client",
+                        lambda self: Client(self.url, self.token, transport=InProcess(), retries=0))
+    capsys.readouterr()
+    assert main(["remote", "judge-pool", "task", "-o", str(tmp_path / "pool.txt")]) == 0
+    assert (tmp_path / "pool.txt").read_text() == r.text
+    assert capsys.readouterr().err == f"{len(lines)} documents of {len(drawn.keys() | depth.keys())} topics to " \
+                                      f"judge: {tmp_path / 'pool.txt'}\n"
+    assert main(["remote", "judge-pool", str(world.cid)]) == 0
+    assert capsys.readouterr().out == r.text
+    _track_open(world, False)
+    assert main(["remote", "judge-pool", "task"]) == 1
+    assert "403" in capsys.readouterr().err

@@ -129,7 +129,7 @@ def test_each_role_sees_the_sets_and_the_judge_board_it_may(world: World) -> Non
                              "other_organiser": 403, "assessor": 403},
         f"/c/{cid}/qrels/compare?a=official&b=alpha-llm": {"organiser": 200, "admin": 200, "alpha": 403, "beta": 403,
                                                           "anonymous": 401, "other_organiser": 403, "assessor": 403},
-        f"/c/{cid}/judgment-sets/nope": {"organiser": 404, "alpha": 404, "anonymous": 401, "other_organiser": 403},
+        f"/c/{cid}/judgment-sets/nope": {"organiser": 404, "alpha": 403, "anonymous": 401, "other_organiser": 403},
     }
     for path, by_role in statuses.items():
         for role, status in by_role.items():
@@ -403,16 +403,16 @@ def test_the_judges_track_settings_submissions_and_board(world: World) -> None:
     r = submit(world, "alpha", "9lives", judged(world))
     assert r.status_code == 400 and "begins with a letter" in r.text
     r = submit(world, "alpha", "a1", team_judged(world), once=key, model="m")
-    assert r.status_code == 303 and "name=a1&version=2" in r.headers["location"]
+    assert r.status_code == 303 and "name=alpha-a1&version=2" in r.headers["location"]  # the team's namespace
     again = submit(world, "alpha", "a1", team_judged(world), once=key, model="m")
     assert again.status_code == 303 and again.headers["location"] == r.headers["location"]
     assert [s["current_version"] for s in api(world, "alpha", "/judgment-sets")["items"]] == [2]
     r = submit(world, "alpha", "a2", team_judged(world, 2))
     assert r.status_code == 409 and "the limit of this track" in r.text
-    r = submit(world, "beta", "a1", team_judged(world, 2))
-    assert r.status_code == 409 and "is taken" in r.text
+    r = submit(world, "beta", "a1", team_judged(world, 2))  # a name is the team's own: no news of alpha's "a1"
+    assert r.status_code == 303 and "name=beta-a1&version=" in r.headers["location"]
     r = submit(world, "alpha", "a1", team_judged(world, 2))  # the team's own set again: its next version
-    assert r.status_code == 303 and "version=3" in r.headers["location"]
+    assert r.status_code == 303 and "version=4" in r.headers["location"]  # (beta's set took version 3)
     assert submit(world, "organiser", "org", judged(world)).status_code == 403  # teams submit, not organisers
 
     # compute now: queued, computed by the worker, then up to date
@@ -420,7 +420,7 @@ def test_the_judges_track_settings_submissions_and_board(world: World) -> None:
     r = post(world, "organiser", f"{path}/board")
     assert r.status_code == 303 and "done=computing" in r.headers["location"]
     board = page(world, "organiser", path).text
-    assert re.findall(r'<tr data-set="([^"]+)"', board) == ["a1"] and "(version 3)" in board
+    assert sorted(re.findall(r'<tr data-set="([^"]+)"', board)) == ["alpha-a1", "beta-a1"] and "(version 4)" in board
     assert 'id="board-computed"' in board and "Judges ranked by kendall with the official set (AP)" in board
     assert "90% interval" in board and re.search(r"[+-]\d\.\d{4} \((more lenient|stricter|no bias)\)", board)
     r = post(world, "organiser", f"{path}/board")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import anyio.to_thread
-from litestar import Controller, Request, get, post, put
+from litestar import Controller, Request, Response, get, post, put
 from litestar.datastructures import State
 from litestar.params import JSONBody, Parameter
 
@@ -45,6 +45,16 @@ class JudgeTrackController(Controller):
         """Whether the collection accepts judgment sets and what its judge board ranks by
         (organisers and enrolled teams)."""
         return out(JudgeTrackSettings, judge_track.public_settings(uow.session, coll, me))
+
+    @get("/judge-track/pool", operation_id="downloadJudgePool", summary="Download the documents to judge",
+         sync_to_thread=True, media_type="text/plain", responses=errors(401, 403, 404, 409, 422))
+    def pool(self, coll: Coll, uow: Uow, me: Caller) -> Response[str]:
+        """What a team judges: a `topic docno` line for each document of the collection's pools
+        (of a stratified pool, the drawn ones), in topic and document order: exactly the
+        documents a judge file may label (return it with a level appended, `topic docno L2`), and
+        nothing else (no level, stratum, probability or rank). Organisers; enrolled teams while
+        the track is open; 409 while there is no pool."""
+        return Response(judge_track.pool_file(uow.session, coll, me), media_type="text/plain")
 
     @put("/judge-track", operation_id="setJudgeTrack", summary="Open, close or set up the judges track",
          sync_to_thread=True, responses=errors(*WRITE_ERRORS))

@@ -21,14 +21,14 @@ from urllib.parse import urlencode
 from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
-from litestar.response import Redirect, Template
+from litestar.response import Redirect, Response, Template
 
 from service.errors import BadRequest
 from service.evaluation import judge_track, judgment_sets, policy
 from service.evaluation.work import Outcome
 from service.metrics.stats.judge_meta import MEASURES
 from service.portal.forms import PostedForm
-from service.portal.pages import Page, Refusal, attempt, see_other
+from service.portal.pages import Page, Refusal, attempt, download, see_other
 from service.store.models import Collection
 
 # The settings form's numbers: (field, label, whole number or not).
@@ -52,6 +52,12 @@ class JudgeTrackController(Controller):
         an enrolled team while the track is open."""
         return _track_page(page, page.collection(cid), None,
                            done={"done": done, "name": name, "version": version} if done else None)
+
+    @get("/c/{cid:int}/judges/pool.txt", sync_to_thread=True)
+    def pool(self, cid: FromPath[int], page: NamedDependency[Page]) -> Response[str]:
+        """``policy.may_download_judge_pool``: the documents to judge, as GET ``.../judge-track/pool``."""
+        coll = page.collection(cid)
+        return download(judge_track.pool_file(page.session, coll, page.me), "text/plain", f"{coll.name}-to-judge.txt")
 
     @post("/c/{cid:int}/judges/settings", sync_to_thread=True)
     def settings(self, cid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]
@@ -132,5 +138,6 @@ def _track_page(page: Page, coll: Collection, refused: Refusal | None = None,
                      settings=settings, shown=shown, values=dict(submission_values or {}), own=own, used=used,
                      done=done,
                      can_configure=policy.may_configure(me, coll), can_submit_judgments=can_submit,
+                     can_download_pool=policy.may_download_judge_pool(me, coll),
                      can_sets=policy.may_list_judgment_sets(me, coll), measures=MEASURES,
                      metrics=list(config.metrics) if config else [], official=config.official_metric if config else "")
