@@ -22,15 +22,15 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import Conflict
-from service.evaluation import collections, idempotency, judgment_sets, policy
+from service.evaluation import collections, idempotency, judgment_diff, judgment_sets, policy
 from service.evaluation.access import Principal
 from service.evaluation.memory import guarded
-from service.evaluation.reading import judgment_changes, qrels_diff
+from service.evaluation.reading import qrels_diff
 from service.evaluation.setup import add_qrels, official_set, parse_upload
 from service.evaluation.versions import readable as readable_version
 from service.evaluation.work import Outcome
 from service.formats.types import Qrels
-from service.store.models import Collection, Judgment, JudgmentSet, QrelsVersion, Topic
+from service.store.models import Collection, JudgmentSet, QrelsVersion, Topic
 
 LARGE_REMOVAL = 0.2  # share of the current judgments the portal lets an upload remove without a confirmation
 
@@ -73,7 +73,7 @@ def upload(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
         target = official_set(s, coll) if judgment_set is None else judgment_sets.get(s, coll, judgment_set, me)
         previous = target.current_version_id
         if max_removal is not None and previous is not None:
-            change = summary(s, coll, parsed.qrels, max_removal, base_id=previous)
+            change = summary(s, coll, parsed.qrels, max_removal, base_id=previous, limit=0)
             if change["large_removal"]:
                 raise Conflict(removal_message(change))
         version = add_qrels(s, coll, body, source, me.name, parsed=parsed, judgment_set=target)
@@ -101,54 +101,59 @@ def versions(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
          "checksum": v.checksum, "judgments": v.n_judgments, "level_counts": v.level_counts} for v in rows]}
 
 
-def diff(s: Session, coll: Collection, me: Principal, old: int, new: int) -> dict[str, Any]:
+def diff(s: Session, coll: Collection, me: Principal, old: int, new: int, offset: int | None = None,
+         limit: int | None = None) -> dict[str, Any]:
+    """The judgments changed from version ``old`` to ``new``: counts per topic, and the changes
+    ``limit`` (default 1000, at most 10000) at a time from ``offset``."""
     policy.require(policy.may_see_qrels(me, coll), me, f"the qrels of collection {coll.id}")
     for number in (old, new):
         readable_version(s, coll, me, number)
-    return qrels_diff(s, coll.id, old, new)
+    return qrels_diff(s, coll.id, old, new, *judgment_diff.page(offset, limit))
 
 
 # ------------------------------------------------------------------- what an upload changes
 @guarded
 def preview(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
             source: str = "qrels upload", fmt: str = "adhoc", probabilities: bytes | None = None,
-            probabilities_source: str = "intent probabilities") -> dict[str, Any]:
+            probabilities_source: str = "intent probabilities", offset: int | None = None,
+            limit: int | None = None) -> dict[str, Any]:
     """What uploading ``body`` would change (:func:`summary`), stored nowhere: the caller is
     authorised as for an upload, and the file validated as an upload is (422 with the line),
-    in its format (the change is that of the flattened judgments)."""
+    in its format (the change is that of the flattened judgments). The counts are complete;
+    the changes are listed ``limit`` (default 1000, at most 10000) at a time from ``offset``."""
+    offset, limit = judgment_diff.page(offset, limit)
     with factory() as s:
         me = me_of(s)
         coll = collections.get(s, cid, me)
         policy.require(policy.may_upload_qrels(me, coll), me, f"uploading qrels to collection {cid}")
     parsed = parse_upload(body, source, fmt, probabilities, probabilities_source)  # as the upload would
     with factory() as s:
-        return summary(s, collections.get(s, cid, me), parsed.qrels)
+        return summary(s, collections.get(s, cid, me), parsed.qrels, offset=offset, limit=limit)
 
 
 def summary(s: Session, coll: Collection, parsed: Qrels, threshold: float = LARGE_REMOVAL,
-            base_id: int | None = None) -> dict[str, Any]:
+            base_id: int | None = None, offset: int = 0, limit: int = judgment_diff.LIMIT) -> dict[str, Any]:
     """The judgments ``parsed`` adds, removes and changes per topic against the current
     version (or the version ``base_id``: another set's newest) in the form of :func:`diff`,
-    so a preview and the diff of the stored version agree; the share of the current judgments
-    it removes and whether that is more than ``threshold`` (a large removal: the portal asks
-    for a confirmation)."""
+    so a preview and the diff of the stored version agree (the counts of every topic, the
+    changes ``limit`` at a time from ``offset``, compared in arrays); the share of the current
+    judgments it removes and whether that is more than ``threshold`` (a large removal: the
+    portal asks for a confirmation)."""
     base = base_id if base_id is not None else coll.current_qrels_id
-    current: dict[tuple[str, str], int] = {}
-    if base is not None:
-        current = {(t, d): lv for t, d, lv in s.execute(select(Judgment.topic, Judgment.docno, Judgment.level)
-                                                        .where(Judgment.qrels_version_id == base))}
-    uploaded = {(topic, docno.decode("utf-8")): int(level)
-                for i, topic in enumerate(parsed.topics)
-                for docno, level in zip(parsed.docnos[i].tolist(), parsed.levels[i].tolist())}
-    change = judgment_changes(current, uploaded)
+    current = judgment_diff.stored(s, base) if base is not None else {}
+    n_current = judgment_diff.judgments(current)
+    change = judgment_diff.changes(current, judgment_diff.of_qrels(parsed), offset, limit)
+    del current
     removed = change["totals"]["removed"]
-    share = removed / len(current) if current else 0.0
+    share = removed / n_current if n_current else 0.0
     known = set(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
     base_row = s.get(QrelsVersion, base) if base is not None else None
     return {"from": base_row.version if base_row is not None else None,
-            "topics": change["topics"], "totals": change["totals"], "current_judgments": len(current),
-            "judgments": len(uploaded), "removed_share": share, "large_removal": share > threshold,
-            "threshold": threshold, "new_topics": sorted(set(parsed.topics) - known)}
+            "topics": change["topics"], "totals": change["totals"], "current_judgments": n_current,
+            "judgments": judgment_diff.judgments(judgment_diff.of_qrels(parsed)), "removed_share": share,
+            "large_removal": share > threshold, "threshold": threshold,
+            "new_topics": sorted(set(parsed.topics) - known), "offset": change["offset"], "limit": change["limit"],
+            "listed": change["listed"], "next_offset": change["next_offset"]}
 
 
 def removal_message(change: dict[str, Any]) -> str:

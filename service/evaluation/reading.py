@@ -284,21 +284,22 @@ def _board_letters(sig: StoredTest, positions: np.ndarray, different: np.ndarray
     return label_letters(columns, len(where))
 
 
-def qrels_diff(s: Session, collection_id: int, old: int, new: int) -> dict[str, Any]:
-    """Judgments added, removed and changed per topic between two versions of a collection."""
+def qrels_diff(s: Session, collection_id: int, old: int, new: int, offset: int = 0,
+               limit: int | None = None) -> dict[str, Any]:
+    """Judgments added, removed and changed per topic between two versions of a collection: the
+    counts of every topic, the changes ``limit`` at a time from ``offset``
+    (:func:`service.evaluation.judgment_diff.changes`, in arrays)."""
     from service.errors import InvalidMeasure
-    from service.store.models import Judgment
+    from service.evaluation import judgment_diff
 
     versions = {v.version: v.id for v in s.scalars(select(QrelsVersion).where(
         QrelsVersion.collection_id == collection_id, QrelsVersion.version.in_((old, new))))}
     if old not in versions or new not in versions:
         raise InvalidMeasure(f"no qrels version {old if old not in versions else new}")
-
-    def judgments(vid: int) -> dict[tuple[str, str], int]:
-        return {(t, d): lv for t, d, lv in s.execute(select(Judgment.topic, Judgment.docno, Judgment.level)
-                                                     .where(Judgment.qrels_version_id == vid))}
-
-    return {"from": old, "to": new, **judgment_changes(judgments(versions[old]), judgments(versions[new]))}
+    offset, limit = judgment_diff.page(offset, limit)
+    before = judgment_diff.stored(s, versions[old])
+    after = before if new == old else judgment_diff.stored(s, versions[new])
+    return {"from": old, "to": new, **judgment_diff.changes(before, after, offset, limit)}
 
 
 def judgment_changes(old: dict[tuple[str, str], int], new: dict[tuple[str, str], int]) -> dict[str, Any]:

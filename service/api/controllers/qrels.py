@@ -12,7 +12,7 @@ from litestar.params import Parameter
 
 from service.api.dependencies import Caller, Coll, Uow
 from service.api.openapi import errors, upload_body
-from service.api.params import CollectionId, IdempotencyKeyHeader, Version
+from service.api.params import CollectionId, IdempotencyKeyHeader, Offset, Version
 from service.api.schemas import out
 from service.api.schemas.collections import QrelsPreview
 from service.api.schemas.runs import (
@@ -22,7 +22,7 @@ from service.api.schemas.runs import (
 )
 from service.api.uploads import read_qrels_form
 from service.errors import InvalidRequest
-from service.evaluation import qrels
+from service.evaluation import judgment_diff, qrels
 from service.evaluation.setup import UPLOAD_FORMATS
 from service.http.admission import OWN_TRANSACTIONS
 
@@ -32,6 +32,11 @@ MaxRemoval = Annotated[float | None, Parameter(
 
 SetName = Annotated[str | None, Parameter(
     description="The judgment set the version goes to (default: the official one).", max_length=100)]
+
+
+ChangesLimit = Annotated[int, Parameter(
+    description=f"Changes to list from `offset` (default {judgment_diff.LIMIT}, at most {judgment_diff.MAX_LIMIT}); "
+                "the counts per topic and the totals are always complete.", ge=0, le=judgment_diff.MAX_LIMIT)]
 
 
 QrelsFormat = Annotated[Literal["adhoc", "diversity-trec", "diversity-ntcir", "sampled"] | None, Parameter(
@@ -105,17 +110,20 @@ class QrelsController(Controller):
           operation_class=upload_body("The qrels the upload would send, as the upload sends them.", multipart=True,
                                       form_fields=QRELS_FORM, file_field="qrels"))
     async def preview(self, request: Request[Any, Any, Any], cid: CollectionId, uow: Uow, me: Caller,
-                      state: State, format: QrelsFormat = None) -> QrelsPreview:
+                      state: State, format: QrelsFormat = None, offset: Offset = 0,
+                      limit: ChangesLimit = judgment_diff.LIMIT) -> QrelsPreview:
         """A dry run of the upload (organisers): the file validated as an upload is, then the
         judgments it would add, remove and change per topic against the current version (the
         form of the diff), the share of the current judgments it removes and whether that is a
         large removal (over 20%: the portal asks for a confirmation). Nothing is stored. A file in
-        another `format` is validated in it and compared in its flattened view."""
+        another `format` is validated in it and compared in its flattened view. The counts are
+        complete; the changes themselves are listed a page at a time (`limit`, default 1000, at
+        most 10000, from `offset`; `next_offset` names the next page, null on the last)."""
         body, probabilities, fmt, probabilities_name = await _read(request, state, format)
         uow.changes_boards = False
         return out(QrelsPreview, await anyio.to_thread.run_sync(
             lambda: qrels.preview(uow.factory, lambda _: me, cid, body, fmt=fmt, probabilities=probabilities,
-                                  probabilities_source=probabilities_name),
+                                  probabilities_source=probabilities_name, offset=offset, limit=limit),
             limiter=state.get("upload_threads")))
 
     @get("/", operation_id="listQrelsVersions", summary="List qrels versions", sync_to_thread=True,
@@ -126,6 +134,10 @@ class QrelsController(Controller):
 
     @get("/diff", operation_id="diffQrels", summary="Compare two qrels versions", sync_to_thread=True,
          responses=errors(400, 401, 403, 404, 422))
-    def diff(self, coll: Coll, old: Version, new: Version, uow: Uow, me: Caller) -> QrelsDiff:
-        """Judgments added, removed and changed per topic between two versions (organisers)."""
-        return out(QrelsDiff, qrels.diff(uow.session, coll, me, old, new))
+    def diff(self, coll: Coll, old: Version, new: Version, uow: Uow, me: Caller, offset: Offset = 0,
+             limit: ChangesLimit = judgment_diff.LIMIT) -> QrelsDiff:
+        """Judgments added, removed and changed per topic between two versions (organisers): the
+        counts of every topic and the totals, and the changes a page at a time (`limit`, default
+        1000, at most 10000, from `offset`; `next_offset` names the next page, null on the last),
+        topics in order and each topic's changes by docno."""
+        return out(QrelsDiff, qrels.diff(uow.session, coll, me, old, new, offset, limit))

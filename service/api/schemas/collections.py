@@ -243,6 +243,11 @@ class QrelsPreview(Response, kw_only=True):
                                         "confirmation; the API refuses it with max_removal).")]
     threshold: float
     new_topics: Annotated[list[str], Meta(description="Topics the upload registers.")]
+    offset: Annotated[int, Meta(description="Changes skipped before this page (topics in order, each topic's "
+                                            "changes by docno).")] = 0
+    limit: int = 1000
+    listed: Annotated[int, Meta(description="Changes listed on this page.")] = 0
+    next_offset: Annotated[int | None, Meta(description="The next page's offset; null on the last page.")] = None
 
 
 # ------------------------------------------------------------------- teams and tokens

@@ -126,7 +126,8 @@ class TopicChanges(Response, kw_only=True):
     added: int
     removed: int
     changed: int
-    changes: list[JudgmentChange]
+    changes: Annotated[list[JudgmentChange], Meta(description="The topic's changes on this page, by docno (the "
+                                                             "counts are of all of them).")]
 
 
 class QrelsDiff(Response, kw_only=True):
@@ -134,6 +135,11 @@ class QrelsDiff(Response, kw_only=True):
     to: int
     topics: dict[str, TopicChanges]
     totals: dict[str, int]
+    offset: Annotated[int, Meta(description="Changes skipped before this page (topics in order, each topic's "
+                                            "changes by docno).")] = 0
+    limit: int = 1000
+    listed: Annotated[int, Meta(description="Changes listed on this page.")] = 0
+    next_offset: Annotated[int | None, Meta(description="The next page's offset; null on the last page.")] = None
 
 
 class JobOut(Response, kw_only=True):

@@ -57,9 +57,11 @@ def unstage(text: str) -> bytes:
 class QrelsController(Controller):
     @get("/c/{cid:int}/qrels", sync_to_thread=True)
     def qrels_page(self, cid: FromPath[int], page: NamedDependency[Page], old: FromQuery[int | None] = None,
-                   new: FromQuery[int | None] = None, uploaded: FromQuery[int | None] = None) -> Template:
-        """``policy.may_see_qrels`` (organisers); by default the diff of the last two versions."""
-        return _qrels_page(page, page.collection(cid), None, old, new, uploaded)
+                   new: FromQuery[int | None] = None, uploaded: FromQuery[int | None] = None,
+                   offset: FromQuery[int] = 0) -> Template:
+        """``policy.may_see_qrels`` (organisers); by default the diff of the last two versions,
+        its changes a page at a time from ``offset`` (the counts are complete)."""
+        return _qrels_page(page, page.collection(cid), None, old, new, uploaded, offset=offset)
 
     @post("/c/{cid:int}/qrels", sync_to_thread=True)
     def upload(self, cid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]
@@ -77,8 +79,10 @@ class QrelsController(Controller):
             upload = form.upload("file", "qrels")
             chosen = form.upload("probabilities", "intent probabilities")
             probabilities = chosen if chosen.body else None  # an empty file field: none chosen
-        if form.text("action") == "preview":
-            return _preview(page, cid, upload, fmt, probabilities)
+        if form.text("action") == "preview":  # a later page of a preview posts its ``offset``
+            offset = form.text("offset")
+            return _preview(page, cid, upload, fmt, probabilities,
+                            offset=int(offset) if offset.isdigit() and len(offset) < 10 else 0)
         confirmed = form.text("confirm_removal") == "1"
         doc, refused = attempt(page.uow, lambda: qrels.upload(
             page.uow.factory, lambda _s: page.me, cid, upload.required(), source=upload.name,
@@ -96,12 +100,13 @@ class QrelsController(Controller):
 
 
 def _preview(page: Page, cid: int, upload: Upload, fmt: str = "adhoc", probabilities: Upload | None = None,
-             refused: Refusal | None = None) -> Template:
-    """The change the upload would make, with the form that stores it."""
+             refused: Refusal | None = None, offset: int = 0) -> Template:
+    """The change the upload would make (its changes a page at a time from ``offset``), with the
+    form that stores it."""
     summary, invalid = attempt(page.uow, lambda: Outcome(qrels.preview(
         page.uow.factory, lambda _s: page.me, cid, upload.required(), source=upload.name, fmt=fmt,
         probabilities=probabilities.body if probabilities else None,
-        probabilities_source=probabilities.name if probabilities else "intent probabilities")))
+        probabilities_source=probabilities.name if probabilities else "intent probabilities", offset=offset)))
     coll = page.collection(cid)
     if summary is None:
         return _qrels_page(page, coll, invalid, chosen_format=fmt)
@@ -113,7 +118,7 @@ def _preview(page: Page, cid: int, upload: Upload, fmt: str = "adhoc", probabili
 
 def _qrels_page(page: Page, coll: Collection, refused: Refusal | None, old: int | None = None,
                 new: int | None = None, uploaded: int | None = None, preview: dict[str, Any] | None = None,
-                staged: dict[str, str] | None = None, chosen_format: str = "adhoc") -> Template:
+                staged: dict[str, str] | None = None, chosen_format: str = "adhoc", offset: int = 0) -> Template:
     s, me = page.session, page.me
     versions = qrels.versions(s, coll, me)  # organisers only
     numbers = [v["version"] for v in versions["items"]]
@@ -121,7 +126,7 @@ def _qrels_page(page: Page, coll: Collection, refused: Refusal | None, old: int 
         new = numbers[-1]
     if old is None and new is not None and new - 1 in numbers:
         old = new - 1
-    diff = qrels.diff(s, coll, me, old, new) if old is not None and new is not None else None
+    diff = qrels.diff(s, coll, me, old, new, offset) if old is not None and new is not None else None
     newest = jobs.of_collection(s, coll, me)
     return page.show(coll, "qrels.html", status=refused.status if refused else 200, error=refused, versions=versions,
                      diff=diff, old=old, new=new, job=newest[0] if newest else None, uploaded=uploaded,
