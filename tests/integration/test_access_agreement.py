@@ -356,3 +356,42 @@ def _unnumbered(text: str, number: int) -> str:
     """An answer without the version number it names (a request id aside, it is all the same)."""
     return re.sub(r'"request_id":"[^"]*"', "", text.replace(f"version {number}", "version N")
                   .replace(f"={number}", "=N"))
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_only_who_may_configure_changes_the_judges_track_limits(world: World) -> None:
+    """The judges track's limits (sets and versions per team, the window) for every role, in the
+    API and the portal's settings form: changed exactly when ``policy.may_configure`` allows it,
+    401/403 otherwise, and a refused attempt leaves them as they were."""
+    c, admin = world.client, auth(world.tokens["admin"])
+    assert c.post("/api/teams", json={"name": "gamma"}, headers=admin).status_code == 201
+    world.tokens["gamma"] = c.post("/api/tokens", json={"role": "participant", "team": "gamma"},
+                                   headers=admin).json()["token"]
+    me_of = _principals(world)
+    with world.factory() as s:
+        coll = s.get(Collection, world.cid)
+        allowed = {role: policy.may_configure(me_of[role], coll) for role in ROLES}
+    assert {role for role, ok in allowed.items() if ok} == {"organiser", "admin"}
+
+    def limits() -> tuple[int, int, int, int]:
+        t = c.get(f"/api/collections/{world.cid}/judge-track", headers=admin).json()
+        return t["max_sets_per_team"], t["max_versions_per_team"], t["max_versions_per_window"], t["window_hours"]
+
+    for n, role in enumerate(ROLES, start=2):
+        before = limits()
+        wanted = {"max_sets_per_team": n, "max_versions_per_team": 10 * n, "max_versions_per_window": n,
+                  "window_hours": n}
+        r = c.put(f"/api/collections/{world.cid}/judge-track", json=wanted, headers=auth(world.tokens.get(role)))
+        assert r.status_code == (200 if allowed[role] else 401 if role == "anonymous" else 403), (role, r.text)
+        assert limits() == (tuple(wanted.values()) if allowed[role] else before), role
+        # the portal's form, signed in with the cookie (CSRF token included)
+        c.cookies.clear()
+        secret = world.tokens.get(role)
+        if secret:
+            assert c.post("/login", data={"token": secret}, follow_redirects=False).status_code == 303
+        form = {k: str(v + 1) for k, v in wanted.items()} | {"csrf": csrf_for(c.cookies[COOKIE]) if secret else ""}
+        before = limits()
+        page = c.post(f"/c/{world.cid}/judges/settings", data=form, follow_redirects=False)
+        c.cookies.clear()
+        assert page.status_code in ((303,) if allowed[role] else (401, 403)), (role, page.status_code, page.text[:300])
+        assert limits() == (tuple(int(form[k]) for k in wanted) if allowed[role] else before), role
