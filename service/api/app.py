@@ -74,7 +74,8 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     from litestar.static_files import create_static_files_router
     from litestar.template.config import TemplateConfig
 
-    from service.portal import STATIC, TEMPLATES, portal_router
+    from service.portal import STATIC, TEMPLATES
+    from service.portal.app import portal_router
 
     size_pool(database_url, limits.pool_size, timeout=max(limits.queue_seconds, 1.0))
     factory: sessionmaker[Session] = session_factory(database_url)

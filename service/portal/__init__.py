@@ -17,6 +17,6 @@ from pathlib import Path
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
 
-from service.portal.app import portal_router  # noqa: E402  (after the constants the app needs none of)
-
-__all__ = ["STATIC", "TEMPLATES", "portal_router"]
+# The router is ``service.portal.app.portal_router``: this face imports nothing of the portal,
+# so the controllers (which import its modules) and the face never import each other.
+__all__ = ["STATIC", "TEMPLATES"]
