@@ -40,6 +40,7 @@ import numpy as np
 
 from service.formats.types import Qrels, Run
 from service.metrics.lists import RankedLists, Scale
+from service.metrics.matching import level_matrix
 from service.metrics.measures.common import REL, rows_num_rel, rowsum, safe_div
 from service.metrics.spec import UNIT, Measure, MetricDef, register
 
@@ -92,14 +93,12 @@ def with_pool_status(lists: RankedLists, pooled_unjudged: np.ndarray) -> RankedL
 
 def pool_status(qrels: Qrels, runs: Sequence[Run], topic_idx: Sequence[int], col_of: dict[str, int],
                 depth: int | None) -> np.ndarray:
-    """Which cells of :func:`service.metrics.scoring.level_matrix` ``(qrels, runs, ...)`` hold a
+    """Which cells of :func:`service.metrics.matching.level_matrix` ``(qrels, runs, ...)`` hold a
     document with a negative qrels label (pooled but not judged): the same rows and columns.
 
     Computed by matching the runs against a copy of the qrels whose labels say only "negative"
     (1) or not (0), with the matcher the level matrix itself uses.
     """
-    from service.metrics.scoring import level_matrix  # scoring imports the measures
-
     marks = Qrels(topics=qrels.topics, docnos=qrels.docnos,
                   levels=tuple((lv < 0).astype(np.int64) for lv in qrels.levels), source=qrels.source)
     matrix, _ = level_matrix(marks, runs, topic_idx, col_of, depth)
