@@ -55,11 +55,12 @@ def run_files(paths: list[str]) -> list[Path]:
     return files
 
 
-def read_bytes(path: str | Path) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise InvalidInput(str(path), None, f"cannot read the file: {exc.strerror}") from None
+def read_bytes(path: str | Path) -> bytes | bytearray:
+    """A run, qrels, label or probability file's bytes, decompressed when it is gzip (bounded by
+    CRANFIELD_MAX_UPLOAD, as an upload is: service/formats/compressed.py)."""
+    from service.formats.compressed import read_file
+
+    return read_file(path)
 
 
 def cli_principal():  # type: ignore[no-untyped-def]

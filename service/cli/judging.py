@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from service.cli.common import cli_principal, database_url, send, sessions
+from service.cli.common import cli_principal, database_url, read_bytes, send, sessions
 from service.cli.registry import command
 
 
@@ -81,7 +81,7 @@ def cmd_judgments_add(args: argparse.Namespace, out: TextIO) -> int:
     from service.evaluation import judging
 
     outcome = judging.submit_judgments(sessions(database_url()), lambda s: cli_principal(), args.pool,
-                                       Path(args.file).read_bytes(), source=args.file)
+                                       read_bytes(args.file), source=args.file)
     doc = outcome.result
     send(outcome.followups)
     out.write(f"qrels version {doc['qrels_version']}: {doc['judgments']} judgments of {len(doc['topics'])} topics "

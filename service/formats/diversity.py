@@ -35,13 +35,13 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
 import numpy as np
 
 from service.errors import InvalidInput
+from service.formats.compressed import read_file
 from service.formats.limits import CountLimits, check_topics, codes_of, first_over, running_distinct
 from service.formats.tokenize import (
     MAX_DOCNO_BYTES,
@@ -415,8 +415,6 @@ def read_intent_probabilities(path: str | os.PathLike[str]) -> IntentProbabiliti
     return parse_intent_probabilities(_read_bytes(path), str(path))
 
 
-def _read_bytes(path: str | os.PathLike[str]) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise InvalidInput(str(path), None, f"cannot read the file: {exc.strerror}") from None
+def _read_bytes(path: str | os.PathLike[str]) -> bytes | bytearray:
+    """The file's bytes, decompressed when it is gzip (:mod:`service.formats.compressed`)."""
+    return read_file(path)

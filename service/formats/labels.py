@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from service.errors import InvalidInput
+from service.formats.compressed import read_file
 from service.formats.limits import CountLimits, check_topics, first_over, running_distinct
 from service.formats.readers import MAX_LEVEL
 from service.formats.tokenize import (
@@ -177,10 +177,7 @@ def parse_labels(data: bytes, source: str = "<labels>", limits: CountLimits | No
 
 
 def read_labels(path: str | os.PathLike[str]) -> Labels:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InvalidInput(str(path), None, f"cannot read the file: {exc.strerror}") from None
+    data = read_file(path)  # decompressed when it is gzip
     return parse_labels(data, str(path))
 
 

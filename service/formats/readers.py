@@ -14,12 +14,12 @@ docs/formats.md), checked right after tokenising, before any field is copied.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
 from service.errors import InvalidInput
+from service.formats.compressed import read_file
 from service.formats.keys import KeyTable, hash_words, topic_keys
 from service.formats.limits import CountLimits, check_topics
 from service.formats.tokenize import (
@@ -43,11 +43,9 @@ from service.formats.types import Qrels, Run, RunOrder
 QrelsFormat = Literal["auto", "trec", "ntcir"]
 
 
-def _read_bytes(path: str | os.PathLike[str]) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise InvalidInput(str(path), None, f"cannot read the file: {exc.strerror}") from None
+def _read_bytes(path: str | os.PathLike[str]) -> bytes | bytearray:
+    """The file's bytes, decompressed when it is gzip (:mod:`service.formats.compressed`)."""
+    return read_file(path)
 
 
 def _group_consecutive(table: TokenTable, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

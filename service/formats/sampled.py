@@ -29,11 +29,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from service.errors import InvalidInput
+from service.formats.compressed import read_file
 from service.formats.readers import MAX_LEVEL
 from service.formats.tokenize import (
     MAX_DOCNO_BYTES,
@@ -213,8 +213,5 @@ def _check_values(table: TokenTable, strata: np.ndarray, levels: np.ndarray, sou
 
 
 def read_sampled_qrels(path: str | os.PathLike[str]) -> SampledQrels:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InvalidInput(str(path), None, f"cannot read the file: {exc.strerror}") from None
+    data = read_file(path)  # decompressed when it is gzip
     return parse_sampled_qrels(data, str(path))

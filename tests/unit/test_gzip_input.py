@@ -1,0 +1,197 @@
+"""Gzipped runs and qrels (issue 25, item 12): read by every reader, detected by their magic
+bytes, decompressed streamed and bounded (service/formats/compressed.py).
+
+Peers: Python's ``gzip`` module decompresses the real TREC DL 2019 files independently; NIST's
+published MAP of each run (nist-summary.json, trec_eval 9, 4 decimals) checks the values read
+from the gzipped files.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+import tracemalloc
+import zlib
+from pathlib import Path
+
+import pytest
+
+from service.cli import main
+from service.errors import InvalidInput, TooLarge
+from service.formats.compressed import gunzip, inflate, is_gzip, read_file
+from service.formats.labels import read_labels
+from service.formats.readers import read_qrels, read_run
+from service.formats.sampled import read_sampled_qrels
+from tests.conftest import require_shared
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def dl19(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path], list[Path]]:
+    """NIST's DL 2019 passage qrels, four of its gzipped runs and the same runs decompressed by
+    Python's gzip module."""
+    folder = require_shared("data/trec-dl-passage") / "dl19-passage"
+    out = tmp_path_factory.mktemp("dl19")
+    gz = sorted((folder / "runs").glob("*.txt.gz"))[:4]
+    plain = []
+    for f in gz:
+        path = out / f.name.removesuffix(".gz")
+        path.write_bytes(gzip.decompress(f.read_bytes()))
+        plain.append(path)
+    return folder / "qrels.txt", gz, plain
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:  # type: ignore[type-arg]
+    code = main(["eval", "--per-topic", "--format", "json", "--precision", "12", *argv])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_real_gzipped_runs_read_as_their_text(capsys: pytest.CaptureFixture[str], dl19, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    qrels, gz, plain = dl19
+    measures = ["-m", "AP", "-m", "nDCG@10", "-m", "RR", "-m", "P@10"]
+    from_gz = cli_json(capsys, "--qrels", str(qrels), *map(str, gz), *measures)
+    from_text = cli_json(capsys, "--qrels", str(qrels), *map(str, plain), *measures)
+    assert from_gz == from_text  # every per-topic value, every run
+    assert len(from_gz["topics"]) == 43 and len(from_gz["runs"]) == 4
+    # the runs are parsed identically, not just scored alike
+    for g, p in zip(gz, plain):
+        a, b = read_run(g), read_run(p)
+        assert a.tag == b.tag and a.topics == b.topics and (a.docnos == b.docnos).all()
+        assert (a.scores == b.scores).all() and (a.offsets == b.offsets).all()
+    # and the values are NIST's: MAP as trec_eval 9 printed it (4 decimals; float32 scores may move the 4th)
+    nist = json.loads((qrels.parent / "nist-summary.json").read_text())["runs"]
+    for tag, doc in from_gz["runs"].items():
+        assert abs(doc["AP"]["mean"] - nist[tag]["trec_eval"]["map"]) < 1e-4, tag
+    # gzipped qrels too, whatever the file's name
+    qgz = tmp_path / "qrels.txt"  # no .gz: the magic bytes decide
+    qgz.write_bytes(gzip.compress(qrels.read_bytes()))
+    assert cli_json(capsys, "--qrels", str(qgz), *map(str, gz), *measures) == from_text
+    assert read_qrels(qgz).to_mapping() == read_qrels(qrels).to_mapping()
+    # a file named .gz that is not gzip is read as text
+    named = tmp_path / "run.gz"
+    named.write_bytes(plain[0].read_bytes())
+    assert read_run(named).tag == read_run(plain[0]).tag
+
+
+def test_concatenated_members_and_padding(tmp_path: Path, dl19) -> None:  # type: ignore[no-untyped-def]
+    _, _, plain = dl19
+    text = plain[0].read_bytes()
+    cut = [0, len(text) // 3, len(text) // 2 + 17, len(text)]
+    members = b"".join(gzip.compress(text[a:b], compresslevel=lv) for a, b, lv in zip(cut, cut[1:], (1, 6, 9)))
+    path = tmp_path / "members.gz"
+    path.write_bytes(members + b"\0" * 512)  # tape padding after the last member
+    assert read_file(path) == text == gzip.decompress(members)
+    a, b = read_run(path), read_run(plain[0])
+    assert a.topics == b.topics and (a.docnos == b.docnos).all()
+    # pieces of every size, a member boundary anywhere in them
+    for size in (1, 7, 4096):
+        pieces = [members[i:i + size] for i in range(0, len(members), size)]
+        assert inflate(pieces, "x", 1 << 30) == text
+
+
+def test_every_reader_takes_gzip(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.gz"
+    sample.write_bytes(gzip.compress(b"T1 0 d1 1 2\nT1 0 d2 1 -1\nT1 0 d3 2 0\n"))
+    assert read_sampled_qrels(sample).topics == ("T1",)
+    labels = tmp_path / "labels.gz"
+    labels.write_bytes(gzip.compress(b"T1 d1 ann 2\nT1 d1 bob 1\n"))
+    assert read_labels(labels).assessors == ("ann", "bob")
+
+
+def corrupt_cases(text: bytes) -> dict[str, bytes]:
+    good = gzip.compress(text)
+    flipped = bytearray(good)
+    flipped[len(good) // 2] ^= 0xFF
+    bad_crc = bytearray(good)
+    bad_crc[-8] ^= 0x01
+    return {"truncated": good[: len(good) // 2], "cut before the trailer": good[:-4], "a flipped byte": bytes(flipped),
+            "a wrong CRC": bytes(bad_crc), "junk after the member": good + b"junk", "the header only": good[:10]}
+
+
+@pytest.mark.parametrize("case", list(corrupt_cases(b"")))
+def test_a_corrupt_or_truncated_gzip_is_an_error_naming_the_file(case: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    text = b"".join(b"T%d Q0 doc%d %d %d tag\n" % (t, d, d + 1, 1000 - d) for t in range(3) for d in range(2000))
+    data = corrupt_cases(text)[case]
+    path = tmp_path / "broken-run.gz"
+    path.write_bytes(data)
+    with pytest.raises(InvalidInput) as info:
+        read_run(path)
+    assert info.value.source == str(path) and info.value.line is None
+    assert ("truncated" in info.value.reason) or ("corrupt" in info.value.reason)
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("T1 0 doc1 1\n")
+    assert main(["eval", "--qrels", str(qrels), str(path), "-m", "AP"]) == 1
+    err = capsys.readouterr().err
+    assert str(path) in err and ("truncated" in err or "corrupt" in err)
+
+
+@functools.cache
+def bomb(expanded_gib: int = 10) -> bytes:
+    """About 10 MB of gzip that expand to ``expanded_gib`` GiB of zero bytes: one member of 64 MiB
+    of zeros (65 KB compressed), repeated."""
+    member = gzip.compress(b"\0" * (64 << 20), compresslevel=9)
+    return member * (expanded_gib * 16)
+
+
+def test_a_gzip_bomb_is_refused_in_bounded_memory_and_time() -> None:
+    data = bomb()
+    assert is_gzip(data) and len(data) < 11 << 20
+    limit = 32 << 20
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(TooLarge) as info:
+            gunzip(data, "bomb.gz", limit)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    took = time.perf_counter() - started
+    assert "bomb.gz" in str(info.value) and f"{limit:,}" in str(info.value)
+    # the limit (with a growing buffer's slack, 1/8) and a piece or two, never 10 GiB
+    assert peak < limit * 1.25 + (4 << 20), peak
+    print(f"bomb refused in {took:.2f} s, peak traced memory {peak / 2**20:.1f} MiB for a {limit >> 20} MiB limit")
+    assert took < 5, took
+    # exactly the limit is accepted, one byte more is not
+    small = gzip.compress(b"x" * 1000)
+    assert len(gunzip(small, "s", 1000)) == 1000
+    with pytest.raises(TooLarge):
+        gunzip(small, "s", 999)
+
+
+def test_the_cli_refuses_a_bomb_quickly_in_a_small_process(tmp_path: Path) -> None:
+    """`cranfield eval` on a 10 GiB bomb in a fresh process: refused (exit 1, the file named),
+    its peak memory far below the expansion, in seconds; the bound is CRANFIELD_MAX_UPLOAD."""
+    path = tmp_path / "input.bomb.gz"
+    path.write_bytes(bomb())
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("T1 0 doc1 1\n")
+    script = ("import resource, sys; from service.cli import main; code = main(sys.argv[1:]); "
+              "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(code)")
+    env = {**os.environ, "CRANFIELD_MAX_UPLOAD": str(64 << 20)}
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", script, "eval", "--qrels", str(qrels), str(path), "-m", "AP"],
+                          check=False, capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=120)
+    took = time.perf_counter() - started
+    assert done.returncode == 1, done.stderr
+    message, peak_kib = done.stderr.strip().rsplit("\n", 1)
+    assert str(path) in message and "67,108,864" in message and "CRANFIELD_MAX_UPLOAD" in message
+    assert int(peak_kib) * 1024 < 400 << 20, peak_kib  # the interpreter, numpy and 64 MiB; 10 GiB expanded
+    assert took < 20, took
+    print(f"bomb refused in {took:.2f} s, peak RSS {int(peak_kib) / 1024:.0f} MiB")
+
+
+def test_plain_files_are_not_copied_or_changed() -> None:
+    data = b"T1 Q0 d 1 1 tag\n"
+    assert gunzip(data, "x", 1) is data  # not gzip: returned as it is, the limit not applied
+    assert not is_gzip(b"\x1f") and not is_gzip(b"") and not is_gzip(zlib.compress(data))
+    assert is_gzip(gzip.compress(data))
