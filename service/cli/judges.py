@@ -115,9 +115,8 @@ def _stored_listing(args: argparse.Namespace, out: TextIO) -> int:
     def f(v: Any) -> str:
         return "" if v is None else f"{v:.4f}"
 
-    for r in doc["rows"]:
-        out.write(f"{r['rank'] or ''}\t{r['judgment_set']}\t{r['team'] or ''}\t{r['model']}\t{f(r['value'])}\t"
-                  f"{f(r['low'])}\t{f(r['high'])}\t{f(r['bias'])}\n")
+    out.writelines(f"{r['rank'] or ''}\t{r['judgment_set']}\t{r['team'] or ''}\t{r['model']}\t{f(r['value'])}\t"
+                  f"{f(r['low'])}\t{f(r['high'])}\t{f(r['bias'])}\n" for r in doc["rows"])
     return 0
 
 
@@ -128,7 +127,13 @@ def compare_files(qrels_a: str, qrels_b: str, run_paths: list[str], metric: str,
     import numpy as np
 
     from service.cli.common import run_files
-    from service.evaluation.judge_comparison import label_figures, score_figures, significance_figures
+    from service.evaluation.judge_comparison import (
+        judged_topics,
+        label_figures,
+        on_common_topics,
+        score_figures,
+        significance_figures,
+    )
     from service.formats.readers import read_qrels, read_run
     from service.metrics.scoring import EvalSettings, evaluate, parse_measures
     from service.metrics.stats.pairwise import pairwise
@@ -148,11 +153,11 @@ def compare_files(qrels_a: str, qrels_b: str, run_paths: list[str], metric: str,
     ja, jb = judged(qa), judged(qb)
     labels = label_figures(ja, jb)
     ea, eb = evaluate(qa, runs, [measure], EvalSettings()), evaluate(qb, runs, [measure], EvalSettings())
-    means_a, means_b = ea.means(measure), eb.means(measure)
-    # the board's order: by the mean under a (higher first), then by tag; runs without a mean left out
-    order = sorted((i for i in range(len(tags)) if not (math.isnan(means_a[i]) or math.isnan(means_b[i]))),
-                   key=lambda i: (-means_a[i], tags[i]))
-    names = [tags[i] for i in order]
+    notes: list[str] = []
+    # the board's order: by the mean under a over its own topics (higher first), then by tag
+    full_a = ea.means(measure)
+    order = sorted(range(len(tags)), key=lambda i: (math.isnan(full_a[i]), -full_a[i] if not math.isnan(full_a[i])
+                                                    else 0.0, tags[i]))
     topics = list(dict.fromkeys([*ea.topics, *eb.topics]))
 
     def matrix(result) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -161,28 +166,26 @@ def compare_files(qrels_a: str, qrels_b: str, run_paths: list[str], metric: str,
         return np.array([[per[i, where[t]] if t in where else math.nan for i in order] for t in topics],
                         dtype=np.float64).reshape(len(topics), len(order))
 
-    per_a, per_b = matrix(ea), matrix(eb)
+    # the ranking, Bland-Altman, the tests and the per-topic figures on the topics both files judge
+    names, means_a, means_b, topics, per_a, per_b, compared = on_common_topics(
+        [tags[i] for i in order], topics, matrix(ea), matrix(eb), judged_topics(ja), judged_topics(jb), notes)
     changes = {t["topic"]: t for t in labels["topics"]}
-    scores = score_figures(names, means_a[order], means_b[order], topics, per_a, per_b, top_k=top_k,
-                           changes=changes)
-    notes = scores.pop("notes")
+    scores = score_figures(names, means_a, means_b, topics, per_a, per_b, top_k=top_k, changes=changes)
+    notes.extend(scores.pop("notes"))
     significance, reason = None, None
     if len(names) < 2:
         reason = "fewer than two runs: there is no pair to compare"
     else:
-        # each qrels' topics (a topic without a score under the qrels is left out of its test)
         tests = [pairwise(per, names, "bootstrap", resamples=FILE_TEST["resamples"], alpha=FILE_TEST["alpha"],
                           correction="none", seed=FILE_TEST["seed"]) for per in (per_a, per_b)]
-        significance = {**significance_figures(names, means_a[order], means_b[order], tests[0].p_adjusted,
+        significance = {**significance_figures(names, means_a, means_b, tests[0].p_adjusted,
                                                 tests[1].p_adjusted, FILE_TEST["alpha"], FILE_TEST["alpha"]),
                         **{f"test_{k}": {"test": "bootstrap", "alpha": FILE_TEST["alpha"], "correction": "none",
                                          "resamples": FILE_TEST["resamples"], "topics": t.n_topics}
                            for k, t in zip("ab", tests)}}
-    dropped = len(tags) - len(names)
-    if dropped:
-        notes.append(f"{dropped} run(s) without a mean under either qrels left out")
     return {"a": {"file": qrels_a, "judgments": len(ja)}, "b": {"file": qrels_b, "judgments": len(jb)},
-            "metric": str(measure), "labels": labels, **scores, "only_a": [], "only_b": [],
+            "metric": str(measure), "labels": labels, **scores, "compared_topics": compared, "only_a": [],
+            "only_b": [],
             "significance": significance, "significance_reason": reason, "notes": notes}
 
 
@@ -220,7 +223,9 @@ def write_comparison(doc: dict[str, Any], out: TextIO, topics: int = 10) -> None
         w(f"{lv:>8}" + "".join(f"{c:>8}" for c in row) + "\n")
     for note in lab["notes"]:
         w(f"  note: {note}\n")
-    w(f"\nRanking agreement of the {len(doc['runs'])} runs by {doc['metric']}\n")
+    ct = doc.get("compared_topics")
+    w(f"\nRanking agreement of the {len(doc['runs'])} runs by {doc['metric']}"
+      + (f", {ct['sentence']}" if ct else "") + "\n")
     r = doc["ranking"]
     if r is not None:
         w(f"  Kendall tau-b {_f(r['kendall'])}   tau_AP {_f(r['tau_ap'])} (b walked, a reference), "

@@ -40,6 +40,7 @@ from service.evaluation.reading import leaderboard as read_leaderboard
 from service.evaluation.results import current_result
 from service.metrics.stats.agreement import LabelAgreement, bland_altman, judged_overlap, label_agreement_by_topic
 from service.metrics.stats.common import pair_indices
+from service.metrics.stats.judge_meta import common_topics
 from service.metrics.stats.rank_agreement import ranking_agreement, significance_agreement, topic_correlation
 from service.store.arrays import unpack
 from service.store.models import (
@@ -121,6 +122,35 @@ def label_figures(judged_a: Judged, judged_b: Judged, configured_levels: Iterabl
         "notes": list(overall.notes) + ([f"{unjudged} pooled but unjudged entries (negative levels) left out"]
                                          if unjudged else []),
     }
+
+
+# --------------------------------------------------------------------------- the topics both judged
+def judged_topics(judged: Judged) -> dict[str, bool]:
+    """topic -> whether it has a relevant document (level >= 1), for every topic with a
+    judgment (level 0 or more; a negative level is pooled but not judged)."""
+    out: dict[str, bool] = {}
+    for (t, _), lv in judged.items():
+        if lv >= 0:
+            out[t] = out.get(t, False) or lv >= 1
+    return out
+
+
+def on_common_topics(runs: Sequence[str], topics: Sequence[str], per_a: np.ndarray, per_b: np.ndarray,
+                     judged_a: Mapping[str, bool], judged_b: Mapping[str, bool], notes: list[str]
+                     ) -> tuple[list[str], np.ndarray, np.ndarray, list[str], np.ndarray, np.ndarray, dict[str, Any]]:
+    """The runs, their means under a and b, the topics and the (topics, runs) matrices, all on
+    the topics both sets judged (:func:`service.metrics.stats.judge_meta.common_topics`), with
+    the topics' account (``compared_topics`` of the report); a run scored on none of them under
+    a set is left out, with a note."""
+    ct = common_topics(list(topics), per_a, per_b, judged_a, judged_b)
+    ma, mb = ct.means()
+    keep = ~(np.isnan(ma) | np.isnan(mb))
+    if not keep.all():
+        gone = [r for r, k in zip(runs, keep.tolist()) if not k]
+        notes.append(f"{len(gone)} run(s) scored on none of the compared topics under a set left out: "
+                     f"{', '.join(gone[:10])}{', ...' if len(gone) > 10 else ''}")
+    kept = [r for r, k in zip(runs, keep.tolist()) if k]
+    return (kept, ma[keep], mb[keep], list(ct.topics), ct.reference[:, keep], ct.candidate[:, keep], ct.summary())
 
 
 # --------------------------------------------------------------------------- scores
@@ -287,15 +317,16 @@ def compare_versions(s: Session, coll: Collection, me: Principal, a: int, b: int
     only_b = sorted(r.run for r in rows_b if r.run not in {x.run for x in rows_a})
     if only_a or only_b:
         notes.append(f"{len(only_a) + len(only_b)} run(s) evaluated under one version only are left out")
-    means_a = np.array([r.mean for r in common], dtype=np.float64)
-    means_b = np.array([by_b[r].mean for r in runs], dtype=np.float64)
     topics_a, topics_b = _per_topic(s, coll, va.id, name), _per_topic(s, coll, vb.id, name)
     topics = list(dict.fromkeys(t for run in runs for per in (topics_a, topics_b) for t in per.get(run, {})))
     per_a = np.array([[topics_a.get(r, {}).get(t, math.nan) for r in runs] for t in topics], dtype=np.float64)
     per_b = np.array([[topics_b.get(r, {}).get(t, math.nan) for r in runs] for t in topics], dtype=np.float64)
     per_a, per_b = per_a.reshape(len(topics), len(runs)), per_b.reshape(len(topics), len(runs))
+    teams = {r.run: r.team for r in common}
+    runs, means_a, means_b, topics, per_a, per_b, compared = on_common_topics(
+        runs, topics, per_a, per_b, judged_topics(judged_a), judged_topics(judged_b), notes)
     scores = score_figures(runs, means_a, means_b, topics, per_a, per_b, top_k=top_k, changes=changes,
-                           teams=[r.team for r in common])
+                           teams=[teams[r] for r in runs])
     notes.extend(scores.pop("notes"))
 
     significance: dict[str, Any] | None = None
@@ -314,6 +345,10 @@ def compare_versions(s: Session, coll: Collection, me: Principal, a: int, b: int
         p_b = np.array([math.nan if (p := test_b.p(runs[x], runs[y])) is None else p for x, y in zip(i, j)])
         significance = {**significance_figures(runs, means_a, means_b, p_a, p_b, test_a.alpha, test_b.alpha),
                         "test_a": _test_doc(test_a), "test_b": _test_doc(test_b)}
+        if compared["left_out"] or compared["zero_a"] or compared["zero_b"]:
+            notes.append(f"the stored significance tests are each version's own, over its own topics "
+                         f"({test_a.n_topics} under a, {test_b.n_topics} under b), not only the "
+                         f"{compared['compared']} compared")
         if (test_a.test, test_a.correction, test_a.alpha) != (test_b.test, test_b.correction, test_b.alpha):
             notes.append("the two versions' stored tests differ in their test, correction or alpha")
 
@@ -326,7 +361,8 @@ def compare_versions(s: Session, coll: Collection, me: Principal, a: int, b: int
                 "uploaded_by": v.uploaded_by, "uploaded_at": collections.iso(v.uploaded_at)}
 
     return {"collection": coll.id, "a": version_doc(va), "b": version_doc(vb), "metric": name,
-            "configuration": config.version, "labels": labels, **scores, "only_a": only_a, "only_b": only_b,
+            "configuration": config.version, "labels": labels, **scores, "compared_topics": compared,
+            "only_a": only_a, "only_b": only_b,
             "significance": significance, "significance_reason": reason, "notes": notes}
 
 
@@ -363,5 +399,6 @@ def compare_references(s: Session, coll: Collection, me: Principal, a: str, b: s
     reason = "an assessor's labels are kept, not evaluated: only the label figures compare them"
     return {"collection": coll.id, "a": doc_a, "b": doc_b, "metric": name, "configuration": config.version,
             "labels": label_figures(judged_a, judged_b, configured), "runs": [], "ranking": None,
+            "compared_topics": None,
             "bland_altman": None, "topics": None, "only_a": [], "only_b": [], "significance": None,
             "significance_reason": reason, "notes": [reason]}

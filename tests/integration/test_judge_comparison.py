@@ -111,14 +111,30 @@ def test_every_figure_agrees_with_an_independent_computation(world: World) -> No
         assert (t["kappa"] is None and math.isnan(expected)) or t["kappa"] == pytest.approx(expected, abs=1e-12)
         assert t["changed"] == sum(1 for k in tk if ja[k] != jb[k])
 
-    # scores: the core's evaluation of the same files (the stored scores are the workers')
+    # scores: the core's evaluation of the same files (the stored scores are the workers'), on the
+    # topics both versions judge (a relevant document under one at least); a topic judged without
+    # a relevant document scores 0 there, as the evaluator counting such topics gives
     runs = [parse_run(text.encode(), tag) for tag, text in world.runs.items()]
-    ea = evaluate(parse_qrels(world.qrels.encode(), "a"), runs, ["nDCG@10"], EvalSettings())
-    eb = evaluate(parse_qrels(second.encode(), "b"), runs, ["nDCG@10"], EvalSettings())
+    count = EvalSettings(no_relevant="count")
+    ea = evaluate(parse_qrels(world.qrels.encode(), "a"), runs, ["nDCG@10"], count)
+    eb = evaluate(parse_qrels(second.encode(), "b"), runs, ["nDCG@10"], count)
     names = [row["run"] for row in doc["runs"]]
     assert sorted(names) == sorted(world.runs)
-    idx = [ea.runs.index(n) for n in names]
-    ma, mb = ea.means("nDCG@10")[idx], eb.means("nDCG@10")[idx]
+
+    def relevant(judged: dict[tuple[str, str], int], topic: str) -> bool:
+        return any(lv >= 1 for (t, _), lv in judged.items() if t == topic)
+
+    judged_both = sorted({t for t, _ in ja} & {t for t, _ in jb})
+    topics = [t for t in judged_both if relevant(ja, t) or relevant(jb, t)]
+    pa = np.array([[ea.value(n, "nDCG@10", t) for n in names] for t in topics])
+    pb = np.array([[eb.value(n, "nDCG@10", t) for n in names] for t in topics])
+    ma, mb = pa.mean(axis=0), pb.mean(axis=0)
+    ct = doc["compared_topics"]
+    assert ct["compared"] == len(topics) and ct["only_a"] == [] and ct["only_b"] == []
+    assert sorted(ct["zero_a"]) == [t for t in topics if not relevant(ja, t)]
+    assert sorted(ct["zero_b"]) == [t for t in topics if not relevant(jb, t)]
+    assert sorted(ct["no_relevant"]) == [t for t in judged_both if t not in topics]
+    assert ct["zero_a"] or ct["zero_b"], "the case should hold a topic one version judges without a relevant document"
     assert [row["mean_a"] for row in doc["runs"]] == pytest.approx(ma.tolist(), abs=1e-12)
     assert [row["mean_b"] for row in doc["runs"]] == pytest.approx(mb.tolist(), abs=1e-12)
     rk = doc["ranking"]
@@ -137,9 +153,6 @@ def test_every_figure_agrees_with_an_independent_computation(world: World) -> No
     assert (rk["largest_change"] is None) == (move.max() == 0)
 
     # Bland-Altman of the per-topic means over the runs, b - a
-    topics = [t for t in ea.topics if t in eb.topics]
-    pa = np.array([[ea.value(n, "nDCG@10", t) for n in names] for t in topics])
-    pb = np.array([[eb.value(n, "nDCG@10", t) for n in names] for t in topics])
     d = pb.mean(axis=1) - pa.mean(axis=1)
     ba = doc["bland_altman"]
     assert ba["topics"] == len(topics)
@@ -150,7 +163,7 @@ def test_every_figure_agrees_with_an_independent_computation(world: World) -> No
 
     # per-topic tau and the topics ordered by disagreement
     disagreeing = doc["topics"]["disagreeing"]
-    assert len(disagreeing) == len(set(ea.topics) | set(eb.topics))
+    assert len(disagreeing) == len(topics)
     for entry in disagreeing:
         if entry["topic"] not in topics:
             continue
@@ -194,6 +207,7 @@ def test_every_figure_agrees_with_an_independent_computation(world: World) -> No
     page = c.get(f"/c/{world.cid}/qrels/compare")  # by default the last two versions, the official metric
     assert page.status_code == 200 and page.text.count("<h1") == 1
     assert 'id="confusion"' in page.text and f"{overall['kappa']:.3f}" in page.text
+    assert 'id="compared-topics"' in page.text and f"compared on the {ct['compared']} topic(s)" in page.text
     assert f"/c/{world.cid}/qrels/compare" in c.get(f"/c/{world.cid}/qrels").text
     csv_text = c.get(f"/c/{world.cid}/qrels/compare.csv?a=1&b=2")
     assert csv_text.status_code == 200 and csv_text.headers["content-type"].startswith("text/csv")

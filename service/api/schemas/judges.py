@@ -186,6 +186,22 @@ class TopicCorrelationOut(Response, kw_only=True):
     notes: list[str]
 
 
+class ComparedTopicsOut(Response, kw_only=True):
+    """The topics the score figures compare on: those both sides judged (issue 25, item 8)."""
+
+    compared: Annotated[int, Meta(description="Topics compared: judged by both, with a relevant document under one "
+                                              "at least. The runs' means, ranking, Bland-Altman, per-topic figures "
+                                              "are over these.")]
+    left_out: Annotated[int, Meta(description="Topics left out: only_a + only_b + no_relevant.")]
+    only_a: Annotated[list[str], Meta(description="Topics judged by a only.")]
+    only_b: Annotated[list[str], Meta(description="Topics judged by b only.")]
+    no_relevant: Annotated[list[str], Meta(description="Topics both judged without any relevant document.")]
+    zero_a: Annotated[list[str], Meta(description="Compared topics a judged without a relevant document: every "
+                                                  "run scores 0 there under a, as trec_eval does.")]
+    zero_b: Annotated[list[str], Meta(description="The same under b.")]
+    sentence: Annotated[str, Meta(description="The account in words.")]
+
+
 class QrelsComparison(Response, kw_only=True):
     """Two qrels versions compared (a the reference, b the compared one)."""
 
@@ -199,6 +215,8 @@ class QrelsComparison(Response, kw_only=True):
     ranking: RankingOut | None
     bland_altman: BlandAltmanOut | None
     topics: TopicCorrelationOut | None
+    compared_topics: Annotated[ComparedTopicsOut | None, Meta(
+        description="The topics the score figures are on (null when there are none: an assessor's labels).")] = None
     only_a: Annotated[list[str], Meta(description="Runs evaluated under a only (left out).")]
     only_b: list[str]
     significance: SignificanceAgreementOut | None

@@ -231,6 +231,16 @@ def krippendorff(ratings: np.ndarray | Sequence[Sequence[float]], level: AlphaLe
         if domain.ndim != 1 or np.any(np.diff(domain) <= 0) or np.isnan(domain).any():
             raise ValueError("values must be a strictly increasing vector")
     counts = _value_counts(x, domain) if domain.shape[0] else np.zeros((x.shape[1], 0))
+    return alpha_from_counts(counts, level, domain)
+
+
+def alpha_from_counts(counts: np.ndarray, level: AlphaLevel, values: np.ndarray) -> Alpha:
+    """Krippendorff's alpha from the (units, V) value counts n_uc (how many ratings of
+    ``values[c]`` unit u has): the coincidence matrix is ``(n / (m_u - 1))^T n - diag(...)``
+    over the pairable units, so the work is linear in the units (and in the ratings, which
+    build the counts); :func:`krippendorff` and :func:`assessor_agreement` both end here."""
+    domain = np.asarray(values, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
     m = counts.sum(axis=1)
     pairable = m >= 2
     counts, m = counts[pairable], m[pairable]
@@ -465,3 +475,125 @@ def bland_altman(reference: Sequence[float] | np.ndarray, other: Sequence[float]
     return BlandAltman(n=n, dropped=int((~keep).sum()), bias=bias, sd=sd, level=level, lower=bias - z * sd,
                        upper=bias + z * sd, bias_low=bias - t_margin, bias_high=bias + t_margin, differences=d,
                        averages=avg, notes=tuple(notes))
+
+
+# --------------------------------------------------------------------------- several assessors
+MULTI_LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval")
+
+
+@dataclass(frozen=True, eq=False)
+class PairAgreement:
+    """Two assessors' :func:`label_agreement` on the documents both labelled (``first`` the rows)."""
+
+    first: str
+    second: str
+    agreement: LabelAgreement
+
+
+@dataclass(frozen=True, eq=False)
+class AssessorAgreement:
+    """The agreement of every assessor of a label set (:func:`assessor_agreement`)."""
+
+    assessors: tuple[str, ...]  # sorted
+    levels: tuple[int, ...]  # the scale (the value domain of alpha)
+    documents: int  # documents (topic, docno) with at least one label
+    labels: int  # labels counted (negative levels, pooled but unjudged, left out)
+    labels_per_assessor: dict[str, int]
+    alpha: dict[str, Alpha]  # nominal, ordinal, interval: every assessor, missing labels allowed
+    per_topic: dict[str, dict[str, Alpha]]  # topic -> level -> alpha on the topic's documents only
+    pairs: list[PairAgreement]  # every pair i < j of ``assessors``
+    without: dict[str, dict[str, float]]  # assessor -> level -> alpha of the others (NaN: undefined)
+    mean_kappa: dict[str, float]  # assessor -> mean Cohen's kappa with the others (pairs where defined)
+    unjudged: int  # negative labels left out
+    notes: tuple[str, ...] = field(default=())
+
+
+def assessor_agreement(topics: Sequence[str], docnos: Sequence[str], assessors: Sequence[str],
+                       levels: Sequence[int] | np.ndarray, scale: Sequence[int] | np.ndarray) -> AssessorAgreement:
+    """The agreement of every assessor of one label set, from its labels (one per assessor and
+    document: ``topics[i], docnos[i], assessors[i], levels[i]``) on the scale ``scale``:
+
+    * Krippendorff's alpha over every assessor at the nominal, ordinal and interval levels
+      (a unit is a document, its ratings the labels it has; documents with one label are not
+      pairable), overall and per topic (a topic's documents only);
+    * alpha without each assessor (the others' labels), and each assessor's mean Cohen's kappa
+      with the others: who disagrees most;
+    * Cohen's kappa, linear and quadratic weighted kappa, the confusion matrix and the
+      two-rater ordinal alpha of every pair of assessors on the documents both labelled.
+
+    Negative levels (pooled but unjudged) are left out and counted. The counts are built with one
+    ``bincount`` over the labels; alpha is linear in the labels, the pair table quadratic in the
+    assessors. A label outside the scale, or an assessor labelling a document twice, is a
+    ``ValueError``."""
+    lv = as_levels(scale)
+    t, d, a = list(topics), list(docnos), list(assessors)
+    x = np.asarray(levels)
+    if not (len(t) == len(d) == len(a) == x.shape[0]) or x.ndim != 1:
+        raise ValueError(f"topics, docnos, assessors and levels must be aligned, got {len(t)}, {len(d)}, {len(a)} "
+                         f"and {x.shape} values")
+    x = x.astype(np.int64) if x.shape[0] else np.zeros(0, dtype=np.int64)
+    judged = x >= 0
+    unjudged = int((~judged).sum())
+    keep = np.flatnonzero(judged)
+    pos = level_positions(x[keep], lv, "labels")
+    names = tuple(sorted({a[i] for i in keep.tolist()}))
+    who = {n: i for i, n in enumerate(names)}
+    unit_of: dict[tuple[str, str], int] = {}
+    unit = np.fromiter((unit_of.setdefault((t[i], d[i]), len(unit_of)) for i in keep.tolist()), dtype=np.int64,
+                       count=keep.shape[0])
+    rater = np.fromiter((who[a[i]] for i in keep.tolist()), dtype=np.int64, count=keep.shape[0])
+    n_units, n_raters, k = len(unit_of), len(names), lv.shape[0]
+    cell = rater * n_units + unit
+    if np.unique(cell).shape[0] != cell.shape[0]:
+        dup = np.sort(cell)
+        c = int(dup[np.flatnonzero(np.diff(dup) == 0)[0]])
+        key = next(key for key, u in unit_of.items() if u == c % n_units)
+        raise ValueError(f"assessor {names[c // n_units]!r} labels topic {key[0]} document {key[1]} twice")
+    counts = np.bincount(unit * k + pos, minlength=n_units * k).reshape(n_units, k).astype(np.float64)
+    domain = lv.astype(np.float64)
+    alpha = {level: alpha_from_counts(counts, level, domain) for level in MULTI_LEVELS}  # type: ignore[arg-type]
+
+    unit_topic = np.empty(n_units, dtype=object)
+    for (topic, _), u in unit_of.items():
+        unit_topic[u] = topic
+    per_topic: dict[str, dict[str, Alpha]] = {}
+    for topic in sorted(set(unit_topic.tolist())):
+        rows = counts[unit_topic == topic]
+        per_topic[topic] = {level: alpha_from_counts(rows, level, domain) for level in MULTI_LEVELS}  # type: ignore[arg-type]
+
+    without: dict[str, dict[str, float]] = {}
+    for r, name in enumerate(names):
+        mine = rater == r
+        own = np.bincount(unit[mine] * k + pos[mine], minlength=n_units * k).reshape(n_units, k)
+        without[name] = {level: alpha_from_counts(counts - own, level, domain).value  # type: ignore[arg-type]
+                         for level in MULTI_LEVELS}
+
+    grid = np.full((n_raters, n_units), -1, dtype=np.int64)  # each assessor's level position per document
+    grid[rater, unit] = pos
+    pairs: list[PairAgreement] = []
+    kappas: dict[str, list[float]] = {n: [] for n in names}
+    for i in range(n_raters):
+        for j in range(i + 1, n_raters):
+            both = (grid[i] >= 0) & (grid[j] >= 0)
+            conf = np.bincount(grid[i][both] * k + grid[j][both], minlength=k * k).reshape(k, k)
+            agreement = _agreement_from_confusion(conf, lv, "ordinal")
+            pairs.append(PairAgreement(names[i], names[j], agreement))
+            if not math.isnan(agreement.kappa):
+                kappas[names[i]].append(agreement.kappa)
+                kappas[names[j]].append(agreement.kappa)
+    mean_kappa = {n: float(np.mean(v)) if v else math.nan for n, v in kappas.items()}
+    notes: list[str] = []
+    if n_raters < 2:
+        notes.append("fewer than two assessors: there is no agreement to measure")
+    if unjudged:
+        notes.append(f"{unjudged} pooled but unjudged labels (negative levels) left out")
+    single = int((counts.sum(axis=1) < 2).sum())
+    if single:
+        notes.append(f"{single} of {n_units} documents have a single label: not pairable, left out of alpha")
+    for level, al in alpha.items():
+        if al.reason:
+            notes.append(f"{level} alpha: {al.reason}")
+    per_assessor = {n: int((rater == r).sum()) for r, n in enumerate(names)}
+    return AssessorAgreement(assessors=names, levels=tuple(lv.tolist()), documents=n_units, labels=int(keep.shape[0]),
+                             labels_per_assessor=per_assessor, alpha=alpha, per_topic=per_topic, pairs=pairs,
+                             without=without, mean_kappa=mean_kappa, unjudged=unjudged, notes=tuple(notes))

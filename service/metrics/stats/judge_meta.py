@@ -36,7 +36,7 @@ top set re-chosen on each resample).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -203,3 +203,94 @@ def _why(measure: str, x: np.ndarray, y: np.ndarray, top_k: int) -> str:
         return "the reference ranks some runs equal (tau_AP needs a strict reference; tau_ap_b handles ties)"
     constant = [name for name, v in (("the reference", x), ("the candidate", y)) if v.max() == v.min()]
     return where + " and ".join(constant) + f" {ra.CONSTANT}" if constant else "its inputs leave it undefined"
+
+
+# --------------------------------------------------------------------------- the topics both judged
+@dataclass(frozen=True, eq=False)
+class CommonTopics:
+    """Two judgment sets' per-topic scores cut to the topics both judged (:func:`common_topics`)."""
+
+    topics: tuple[str, ...]  # the topics compared: judged by both sets, in input order
+    only_a: tuple[str, ...]  # judged by a only (left out)
+    only_b: tuple[str, ...]  # judged by b only (left out)
+    no_relevant: tuple[str, ...]  # judged by both, neither with a relevant document (left out: no one scores it)
+    zero_a: tuple[str, ...]  # compared topics a judged without a relevant document: every run scores 0 under a
+    zero_b: tuple[str, ...]
+    reference: np.ndarray  # (topics, runs) under a on ``topics``, NaN where a run is not scored
+    candidate: np.ndarray  # (topics, runs) under b
+
+    def means(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each run's mean over the compared topics it is scored on, under a and under b (NaN: none)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = []
+            for x in (self.reference, self.candidate):
+                scored = ~np.isnan(x)
+                out.append(np.where(scored.sum(axis=0) > 0, np.where(scored, x, 0.0).sum(axis=0)
+                                    / np.maximum(scored.sum(axis=0), 1), np.nan))
+        return out[0], out[1]
+
+    def summary(self) -> dict[str, object]:
+        """The topics' account for a report: how many compared, which left out and why."""
+        return {"compared": len(self.topics), "left_out": len(self.only_a) + len(self.only_b) + len(self.no_relevant),
+                "only_a": list(self.only_a), "only_b": list(self.only_b), "no_relevant": list(self.no_relevant),
+                "zero_a": list(self.zero_a),
+                "zero_b": list(self.zero_b), "sentence": self.sentence()}
+
+    def sentence(self) -> str:
+        s = f"compared on the {len(self.topics)} topic(s) both sets judged"
+        left = len(self.only_a) + len(self.only_b) + len(self.no_relevant)
+        if left:
+            s += (f"; {left} left out ({len(self.only_a)} judged by a only, {len(self.only_b)} by b only: a topic "
+                  "one set did not judge has no score under it")
+            if self.no_relevant:
+                s += f"; {len(self.no_relevant)} without a relevant document under either set"
+            s += ")"
+        else:
+            s += "; none left out"
+        if self.zero_a or self.zero_b:
+            s += (f"; {len(self.zero_a)} compared topic(s) judged by a and {len(self.zero_b)} by b without any "
+                  "relevant document score 0 there, as trec_eval does")
+        return s
+
+
+def common_topics(topics: list[str], reference: np.ndarray, candidate: np.ndarray,
+                  judged_a: Mapping[str, bool] | None = None,
+                  judged_b: Mapping[str, bool] | None = None) -> CommonTopics:
+    """The (topics, runs) score matrices of a reference set (a) and a candidate (b) cut to the
+    topics both judged, so that the runs' means, and every ranking figure over them, compare the
+    two sets on the same topics. ``judged_*`` maps each topic a set judged (any judgment of
+    level 0 or more) to whether it has a relevant document (level >= 1); None: the topics with a
+    score under that set, all taken to have one. A compared topic that a set judged without any
+    relevant document scores 0 under that set for every run (an evaluator skips such a topic, as
+    trec_eval gives AP 0 there); such topics are listed. A topic both judged without a relevant
+    document under either is left out too (no run can score on it under either set; counting it
+    would add a (0, 0) point), so on the same topics the means are the evaluators' own. Topics of ``judged_*`` without a row
+    in ``topics`` get one (no run scored on them)."""
+    x = np.asarray(reference, dtype=np.float64)
+    y = np.asarray(candidate, dtype=np.float64)
+    if x.ndim != 2 or x.shape != y.shape or x.shape[0] != len(topics):
+        raise ValueError(f"reference and candidate must be (topics, runs) matrices of {len(topics)} topics, got "
+                         f"{x.shape} and {y.shape}")
+    row = {t: i for i, t in enumerate(topics)}
+    if judged_a is None:
+        judged_a = {t: True for t, scored in zip(topics, (~np.isnan(x)).any(axis=1).tolist()) if scored}
+    if judged_b is None:
+        judged_b = {t: True for t, scored in zip(topics, (~np.isnan(y)).any(axis=1).tolist()) if scored}
+    order = list(topics) + sorted((set(judged_a) | set(judged_b)) - set(row))
+    both = [t for t in order if t in judged_a and t in judged_b and (judged_a[t] or judged_b[t])]
+    no_relevant = tuple(t for t in order if t in judged_a and t in judged_b and not (judged_a[t] or judged_b[t]))
+    only_a = tuple(t for t in order if t in judged_a and t not in judged_b)
+    only_b = tuple(t for t in order if t in judged_b and t not in judged_a)
+    runs = x.shape[1]
+    xs = np.full((len(both), runs), np.nan)
+    ys = np.full((len(both), runs), np.nan)
+    for i, t in enumerate(both):
+        if t in row:
+            xs[i], ys[i] = x[row[t]], y[row[t]]
+    zero_a = tuple(t for t in both if not judged_a[t])
+    zero_b = tuple(t for t in both if not judged_b[t])
+    at = {t: i for i, t in enumerate(both)}
+    for zeros, m in ((zero_a, xs), (zero_b, ys)):
+        for t in zeros:
+            m[at[t]] = np.where(np.isnan(m[at[t]]), 0.0, m[at[t]])
+    return CommonTopics(tuple(both), only_a, only_b, no_relevant, zero_a, zero_b, xs, ys)
