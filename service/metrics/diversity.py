@@ -48,9 +48,8 @@ NTCIR's family (Sakai & Song, SIGIR 2011; NTCIREVAL's D-NTCIR-eval):
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -61,8 +60,18 @@ from service.formats.types import ABSENT, UNJUDGED
 from service.metrics.lists import RankedLists, Scale, TopicStats
 from service.metrics.measures.cumgain import ndcg as _ndcg_kernel
 from service.metrics.measures.graded import q_measure as _q_kernel
-from service.metrics.spec import MAX_NAME_LENGTH, Param, ParamValue, format_value, make_measure
-from service.metrics.spec import _parse_args as _parse_param_list  # the grammar's ast-based reader
+from service.metrics.spec import (
+    NON_NEGATIVE,
+    UNIT,
+    Measure,
+    MetricDef,
+    Param,
+    ParamValue,
+    make_measure,
+    parse_measure,
+    register,
+)
+from service.metrics.spec import REGISTRY as SPEC_REGISTRY
 
 NoRelevant = Literal["skip", "count"]
 
@@ -514,120 +523,15 @@ NORM_Q = Param("norm", "choice", "minRk", "D-Q@k normaliser: minRk = min(R, k) (
                choices=("minRk", "R"))
 
 
-@dataclass(frozen=True)
-class DiversityMeasure:
-    """A diversity metric with its parameters: one canonical string (defaults omitted)."""
+# ---------------------------------------------------------------------------- the registry
+# Every diversity metric is a metric of the one registry (``service.metrics.spec``), of family
+# "diversity": its kernel is the per-topic function below, of a :class:`TopicRun` and the
+# measure. ``service.metrics.scoring.evaluate`` routes the family to :class:`DiversityEvaluator`
+# when it is given the intent-aware judgments (the kernel needs the intents, not ranked lists
+# of ad hoc levels).
 
-    name: str
-    params: tuple[tuple[str, ParamValue], ...] = ()  # non-default only, sorted by name
-    cutoff: int | None = None
-
-    def __str__(self) -> str:
-        text = self.name
-        if self.params:
-            text += "(" + ",".join(f"{k}={format_value(v)}" for k, v in self.params) + ")"
-        if self.cutoff is not None:
-            text += f"@{self.cutoff}"
-        return text
-
-    def __repr__(self) -> str:
-        return f"DiversityMeasure({str(self)!r})"
-
-    def __lt__(self, other: DiversityMeasure) -> bool:
-        return str(self) < str(other)
-
-    @property
-    def definition(self) -> DiversityMetricDef:
-        return REGISTRY[self.name]
-
-    def get(self, name: str) -> Any:
-        """A parameter's value, its default when not given."""
-        for k, v in self.params:
-            if k == name:
-                return v
-        p = self.definition.param_map.get(name)
-        return p.default if p is not None else None
-
-
-@dataclass(frozen=True)
-class DiversityMetricDef:
-    """A registered diversity metric: name, parameters, cutoff rule, per-topic function."""
-
-    name: str
-    compute: Callable[[TopicRun, DiversityMeasure], float]
-    params: tuple[Param, ...]
-    doc: str
-    cutoff: str  # "none" | "optional" | "required"
-    tool: str  # the tool and option it reproduces
-    param_map: Mapping[str, Param] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "param_map", {p.name: p for p in self.params})
-
-
-REGISTRY: dict[str, DiversityMetricDef] = {}
-ALIASES: dict[str, str] = {}  # lower-cased name or alias -> canonical name
-
-
-def _register(defn: DiversityMetricDef, *aliases: str) -> None:
-    REGISTRY[defn.name] = defn
-    for a in (defn.name, *aliases):
-        ALIASES[a.lower()] = defn.name
-
-
-def _gains_of(m: DiversityMeasure) -> tuple[tuple[int, float], ...] | None:
-    return m.get("gains")  # type: ignore[no-any-return]
-
-
-_NDEVAL = (ALPHA, REL)
-_register(DiversityMetricDef("alpha-DCG", lambda r, m: _alpha_dcg(r, m.cutoff, m.get("alpha"), m.get("rel")),
-                             _NDEVAL, "alpha-DCG divided by the ideal-ideal list's", "required",
-                             "ndeval alpha-DCG@k (k >= 2; see rank 1)"), "alphaDCG")
-_register(DiversityMetricDef("alpha-nDCG", lambda r, m: _alpha_ndcg(r, m.cutoff, m.get("alpha"), m.get("rel")),
-                             _NDEVAL, "alpha-nDCG over ndeval's greedy ideal list", "required",
-                             "ndeval alpha-nDCG@k"), "alphanDCG")
-_register(DiversityMetricDef("ERR-IA", lambda r, m: _err_ia(r, m.cutoff, m.get("alpha"), m.get("rel")),
-                             _NDEVAL, "intent-aware ERR divided by the ideal-ideal list's", "required",
-                             "ndeval ERR-IA@k (k >= 2; see rank 1)"))
-_register(DiversityMetricDef("nERR-IA", lambda r, m: _nerr_ia(r, m.cutoff, m.get("alpha"), m.get("rel")),
-                             _NDEVAL, "intent-aware ERR over the greedy ideal list's", "required",
-                             "ndeval nERR-IA@k"))
-_register(DiversityMetricDef("NRBP", lambda r, m: _nrbp(r, m.get("alpha"), m.get("beta"), m.get("rel")),
-                             (ALPHA, BETA_NRBP, REL), "novelty- and rank-biased precision", "none", "ndeval NRBP"))
-_register(DiversityMetricDef("nNRBP", lambda r, m: _nnrbp(r, m.get("alpha"), m.get("beta"), m.get("rel")),
-                             (ALPHA, BETA_NRBP, REL), "NRBP over the greedy ideal list's", "none", "ndeval nNRBP"))
-_register(DiversityMetricDef("P-IA", lambda r, m: _p_ia(r, m.cutoff, m.get("rel")), (REL,),
-                             "intent-aware precision", "required", "ndeval P-IA@k"))
-_register(DiversityMetricDef("MAP-IA", lambda r, m: _map_ia(r, m.get("rel")), (REL,),
-                             "intent-aware average precision", "none", "ndeval MAP-IA"), "AP-IA")
-_register(DiversityMetricDef("S-recall", lambda r, m: _s_recall(r, m.cutoff, m.get("rel")), (REL,),
-                             "subtopic recall", "required", "ndeval strec@k"), "strec", "subtopic-recall")
-_register(DiversityMetricDef("I-rec", lambda r, m: _s_recall(r, m.cutoff, 1), (),
-                             "intent recall", "optional", "NTCIREVAL irec I-rec@k"), "I-recall", "irec")
-_register(DiversityMetricDef("D-nDCG", lambda r, m: _d_ndcg(r, m.cutoff, _gains_of(m)), (GAINS,),
-                             "nDCG (log2(r+1) discount) over global gains", "optional",
-                             "NTCIREVAL D-NTCIR-eval MSnDCG@k"))
-_register(DiversityMetricDef(
-    "D#-nDCG",
-    lambda r, m: m.get("gamma") * _s_recall(r, m.cutoff, 1) + (1 - m.get("gamma")) * _d_ndcg(r, m.cutoff, _gains_of(m)),
-    (GAMMA, GAINS), "gamma I-rec + (1 - gamma) D-nDCG", "optional", "NTCIREVAL D-NTCIR-eval D#-nDCG@k"))
-_register(DiversityMetricDef("D-Q", lambda r, m: _d_q(r, m.cutoff, m.get("beta"), m.get("norm"), _gains_of(m)),
-                             (BETA_Q, NORM_Q, GAINS), "Q-measure over global gains", "optional",
-                             "NTCIREVAL D-NTCIR-eval Q@k"))
-_register(DiversityMetricDef(
-    "D#-Q",
-    lambda r, m: m.get("gamma") * _s_recall(r, m.cutoff, 1)
-    + (1 - m.get("gamma")) * _d_q(r, m.cutoff, m.get("beta"), m.get("norm"), _gains_of(m)),
-    (GAMMA, BETA_Q, NORM_Q, GAINS), "gamma I-rec + (1 - gamma) D-Q", "optional", "NTCIREVAL D-NTCIR-eval D#-Q@k"))
-
-
-# ---------------------------------------------------------------------------- the main registry
-# Every diversity metric is also a metric of the main registry (``service.metrics.spec``), of
-# family "diversity", under the same name, parameters, cutoff rule and aliases, so that a
-# collection's configuration names it like any other metric; both registries build the same
-# canonical string. ``service.metrics.scoring.evaluate`` routes these metrics to
-# :class:`DiversityEvaluator` when it is given the intent-aware judgments, and has no kernel
-# for them otherwise (a value per topic needs the intents).
+#: A diversity metric with its parameters: the registry's :class:`Measure` (one canonical string).
+DiversityMeasure = Measure
 
 #: The greedy ideal can be beaten (see the module docstring): these can exceed 1.
 _UNBOUNDED_ABOVE = frozenset({"alpha-nDCG", "nERR-IA", "nNRBP"})
@@ -635,102 +539,71 @@ _UNBOUNDED_ABOVE = frozenset({"alpha-nDCG", "nERR-IA", "nNRBP"})
 _IDEAL_IS_ONE = frozenset({"D-nDCG"})
 
 
-def _needs_intents(*_: object) -> np.ndarray:
-    raise InvalidMeasure("diversity metrics are computed on intent-aware judgments (service.metrics.diversity), "
-                         "not on ranked lists of ad hoc levels")
+def _register(name: str, compute: Callable[[TopicRun, Measure], float], params: tuple[Param, ...], doc: str,
+              cutoff: str, tool: str, *aliases: str) -> None:
+    """Register a diversity metric: ``tool`` names the tool and option it reproduces."""
+    register(MetricDef(name, compute, params, f"{doc} (intent-aware; {tool})", cutoff=cutoff, family="diversity",
+                       ideal_is_one=name in _IDEAL_IS_ONE, bounds=NON_NEGATIVE if name in _UNBOUNDED_ABOVE else UNIT),
+             *aliases)
 
 
-def _register_in_spec() -> None:
-    from service.metrics.spec import NON_NEGATIVE, UNIT, MetricDef, register
-
-    for name, defn in REGISTRY.items():
-        aliases = sorted(a for a, n in ALIASES.items() if n == name and a != name.lower())
-        register(MetricDef(name, _needs_intents, defn.params, f"{defn.doc} (intent-aware; {defn.tool})",
-                           cutoff=defn.cutoff, family="diversity", ideal_is_one=name in _IDEAL_IS_ONE,
-                           bounds=NON_NEGATIVE if name in _UNBOUNDED_ABOVE else UNIT), *aliases)
+def _gains_of(m: Measure) -> tuple[tuple[int, float], ...] | None:
+    return m.get("gains")  # type: ignore[no-any-return]
 
 
-_register_in_spec()
+_NDEVAL = (ALPHA, REL)
+_register("alpha-DCG", lambda r, m: _alpha_dcg(r, m.cutoff, m.get("alpha"), m.get("rel")), _NDEVAL,
+          "alpha-DCG divided by the ideal-ideal list's", "required", "ndeval alpha-DCG@k (k >= 2; see rank 1)",
+          "alphaDCG")
+_register("alpha-nDCG", lambda r, m: _alpha_ndcg(r, m.cutoff, m.get("alpha"), m.get("rel")), _NDEVAL,
+          "alpha-nDCG over ndeval's greedy ideal list", "required", "ndeval alpha-nDCG@k", "alphanDCG")
+_register("ERR-IA", lambda r, m: _err_ia(r, m.cutoff, m.get("alpha"), m.get("rel")), _NDEVAL,
+          "intent-aware ERR divided by the ideal-ideal list's", "required", "ndeval ERR-IA@k (k >= 2; see rank 1)")
+_register("nERR-IA", lambda r, m: _nerr_ia(r, m.cutoff, m.get("alpha"), m.get("rel")), _NDEVAL,
+          "intent-aware ERR over the greedy ideal list's", "required", "ndeval nERR-IA@k")
+_register("NRBP", lambda r, m: _nrbp(r, m.get("alpha"), m.get("beta"), m.get("rel")), (ALPHA, BETA_NRBP, REL),
+          "novelty- and rank-biased precision", "none", "ndeval NRBP")
+_register("nNRBP", lambda r, m: _nnrbp(r, m.get("alpha"), m.get("beta"), m.get("rel")), (ALPHA, BETA_NRBP, REL),
+          "NRBP over the greedy ideal list's", "none", "ndeval nNRBP")
+_register("P-IA", lambda r, m: _p_ia(r, m.cutoff, m.get("rel")), (REL,), "intent-aware precision", "required",
+          "ndeval P-IA@k")
+_register("MAP-IA", lambda r, m: _map_ia(r, m.get("rel")), (REL,), "intent-aware average precision", "none",
+          "ndeval MAP-IA", "AP-IA")
+_register("S-recall", lambda r, m: _s_recall(r, m.cutoff, m.get("rel")), (REL,), "subtopic recall", "required",
+          "ndeval strec@k", "strec", "subtopic-recall")
+_register("I-rec", lambda r, m: _s_recall(r, m.cutoff, 1), (), "intent recall", "optional",
+          "NTCIREVAL irec I-rec@k", "I-recall", "irec")
+_register("D-nDCG", lambda r, m: _d_ndcg(r, m.cutoff, _gains_of(m)), (GAINS,),
+          "nDCG (log2(r+1) discount) over global gains", "optional", "NTCIREVAL D-NTCIR-eval MSnDCG@k")
+_register("D#-nDCG",
+          lambda r, m: m.get("gamma") * _s_recall(r, m.cutoff, 1) + (1 - m.get("gamma")) * _d_ndcg(r, m.cutoff,
+                                                                                                  _gains_of(m)),
+          (GAMMA, GAINS), "gamma I-rec + (1 - gamma) D-nDCG", "optional", "NTCIREVAL D-NTCIR-eval D#-nDCG@k")
+_register("D-Q", lambda r, m: _d_q(r, m.cutoff, m.get("beta"), m.get("norm"), _gains_of(m)),
+          (BETA_Q, NORM_Q, GAINS), "Q-measure over global gains", "optional", "NTCIREVAL D-NTCIR-eval Q@k")
+_register("D#-Q",
+          lambda r, m: m.get("gamma") * _s_recall(r, m.cutoff, 1)
+          + (1 - m.get("gamma")) * _d_q(r, m.cutoff, m.get("beta"), m.get("norm"), _gains_of(m)),
+          (GAMMA, BETA_Q, NORM_Q, GAINS), "gamma I-rec + (1 - gamma) D-Q", "optional",
+          "NTCIREVAL D-NTCIR-eval D#-Q@k")
+
+#: The diversity metrics' canonical names.
+NAMES: tuple[str, ...] = tuple(name for name, d in SPEC_REGISTRY.items() if d.family == "diversity")
 
 
-def diversity_measure(measure: Any) -> DiversityMeasure:
-    """The :class:`DiversityMeasure` of a main-registry ``Measure`` of family "diversity" (the
-    same name, parameters and cutoff: the two canonical strings are one)."""
-    return DiversityMeasure(name=measure.name, params=tuple(measure.params), cutoff=measure.cutoff)
-
-
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+#\-]*")
-
-
-def _split(text: str) -> tuple[str, str | None, str | None] | None:
-    """``Name['(' args ')']['@' cutoff]`` split into (name, args, cutoff), or None (spec's
-    shape, with '#' allowed in names for the D#-measures)."""
-    body = text.strip()
-    m = _NAME.match(body)
-    if m is None:
-        return None
-    word, rest = m.group(), body[m.end():].lstrip()
-    args: str | None = None
-    if rest.startswith("("):
-        close = rest.rfind(")")
-        if close < 0:
-            return None
-        args, rest = rest[1:close], rest[close + 1:].lstrip()
-    cutoff: str | None = None
-    if rest:
-        if not rest.startswith("@") or "@" in rest[1:] or not rest[1:].strip():
-            return None
-        cutoff = rest[1:]
-    return word, args, cutoff
-
-
-def parse_diversity_measure(text: str | DiversityMeasure) -> DiversityMeasure:
-    """Parse a diversity metric name into its canonical :class:`DiversityMeasure`.
+def parse_diversity_measure(text: str | Measure) -> Measure:
+    """Parse a diversity metric name into its canonical :class:`Measure` (the registry's
+    grammar; a metric of another family is refused).
 
     >>> str(parse_diversity_measure("alpha-nDCG(alpha=0.5)@20"))
     'alpha-nDCG@20'
     >>> str(parse_diversity_measure("D#-nDCG(gamma=0.5)@10"))
     'D#-nDCG@10'
     """
-    if isinstance(text, DiversityMeasure):
-        return text
-    if len(text) > MAX_NAME_LENGTH:
-        raise InvalidMeasure(f"a metric name has at most {MAX_NAME_LENGTH} characters; this one has {len(text)}")
-    shape = _split(text)
-    if shape is None:
-        raise InvalidMeasure(f"cannot read metric name {text!r}: expected Name(param=value,...)@cutoff")
-    word, args, raw_cutoff = shape
-    name = ALIASES.get(word.lower())
-    if name is None:
-        known = ", ".join(sorted(REGISTRY, key=str.lower))
-        raise InvalidMeasure(f"unknown diversity metric {word!r}; known: {known}")
-    defn = REGISTRY[name]
-    given = _parse_param_list(args, text) if args is not None and args.strip() else {}
-    params: dict[str, ParamValue] = {}
-    for key, raw in given.items():
-        p = defn.param_map.get(key)
-        if p is None:
-            known = ", ".join(sorted(defn.param_map)) or "none"
-            raise InvalidMeasure(f"{name} has no parameter {key!r} (its parameters: {known})")
-        value = p.coerce(raw, name)
-        if p.default is not None and value == p.default and type(value) is type(p.default):
-            continue
-        if p.default is not None and p.kind == "float" and float(value) == float(p.default):  # type: ignore[arg-type]
-            continue
-        params[key] = value
-    cutoff: int | None = None
-    if raw_cutoff is not None:
-        raw = raw_cutoff.strip()
-        if not (raw.isascii() and raw.isdigit()) or len(raw) > 9 or int(raw) < 1:
-            raise InvalidMeasure(f"{text!r}: the cutoff after @ must be a positive integer, not {raw!r}")
-        cutoff = int(raw)
-    if defn.cutoff == "none" and cutoff is not None:
-        raise InvalidMeasure(f"{name} takes no cutoff (ndeval computes it over the whole list)")
-    if defn.cutoff == "required" and cutoff is None:
-        raise InvalidMeasure(f"{name} needs a cutoff, e.g. {name}@20")
-    if "norm" in params and cutoff is None:
-        raise InvalidMeasure(f"{name}: norm only changes the normaliser at a cutoff, e.g. {name}(norm=R)@10")
-    return DiversityMeasure(name=name, params=tuple(sorted(params.items())), cutoff=cutoff)
+    m = text if isinstance(text, Measure) else parse_measure(text)
+    if m.definition.family != "diversity":
+        raise InvalidMeasure(f"unknown diversity metric {m.name!r}; known: {', '.join(sorted(NAMES, key=str.lower))}")
+    return m
 
 
 # ============================================================================ evaluation
@@ -811,7 +684,7 @@ class DiversityEvaluator:
         for t in topics:
             run = TopicRun(self.prepared(t), rankings.get(t, ()))
             for key, m in ms.items():
-                scores[key][t] = float(m.definition.compute(run, m))
+                scores[key][t] = float(m.definition.kernel(run, m))
         return DiversityScores(scores=scores, measures=tuple(ms.values()), topics=tuple(topics),
                                missing_topics=missing, ignored_topics=ignored, skipped_topics=tuple(skipped))
 

@@ -37,7 +37,7 @@ from service.errors import InvalidMeasure
 from service.formats.diversity import IntentQrels
 from service.formats.sampled import SampledQrels
 from service.formats.types import Qrels, Run
-from service.metrics.diversity import DiversityEvaluator, diversity_measure  # registers the diversity metrics
+from service.metrics.diversity import DiversityEvaluator  # registers the diversity metrics
 from service.metrics.inferred_sampled import REGISTERED as SAMPLED_FIELDS  # registers xinfAP and infNDCG
 from service.metrics.inferred_sampled import SampleEvaluator
 from service.metrics.lists import RankedLists, Scale, TopicStats, resolve_gains
@@ -230,7 +230,6 @@ def _judgment_family_scores(runs: Sequence[Run], ms: Sequence[Measure], topics: 
     div_eval = DiversityEvaluator(extra) if isinstance(extra, IntentQrels) and diversity else None
     sample_eval = SampleEvaluator(extra) if isinstance(extra, SampledQrels) and sampled else None
     pooled = set(extra.topics) if sample_eval is not None else set()
-    div_names = {m: diversity_measure(m) for m in diversity}
     empty = np.array([], dtype="S1")
     for ri, run in enumerate(runs):
         lists: dict[str, np.ndarray] = {}
@@ -239,9 +238,9 @@ def _judgment_family_scores(runs: Sequence[Run], ms: Sequence[Measure], topics: 
             lists[t] = docs if settings.depth is None else docs[: settings.depth]
         if div_eval is not None:
             wanted = {t: [d.decode("utf-8") for d in lists[t].tolist()] for t in topics if t in lists}
-            got = div_eval.evaluate(wanted, div_names.values(), no_relevant="count")
-            for m, dm in div_names.items():
-                values = got[str(dm)]
+            got = div_eval.evaluate(wanted, diversity, no_relevant="count")
+            for m in diversity:
+                values = got[str(m)]
                 scores[m][ri] = [values.get(t, np.nan) for t in topics]
         if sample_eval is not None:
             estimates = {t: sample_eval.topic(t, lists.get(t, empty)) for t in topics if t in pooled}

@@ -26,7 +26,7 @@ import pytest
 from service.errors import InvalidMeasure
 from service.formats.diversity import IntentQrels
 from service.metrics.diversity import (
-    REGISTRY,
+    NAMES,
     DiversityEvaluator,
     PreparedTopic,
     alpha_dcg,
@@ -46,6 +46,7 @@ from service.metrics.diversity import (
     parse_diversity_measure,
     s_recall,
 )
+from service.metrics.spec import REGISTRY
 
 log2 = math.log2
 
@@ -227,7 +228,7 @@ def test_a_relevant_intent_with_probability_zero() -> None:
 
 def test_empty_and_unjudged_lists_score_zero() -> None:
     qrels = ntcir_topic()
-    names = sorted(REGISTRY)
+    names = sorted(NAMES)
     for ranking in ([], ["x", "y"], ["d5"]):
         got = evaluate_diversity(qrels, {"t": ranking}, [n + ("@5" if REGISTRY[n].cutoff == "required" else "")
                                                         for n in names])
