@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+#: ``cranfield eval --qrels-format``: service.formats.qrels_files.FILE_FORMATS (kept here so that
+#: parsing the command line imports no numpy; a unit test holds the two equal).
+QRELS_FILE_FORMATS = ("auto", "adhoc", "trec", "ntcir", "diversity-trec", "diversity-ntcir", "sampled")
+
 
 def parse_gains(text: str) -> tuple[tuple[int, float], ...]:
     """``1=1,2=5,3=10`` (or ``1:1,...``) -> ((1, 1.0), (2, 5.0), (3, 10.0))."""

@@ -9,15 +9,17 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from service.cli.arguments import parse_gains, positive_int
+from service.cli.arguments import QRELS_FILE_FORMATS, parse_gains, positive_int
 from service.cli.output import write_json
 from service.cli.registry import command
 from service.errors import InvalidMeasure
 
 
 def _eval_arguments(ev: argparse.ArgumentParser) -> None:
-    ev.add_argument("--qrels", required=True, help="qrels file (TREC 'topic iter docno rel' or NTCIR 'topic docno L<n>')")
-    ev.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files")
+    ev.add_argument("--qrels", required=True,
+                    help="qrels file (TREC 'topic iter docno rel' or NTCIR 'topic docno L<n>'; diversity and sampled "
+                         "qrels: see --qrels-format); gzipped files are read as they are")
+    ev.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (gzipped or not)")
     ev.add_argument("-m", "--measure", action="append", dest="measures", metavar="METRIC",
                     help="metric, e.g. nDCG@10, 'Q(beta=10)', 'AP(judged_only=true)'; repeatable "
                          "(default: the papers' recommended set; see 'cranfield metrics')")
@@ -32,7 +34,13 @@ def _eval_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--gains", type=parse_gains, help="gain of each level for every metric, e.g. 1=1,2=5,3=10")
     ev.add_argument("--max-level", type=int, help="the scale's top level H (default: the largest level in the qrels)")
     ev.add_argument("--depth", type=positive_int, help="evaluate only the top K documents of each list")
-    ev.add_argument("--qrels-format", choices=("auto", "trec", "ntcir"), default="auto")
+    ev.add_argument("--qrels-format", choices=QRELS_FILE_FORMATS, default="auto",
+                    help="auto (default: from the file's columns and the metrics asked for, docs/formats.md), adhoc "
+                         "(TREC or NTCIR ad hoc; trec, ntcir: one of them), diversity-trec (topic subtopic docno rel), "
+                         "diversity-ntcir (topic intent docno L<n>) or sampled (topic iteration docno stratum rel)")
+    ev.add_argument("--probabilities", metavar="FILE",
+                    help="diversity-ntcir: the intent probability file (topic intent probability [inf|nav]); "
+                         "without it the intents of a topic weigh alike")
     ev.add_argument("--precision", type=int, default=6, help="decimals printed (default 6)")
     ev.add_argument("--session-sep", default=":",
                     help="session metrics (sDCG, nsDCG): run topic ids are SESSION<sep>POSITION (default ':')")
@@ -40,10 +48,13 @@ def _eval_arguments(ev: argparse.ArgumentParser) -> None:
 
 @command("eval", "evaluate runs against qrels", _eval_arguments, description="Evaluate TREC runs against qrels.")
 def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
-    from service.formats.readers import read_qrels, read_run
-    from service.metrics.scoring import DEFAULT_MEASURES, EvalSettings, evaluate, parse_measures
+    from service.formats.compressed import read_file
+    from service.formats.qrels_files import read_judgments
+    from service.formats.readers import read_run
+    from service.metrics.scoring import DEFAULT_MEASURES, EvalSettings, evaluate, needs_judgments, parse_measures
 
     measures = parse_measures(args.measures or DEFAULT_MEASURES)  # fail on a bad name before reading files
+    needs = {str(m): need for m in measures if (need := needs_judgments(m)) is not None}
     try:
         settings = EvalSettings(
             missing=args.missing, no_relevant=args.no_relevant, depth=args.depth,
@@ -51,7 +62,9 @@ def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
         )
     except ValueError as exc:
         raise InvalidMeasure(str(exc)) from None
-    qrels = read_qrels(args.qrels, args.qrels_format)
+    probabilities = read_file(args.probabilities) if args.probabilities else None
+    judgments = read_judgments(read_file(args.qrels), args.qrels, args.qrels_format, needs=needs,
+                               probabilities=probabilities, probabilities_source=args.probabilities or "")
     # Sequential on purpose: reading runs in two threads was slower here (the
     # tokeniser's many short numpy calls contend for the GIL).
     runs = [read_run(p, args.order) for p in args.runs]
@@ -59,7 +72,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     if len(set(tags)) != len(tags):
         dup = next(t for t in tags if tags.count(t) > 1)
         raise InvalidMeasure(f"two run files carry the same tag {dup!r}: tags name runs in the output")
-    result = evaluate(qrels, runs, measures, settings)
+    result = evaluate(judgments.qrels, runs, measures, settings, extra=judgments.extra)
     write_evaluation(result, args.format, args.per_topic, args.precision, out)
     return 0
 
