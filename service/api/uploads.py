@@ -3,6 +3,11 @@
 A raw body of a known length (``Content-Length``) is received into one buffer of that size,
 the only copy of the file the process makes (the readers read it in place); memory that runs
 short on the way is a 503 (or a 413, see :func:`service.evaluation.memory.refusal`), never a 500.
+
+A gzipped file (magic bytes ``1f 8b``, whatever its name) is decompressed here, streamed and
+bounded: its *uncompressed* size has the same limit as a body (413 past it, before it is
+expanded further: a gzip bomb costs at most the limit), a corrupt or truncated one is a 422
+naming the file (service/formats/compressed.py). Every use case then reads plain text.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from litestar import Request
 
 from service.errors import BadRequest, InvalidRequest, TooLarge
 from service.evaluation.memory import RELEASE_FROM, refusal
+from service.formats.compressed import gunzip, is_gzip
 from service.runtime import release_memory
 
 #: The request state's key for the size of the body an upload received (``release_after_upload``).
@@ -28,7 +34,31 @@ async def release_after_upload(request: Request[Any, Any, Any]) -> None:
 
 
 async def read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
-    """The raw body, or the file of a multipart form's ``file`` field."""
+    """The raw body, or the file of a multipart form's ``file`` field, decompressed when it is
+    gzip (its uncompressed size within ``limit``)."""
+    body, name = await _read_body(request, limit)
+    return await decompressed(request, body, name, limit)
+
+
+async def decompressed(request: Request[Any, Any, Any], data: bytes, name: str, limit: int) -> bytes:
+    """``data``, or its decompressed bytes when it is gzip (at most ``limit``, else 413; a corrupt
+    file is a 422 naming ``name``), inflated in a worker thread."""
+    if not is_gzip(data):
+        return data
+    size = len(data)
+    try:
+        out = await anyio.to_thread.run_sync(gunzip, data, name, limit)
+    except MemoryError:
+        out = None
+    if out is None:  # the exception (and the part of the file it holds) has gone
+        raise refusal(name, size)
+    del data
+    request.state[UPLOAD_BYTES] = max(request.state.get(UPLOAD_BYTES, 0), len(out))
+    return out  # type: ignore[return-value]  # a bytearray: every reader and digest takes it
+
+
+async def _read_body(request: Request[Any, Any, Any], limit: int) -> tuple[bytes, str]:
+    """The raw body or the multipart ``file`` part as received, and a name for it."""
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         form = await request.form()
         upload = form.get("file")
@@ -43,12 +73,12 @@ async def read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
         request.state[UPLOAD_BYTES] = len(body)
         if len(body) > limit:
             raise TooLarge(f"the upload is larger than {limit} bytes")
-        return body
+        return body, upload.filename or "the upload"
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and 0 < int(declared) <= limit:
         request.state[UPLOAD_BYTES] = int(declared)
         try:
-            return await _read_into(request, int(declared), limit)
+            return await _read_into(request, int(declared), limit), "the upload"
         except MemoryError:
             pass  # the exception (and what it holds) goes first
         raise refusal("the upload", int(declared))
@@ -60,7 +90,7 @@ async def read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
         chunks.append(chunk)
     request.state[UPLOAD_BYTES] = size
     try:
-        return b"".join(chunks)
+        return b"".join(chunks), "the upload"
     except MemoryError:
         chunks.clear()
     raise refusal("the upload", size)
@@ -135,7 +165,7 @@ async def read_qrels_form(request: Request[Any, Any, Any], limit: int
         if key in ("qrels", "file", "probabilities"):
             if isinstance(value, str):
                 raise BadRequest(f"send {key} as a file part of the form")
-            data: bytes = await value.read()
+            data: bytes = await decompressed(request, await value.read(), value.filename or key, limit)
             size += len(data)
             if size > limit:
                 raise TooLarge(f"the upload is larger than {limit} bytes")

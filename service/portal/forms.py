@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio.to_thread
 from litestar import Request
 from litestar.datastructures import Cookie, UploadFile
 
 from service.errors import BadRequest, Forbidden, InvalidInput
+from service.formats.compressed import DEFAULT_LIMIT, gunzip, is_gzip
 
 COOKIE = "cranfield_session"
 LEGACY_COOKIE = "cranfield_token"  # earlier versions kept the API token itself here: expired at sign-in and sign-out
@@ -101,10 +103,19 @@ async def provide_form(request: Request[Any, Any, Any]) -> PostedForm:
     files: dict[str, Upload] = {}
     for key, value in raw.multi_items():
         if isinstance(value, UploadFile):
-            files[key] = Upload(value.filename or "", await value.read())
+            files[key] = Upload(value.filename or "", await _plain(request, await value.read(), value.filename or key))
         else:
             fields[key] = str(value)
     return PostedForm(fields, files)
+
+
+async def _plain(request: Request[Any, Any, Any], data: bytes, name: str) -> bytes:
+    """A file part as text: decompressed when it is gzip, within the body limit on its uncompressed
+    size (413 past it, 422 naming the file when corrupt; service/formats/compressed.py)."""
+    if not is_gzip(data):
+        return data
+    limit = int(request.app.state.get("max_body") or DEFAULT_LIMIT)
+    return await anyio.to_thread.run_sync(gunzip, data, name, limit)  # type: ignore[return-value]
 
 
 def whole_number(text: str | None, what: str) -> int | None:
