@@ -110,13 +110,14 @@ def _stored_listing(args: argparse.Namespace, out: TextIO) -> int:
     state = "stale" if doc["stale"] else "current"
     out.write(f"# {doc['measure']} on {doc['metric']} against {doc['official_set']} ({doc['level']:.0%} bootstrap "
               f"interval, B = {doc['resamples']}); computed {doc['computed_at'] or 'never'}, {state}\n")
-    out.write("rank\tset\tteam\tmodel\tvalue\tlow\thigh\tbias\n")
+    out.write("rank\tset\tteam\tmodel\tvalue\tlow\thigh\tbias\ttopics\tleft_out\n")
 
     def f(v: Any) -> str:
         return "" if v is None else f"{v:.4f}"
 
     out.writelines(f"{r['rank'] or ''}\t{r['judgment_set']}\t{r['team'] or ''}\t{r['model']}\t{f(r['value'])}\t"
-                  f"{f(r['low'])}\t{f(r['high'])}\t{f(r['bias'])}\n" for r in doc["rows"])
+                  f"{f(r['low'])}\t{f(r['high'])}\t{f(r['bias'])}\t{r['topics']}\t{r.get('topics_left_out', 0)}\n"
+                  for r in doc["rows"])
     return 0
 
 

@@ -54,13 +54,14 @@ from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, Outc
 from service.formats.readers import parse_qrels, qrels_records
 from service.metrics import parse_measure
 from service.metrics.stats.agreement import bland_altman
-from service.metrics.stats.judge_meta import MEASURES, judge_agreement
+from service.metrics.stats.judge_meta import MEASURES, common_topics, judge_agreement
 from service.store.arrays import unpack
 from service.store.db import as_utc
 from service.store.models import (
     Analysis,
     Collection,
     CollectionConfig,
+    Judgment,
     JudgmentSet,
     Pool,
     PoolDocument,
@@ -342,6 +343,13 @@ def request_board(s: Session, coll: Collection, me: Principal, force: bool = Fal
                     "status": newest.status if newest else None}, tuple(followups))
 
 
+def _judged_topics(s: Session, version_id: int) -> dict[str, bool]:
+    """topic -> whether it has a relevant document, for every topic judged in a version."""
+    return {t: top >= 1 for t, top in s.execute(
+        select(Judgment.topic, func.max(Judgment.level)).where(Judgment.qrels_version_id == version_id,
+                                                               Judgment.level >= 0).group_by(Judgment.topic))}
+
+
 def _per_topic(s: Session, coll: Collection, version_id: int, config: CollectionConfig,
                metric: str) -> dict[str, dict[str, float]]:
     from service.evaluation.results import evaluated_under
@@ -363,7 +371,7 @@ def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int 
 
 
 def _compute(factory: sessionmaker[Session], analysis_id: int, attempt: int, heartbeat: Heartbeat) -> list[Followup]:
-    def read() -> tuple[dict[str, Any], str, dict[str, dict[str, float]], list[dict[str, Any]]]:
+    def read() -> tuple[dict[str, Any], str, dict[str, dict[str, float]], list[dict[str, Any]], dict[str, bool]]:
         with factory() as s:
             row = s.get(Analysis, analysis_id)
             coll = s.get(Collection, row.collection_id)
@@ -371,6 +379,7 @@ def _compute(factory: sessionmaker[Session], analysis_id: int, attempt: int, hea
             params = dict(row.params["settings"])
             metric = params["metric"] or config.official_metric
             reference = _per_topic(s, coll, row.qrels_version_id, config, metric)
+            reference_judged = _judged_topics(s, row.qrels_version_id)
             judges = []
             for set_id, (version_id, _) in row.params["sets"].items():
                 js = s.get(JudgmentSet, int(set_id))
@@ -380,13 +389,14 @@ def _compute(factory: sessionmaker[Session], analysis_id: int, attempt: int, hea
                 version = s.get(QrelsVersion, version_id)
                 judges.append({"judgment_set": js.name, "team": team.name if team else None, "source": js.source,
                                "model": js.model, "version": version.version if version else None,
-                               "scores": _per_topic(s, coll, version_id, config, metric)})
-            return params, metric, reference, judges
+                               "scores": _per_topic(s, coll, version_id, config, metric),
+                               "judged": _judged_topics(s, version_id)})
+            return params, metric, reference, judges, reference_judged
 
-    params, metric, reference, judges = patiently(read, heartbeat)
+    params, metric, reference, judges, reference_judged = patiently(read, heartbeat)
     try:
         with heartbeat.guarded():
-            result = rank_judges(reference, judges, metric, params)
+            result = rank_judges(reference, judges, metric, params, reference_judged)
         error = ""
     except LeaseLost:
         raise
@@ -400,11 +410,15 @@ def _num(v: float) -> float | None:
 
 
 def rank_judges(reference: Mapping[str, Mapping[str, float]], judges: list[dict[str, Any]], metric: str,
-                params: Mapping[str, Any]) -> dict[str, Any]:
-    """The board: every judge's agreement with the reference on the runs scored under both
-    (run means over the topics either scored; (topics, runs) matrices with NaN where a run was
-    not scored), ranked by the measure (undefined last), with its interval and the leniency
-    (Bland-Altman bias of the per-topic means, judge - official)."""
+                params: Mapping[str, Any], reference_judged: Mapping[str, bool] | None = None) -> dict[str, Any]:
+    """The board: every judge's agreement with the reference on the runs scored under both and
+    on the topics both sets judged (:func:`service.metrics.stats.judge_meta.common_topics`;
+    ``reference_judged`` and each judge's ``judged`` map a judged topic to whether it has a
+    relevant document, None: the topics scored; a compared topic judged without one scores 0
+    there), run means over those topics ((topics, runs) matrices with NaN where a run was not
+    scored), ranked by the measure (undefined last), with its interval and the leniency
+    (Bland-Altman bias of the per-topic means, judge - official). Each row says how many topics
+    it compared and left out."""
     rows = []
     for judge in judges:
         scores = judge["scores"]
@@ -413,8 +427,12 @@ def rank_judges(reference: Mapping[str, Mapping[str, float]], judges: list[dict[
         x = np.array([[reference[r].get(t, math.nan) for r in runs] for t in topics], dtype=np.float64)
         y = np.array([[scores[r].get(t, math.nan) for r in runs] for t in topics], dtype=np.float64)
         x, y = x.reshape(len(topics), len(runs)), y.reshape(len(topics), len(runs))
+        # on the topics both sets judged (issue 25, item 8): judge_meta.common_topics
+        compared = common_topics(topics, x, y, reference_judged, judge.get("judged"))
+        x, y, topics = compared.reference, compared.candidate, list(compared.topics)
         row: dict[str, Any] = {k: judge[k] for k in ("judgment_set", "team", "source", "model", "version")}
-        row.update(runs=len(runs), topics=len(topics))
+        row.update(runs=len(runs), topics=len(topics), topics_left_out=len(compared.only_a) + len(compared.only_b)
+                   + len(compared.no_relevant), compared_topics=compared.sentence())
         if len(runs) < 2 or not topics:
             row.update(value=None, low=None, high=None, bias=None,
                        notes=["fewer than two runs evaluated under both the official set and this one"])

@@ -145,6 +145,11 @@ def _per_topic(qrels: str, runs: dict[str, str]) -> dict[str, np.ndarray]:
     return dict(zip(result.topics, result.per_topic("nDCG@10").T))
 
 
+def _judged_topics(qrels: str) -> set[str]:
+    """The topics with a judgment (level 0 or more) in a qrels text."""
+    return {p[0] for p in map(str.split, qrels.splitlines()) if p and int(p[-1].lstrip("L")) >= 0}
+
+
 def _matrices(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Both as (topics, runs) over the topics either scored (sorted), NaN where one did not."""
     topics = sorted(set(a) | set(b))
@@ -200,6 +205,14 @@ def test_a_judges_track_ranks_submitted_judges_by_agreement_with_the_hidden_offi
     # The figures, recomputed from the files by the core and by scipy.
     for name, team in (("gamma-llm", "gamma"), ("delta-llm", "delta")):
         official, candidate = _matrices(_per_topic(track.qrels, track.runs), _per_topic(judged[team], track.runs))
+        # on the topics both sets judge (issue 25, item 8): a topic a set judges without a relevant
+        # document (no score from the evaluator) scores 0 under it
+        topics = sorted(set(_per_topic(track.qrels, track.runs)) | set(_per_topic(judged[team], track.runs)))
+        assert all(_judged_topics(q) >= set(topics) for q in (track.qrels, judged[team]))
+        official, candidate = (np.where(np.isnan(m).all(axis=1, keepdims=True), 0.0, m) for m in (official, candidate))
+        assert rows[name]["topics"] == len(topics) and rows[name]["topics_left_out"] == len(
+            (_judged_topics(track.qrels) ^ _judged_topics(judged[team])) | (
+                _judged_topics(track.qrels) & _judged_topics(judged[team])) - set(topics))
         expected = judge_agreement(official, candidate, "kendall", resamples=500, level=0.95, seed=0)
         row = rows[name]
         assert row["value"] == pytest.approx(expected.value, abs=1e-12)

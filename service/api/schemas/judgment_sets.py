@@ -175,7 +175,11 @@ class JudgeRow(Response, kw_only=True):
     model: str
     version: int | None
     runs: int
-    topics: int
+    topics: Annotated[int, Meta(description="Topics compared: judged by both this set and the official one (issue "
+                                            "25: the runs' means and the measure are over these).")]
+    topics_left_out: Annotated[int, Meta(description="Topics judged by one of the two sets only, or by both without "
+                                                     "a relevant document: left out.")] = 0
+    compared_topics: Annotated[str | None, Meta(description="The topics' account in words.")] = None
     value: Annotated[float | None, Meta(description="The agreement measure on the runs' means (null: undefined).")]
     low: float | None
     high: float | None
