@@ -8,6 +8,7 @@ fresh database (created and dropped here) and its own Celery queue, migrated wit
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,8 +16,8 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -143,8 +144,94 @@ def load_evaluated(factory, qrels: str, runs: dict[str, str], metrics: tuple[str
     run_here(factory, followups)
 
 
+class Templates:
+    """Databases made once per test session and copied for each test: the migrated schema
+    (every ``backend``) and the ``world`` (issue 26: the suite's time went into building the
+    same state again for every test). A copy is a new database, so a test that writes to its
+    world changes nobody else's. SQLite: a file copied after a WAL checkpoint; PostgreSQL:
+    ``CREATE DATABASE ... TEMPLATE`` (a template has no connection while it is copied)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.made: dict[tuple[str, str], str] = {}  # (backend, what) -> file path or database name
+        self.seeds: dict[str, Any] = {}  # backend -> the world's ids and tokens
+
+    def has(self, backend: str, what: str) -> bool:
+        return (backend, what) in self.made
+
+    def keep(self, be: Backend, what: str) -> None:
+        """Make ``be``'s database (its engine disposed here) the template ``what``."""
+        _release(be.database_url)
+        if be.name == "sqlite":
+            path = self.folder / f"{what}.sqlite"
+            shutil.copyfile(_sqlite_path(be.database_url), path)
+            self.made[("sqlite", what)] = str(path)
+        else:
+            name, source = f"cranfield_tpl_{what}_{uuid.uuid4().hex[:8]}", be.database_url.rsplit("/", 1)[1]
+            with _pg_admin().connect() as conn:
+                for attempt in range(50):
+                    # A connection the test's app has not handed back yet (closed when collected)
+                    # would make the copy fail: end it (pooled ones reconnect: pool_pre_ping).
+                    conn.exec_driver_sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                         "WHERE datname = %s AND pid <> pg_backend_pid()", (source,))
+                    try:
+                        conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')
+                        break
+                    except Exception:  # noqa: BLE001  (ObjectInUse until the ended session is gone)
+                        if attempt == 49:
+                            raise
+                        time.sleep(0.1)
+            self.made[("postgres", what)] = name
+
+    def restore(self, be: Backend, what: str) -> None:
+        """Replace ``be``'s database by a copy of the template ``what``."""
+        _release(be.database_url)
+        source = self.made[(be.name, what)]
+        if be.name == "sqlite":
+            target = _sqlite_path(be.database_url)
+            for leftover in (target.with_name(target.name + "-wal"), target.with_name(target.name + "-shm")):
+                leftover.unlink(missing_ok=True)
+            shutil.copyfile(source, target)
+        else:
+            name = be.database_url.rsplit("/", 1)[1]
+            with _pg_admin().connect() as conn:
+                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')
+
+    def drop_all(self) -> None:
+        names = [name for (kind, _), name in self.made.items() if kind == "postgres"]
+        if names:
+            with _pg_admin().connect() as conn:
+                for name in names:
+                    conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _sqlite_path(url: str) -> Path:
+    return Path(url.removeprefix("sqlite:///"))
+
+
+def _release(url: str) -> None:
+    """Close every pooled connection of ``url`` (SQLite: after folding the WAL into the file)."""
+    from service.store.db import engine_for
+
+    engine = engine_for(url)
+    if url.startswith("sqlite"):
+        with engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Templates]:
+    made = Templates(tmp_path_factory.mktemp("templates"))
+    try:
+        yield made
+    finally:
+        made.drop_all()
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+def backend(request: pytest.FixtureRequest, tmp_path: Path, templates: Templates) -> Iterator[Backend]:
     from service.store.migrate import upgrade
 
     saved = dict(os.environ)
@@ -161,7 +248,11 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         name, url = create_database()
         be = Backend("postgres", url, {"CRANFIELD_DATABASE_URL": url, "CRANFIELD_BROKER_URL": REDIS,
                                        "CRANFIELD_QUEUE": f"q-{uuid.uuid4().hex[:8]}"}, tmp_path)
-    upgrade(be.database_url)
+    if templates.has(be.name, "migrated"):
+        templates.restore(be, "migrated")
+    else:
+        upgrade(be.database_url)
+        templates.keep(be, "migrated")
     be.activate()
     try:
         yield be
@@ -265,26 +356,31 @@ def auth(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
-@pytest.fixture
-def world(backend: Backend) -> Iterator[World]:
-    """A private, unreleased collection ("task", nDCG@10 official) with qrels and three runs
-    (two of team alpha, one of beta; both teams enrolled), and a second collection ("other",
-    no team enrolled); one token per role."""
+@dataclass
+class _WorldSeed:
+    """What a test needs to know of a world besides its database: ids and tokens."""
+
+    tokens: dict[str, str]
+    cid: int
+    other_cid: int
+    runs: dict[str, str]
+    qrels: str
+    run_ids: dict[str, int]
+
+
+def _seed_world(backend: Backend) -> _WorldSeed:
+    """Build the world through the API in ``backend``'s database (its runs evaluated in this
+    process, as the worker would)."""
     from litestar.testing import TestClient
 
     from service.api.app import create_app
     from service.evaluation.access import create_token
-    from service.evaluation.work import Followup
     from service.store.db import transaction
 
     factory = backend.factory()
-
-    def dispatch(followups: list[Followup]) -> None:  # the worker's part, in-process
-        run_inline(factory, followups)
-
     with transaction(factory) as s:
         admin, _ = create_token(s, "admin", name="root")
-    app = create_app(backend.database_url, dispatch)
+    app = create_app(backend.database_url, lambda followups: run_inline(factory, followups))
     with TestClient(app=app) as client:
         a = auth(admin)
         for team in ("alpha", "beta"):
@@ -315,7 +411,31 @@ def world(backend: Backend) -> Iterator[World]:
             r = client.post(f"/api/collections/{cid}/runs", content=text, headers=auth(tokens[team]))
             assert r.status_code == 201, r.text
             run_ids[tag] = r.json()["id"]
-        yield World(client, tokens, cid, other, runs, qrels, run_ids, factory)
+    return _WorldSeed(tokens, cid, other, runs, qrels, run_ids)
+
+
+@pytest.fixture
+def world(backend: Backend, templates: Templates) -> Iterator[World]:
+    """A private, unreleased collection ("task", nDCG@10 official) with qrels and three runs
+    (two of team alpha, one of beta; both teams enrolled), and a second collection ("other",
+    no team enrolled); one token per role. Built once per test session and backend, then
+    copied into each test's own database (:class:`Templates`): the same ids and tokens, and
+    nothing a test writes is seen by another."""
+    from litestar.testing import TestClient
+
+    from service.api.app import create_app
+
+    if templates.has(backend.name, "world"):
+        templates.restore(backend, "world")
+    else:
+        templates.seeds[backend.name] = _seed_world(backend)
+        templates.keep(backend, "world")
+    seed: _WorldSeed = templates.seeds[backend.name]
+    factory = backend.factory()
+    app = create_app(backend.database_url, lambda followups: run_inline(factory, followups))
+    with TestClient(app=app) as client:
+        yield World(client, dict(seed.tokens), seed.cid, seed.other_cid, dict(seed.runs), seed.qrels,
+                    dict(seed.run_ids), factory)
 
 
 def run_inline(factory, followups) -> None:  # type: ignore[no-untyped-def]
