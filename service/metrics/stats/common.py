@@ -145,9 +145,10 @@ def count_at_least(sorted_stat: np.ndarray, observed: np.ndarray) -> np.ndarray:
     return sorted_stat.shape[0] - idx
 
 
-def monte_carlo_p(count: np.ndarray, b: int) -> np.ndarray:
-    """(count + 1) / (B + 1): the observed arrangement counts as one of the resamples."""
-    return (count + 1.0) / (b + 1.0)
+def monte_carlo_p(count: np.ndarray, b: int | np.ndarray) -> np.ndarray:
+    """(count + 1) / (B + 1): the observed arrangement counts as one of the resamples (B may
+    differ per pair: a sequential test's, or the bootstrap's informative resamples)."""
+    return (count + 1.0) / (np.asarray(b, dtype=np.float64) + 1.0)
 
 
 def t_statistic(mean: np.ndarray, sd: np.ndarray, n: int) -> np.ndarray:

@@ -202,8 +202,11 @@ def explain_disagreement(p: float | None, alpha: float, test: str, difference: P
     apart = [name for name, excludes in intervals if excludes is not None and excludes != significant]
     if not apart:
         return None
-    verdict = (f"p = {p:.3g} < α = {alpha:g}: a significant difference" if significant
-               else f"p = {p:.3g} ≥ α = {alpha:g}: no significant difference")
+    from service.metrics.stats.presentation import format_p  # never rounded across alpha (issue 25, item 3)
+
+    shown = format_p(p, alpha)
+    verdict = (f"p {shown if shown.startswith('<') else '= ' + shown} < α = {alpha:g}: a significant difference"
+               if significant else f"p = {shown} ≥ α = {alpha:g}: no significant difference")
     facts = (f"The {TEST_NAMES.get(test, test)} gives {verdict}, yet the {' and the '.join(apart)} of the mean "
              f"difference {_signed(d.mean)} {'include' if significant else 'exclude'}"
              f"{'s' if len(apart) == 1 else ''} 0. This is not an error: the test and the intervals answer "
@@ -250,11 +253,17 @@ def explain_disagreement(p: float | None, alpha: float, test: str, difference: P
         if test == "t" and t_name not in apart:
             reasons.append(f"The t-test and the t interval agree: both assume normally distributed differences. "
                            f"The bootstrap interval does not. {shape}")
-        else:
+        elif alpha / 2 <= p <= 2 * alpha:
             reasons.append(f"{shape} The t interval assumes normally distributed differences; the bootstrap "
                            "interval does not, and the test's p-value is near the line either way.")
-        trust.append("When the normal assumption and the bootstrap part, prefer the bootstrap interval, and read "
-                     "the verdict as borderline.")
+        else:  # a p far from alpha (a bootstrap p over few informative resamples, say) is not "near the line"
+            reasons.append(f"{shape} The t interval assumes normally distributed differences; the bootstrap "
+                           "interval does not. The test's p-value is not near α (within a factor of 2 of it): "
+                           "the test and the interval part because they weigh the few topics that decide it "
+                           "differently, not by chance.")
+        near = alpha / 2 <= p <= 2 * alpha
+        trust.append("When the normal assumption and the bootstrap part, prefer the bootstrap interval"
+                     + (", and read the verdict as borderline." if near else "."))
     closing = "Look at the per-topic differences to see which topics decide it."
     return " ".join([facts, *reasons, *trust, closing])
 

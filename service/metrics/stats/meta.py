@@ -35,7 +35,7 @@ import numpy as np
 from scipy import stats
 
 from service.formats.types import Qrels, Run
-from service.metrics.stats.common import BLOCK_BYTES, as_rng, as_score_matrix, monte_carlo_p, pair_indices
+from service.metrics.stats.common import BLOCK_BYTES, as_rng, as_score_matrix, pair_indices
 from service.metrics.stats.pairwise import Differences, bootstrap_blocks, resampling_counts
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def discriminative_power(
     required = np.empty(len(a))
     for blk in bootstrap_blocks(Differences(x, a, b), counts, block_bytes, reuse=True):
         if asl is None:
-            p[blk.lo : blk.hi] = monte_carlo_p(blk.extreme_counts(), resamples)
+            p[blk.lo : blk.hi] = blk.p()  # over the informative resamples, as pairwise
         chosen = kth_largest_index(blk.abs_t_star, k)
         required[blk.lo : blk.hi] = np.abs(blk.mean_star[chosen, np.arange(chosen.shape[0])])
     significant = int((p < alpha).sum())

@@ -53,6 +53,7 @@ from service.metrics.stats.common import (
     t_statistic,
 )
 from service.metrics.stats.correction import Correction, adjust
+from service.metrics.stats.sequential import MonteCarlo
 
 Test = Literal["t", "wilcoxon", "sign", "bootstrap", "randomisation", "tukey", "friedman"]
 TESTS: tuple[str, ...] = ("bootstrap", "t", "wilcoxon", "sign", "randomisation", "tukey", "friedman")
@@ -82,6 +83,15 @@ class PairwiseResult:
     resamples: int | None = None
     notes: tuple[str, ...] = field(default=())
     baselines: tuple[str, ...] = field(default=())
+    #: Per pair, for a resampling test (None for an exact one): the B its p is over (for the
+    #: bootstrap, the informative resamples), its Monte Carlo standard error, the degenerate
+    #: resamples left out (bootstrap); ``undecided``: the verdict still straddled alpha when the
+    #: sequential resampling stopped (always False without ``sequential``).
+    pair_resamples: np.ndarray | None = None
+    mc_se: np.ndarray | None = None
+    degenerate: np.ndarray | None = None
+    undecided: np.ndarray | None = None
+    sequential: bool = False
 
     @property
     def diff(self) -> np.ndarray:
@@ -89,7 +99,24 @@ class PairwiseResult:
 
     @property
     def significant(self) -> np.ndarray:
-        return self.p_adjusted < self.alpha
+        """Settled significant verdicts: adjusted p < alpha and not undecided."""
+        sig = self.p_adjusted < self.alpha
+        return sig if self.undecided is None else sig & ~self.undecided
+
+    def verdicts(self) -> list[str]:
+        """Per pair: "significant", "not significant" or "undecided" (at its B)."""
+        und = self.undecided if self.undecided is not None else np.zeros(len(self.p), dtype=bool)
+        return ["undecided" if u else "significant" if s else "not significant"
+                for s, u in zip((self.p_adjusted < self.alpha).tolist(), und.tolist())]
+
+    def significant_matrix(self) -> np.ndarray:
+        """(runs, runs) bool: the pair's settled verdict is significant (undecided pairs: not)."""
+        n = len(self.runs)
+        out = np.zeros((n, n), dtype=bool)
+        sig = self.significant
+        out[self.a, self.b] = sig
+        out[self.b, self.a] = sig
+        return out
 
     def p_matrix(self, adjusted: bool = True) -> np.ndarray:
         """(runs, runs) symmetric matrix of p-values (1 on the diagonal; NaN for pairs not tested)."""
@@ -167,6 +194,10 @@ def pairwise(
     exact: bool = False,
     baselines: Sequence[str] | None = None,
     block_bytes: int = BLOCK_BYTES,
+    sequential: bool = False,
+    max_resamples: int | None = None,
+    max_work: float | None = None,
+    guarantee: float | None = None,
 ) -> PairwiseResult:
     """Run ``test`` on every pair of runs of a (topics, runs) score matrix.
 
@@ -174,6 +205,12 @@ def pairwise(
     pair's statistic and p are those of the all-pairs result (the same seed draws the same
     resamples), the correction covers the pairs tested. ``block_bytes`` bounds the blocks
     (see ``common.BLOCK_BYTES``); it changes no result.
+
+    ``sequential`` (resampling tests, not exact): after the first ``resamples`` draws, the pairs
+    whose verdict straddles alpha are resampled further (``sequential.settle``: up to
+    ``max_resamples`` per pair and ``max_work``), so that every settled verdict is the
+    B -> infinity verdict with probability at least 1 - ``guarantee``; a pair still straddling is
+    ``undecided``. Each pair's p is then over its own B (``pair_resamples``).
     """
     if not 0 < alpha < 1:
         raise ValueError("alpha must lie strictly between 0 and 1")
@@ -186,11 +223,15 @@ def pairwise(
     notes = (f"{sm.dropped_topics} topics with missing scores left out",) if sm.dropped_topics else ()
     used_b: int | None = None
     diffs = Differences(x, a, b)
+    mc: MonteCarlo | None = None
+    rng = as_rng(seed) if test in RESAMPLING and not (test == "randomisation" and exact) else None
     if test == "tukey":
-        from service.metrics.stats.tukey import tukey_p, tukey_ranges
+        from service.metrics.stats.tukey import tukey_counts, tukey_ranges
 
-        ranges = tukey_ranges(x, resamples=resamples, seed=seed)
-        stat, p, used_b = means[a] - means[b], tukey_p(np.sort(ranges), means, a, b), resamples
+        ranges = tukey_ranges(x, resamples=resamples, seed=rng)
+        stat, used_b = means[a] - means[b], resamples
+        count = tukey_counts(np.sort(ranges), means, a, b)
+        mc = _monte_carlo(count, np.full(len(a), float(resamples)), resamples)
     elif test == "friedman":
         from service.metrics.stats.tukey import friedman_test, nemenyi_p
 
@@ -204,21 +245,122 @@ def pairwise(
         for lo, hi, z in diffs.blocks(x.shape[0], max(1, block_bytes // 8) if test == "wilcoxon" else block_bytes):
             stat[lo:hi], p[lo:hi] = kernel(z)
     elif test == "bootstrap":
-        boot = bootstrap(diffs, resamples=resamples, seed=seed, block_bytes=block_bytes)
-        stat, p, used_b = boot.t_observed, boot.p, resamples
+        boot = bootstrap(diffs, resamples=resamples, seed=rng, block_bytes=block_bytes)
+        stat, used_b = boot.t_observed, resamples
+        assert boot.extreme is not None and boot.informative is not None
+        mc = _monte_carlo(boot.extreme, boot.informative, resamples)
     elif test == "randomisation":
-        stat, p = randomisation(diffs, resamples=resamples, seed=seed, exact=exact, block_bytes=block_bytes)
-        used_b = None if exact else resamples
+        if exact:
+            stat, p = randomisation(diffs, exact=True, block_bytes=block_bytes)
+        else:
+            stat, count = _randomisation_counts(diffs, _sign_rows(rng, resamples, diffs.n), block_bytes, resamples)
+            mc = _monte_carlo(count, np.full(len(a), float(resamples)), resamples)
+            used_b = resamples
     else:
         raise ValueError(f"unknown test {test!r}; choose one of {', '.join(TESTS)}")
+    if mc is not None and sequential:
+        mc = _sequential(test, x, a, b, mc, seed=seed, rng=rng, b0=resamples, alpha=alpha, correction=correction,
+                         block_bytes=block_bytes, max_resamples=max_resamples, max_work=max_work,
+                         guarantee=guarantee)
+    if mc is not None:
+        p = mc.p
     p = np.asarray(p, dtype=np.float64)
+    if mc is not None:
+        degenerate = mc.degenerate if test == "bootstrap" else None
+        if degenerate is not None and degenerate.any():
+            hit = int(np.count_nonzero(degenerate))
+            notes += ((f"bootstrap: {hit} of {len(a)} pairs had degenerate resamples (zero spread, t* undefined), "
+                       f"{int(degenerate.sum())} resamples in all, at most {int(degenerate.max())} for one pair; "
+                       "their p is over the informative resamples"),)
+        if mc.sequential and mc.undecided.any():
+            notes += ((f"{int(mc.undecided.sum())} of {len(a)} pairs undecided at B = "
+                       f"{int(mc.drawn[mc.undecided].max())}: the verdict still straddles alpha"),)
     return PairwiseResult(
         test=test, runs=sm.runs, a=a, b=b, mean_a=means[a], mean_b=means[b],
         statistic=np.asarray(stat, dtype=np.float64), p=p,
         p_adjusted=adjust(p, correction), correction=correction,
         alpha=alpha, n_topics=sm.n_topics, resamples=used_b, notes=notes,
         baselines=tuple(dict.fromkeys(baselines)) if baselines is not None else (),
+        pair_resamples=None if mc is None else mc.resamples,
+        mc_se=np.zeros(len(a)) if mc is None else mc.se,
+        degenerate=None if mc is None or test != "bootstrap" else mc.degenerate,
+        undecided=np.zeros(len(a), dtype=bool) if mc is None else mc.undecided,
+        sequential=bool(mc is not None and mc.sequential),
     )
+
+
+#: The tests whose p is a Monte Carlo estimate (randomisation unless exact).
+RESAMPLING = frozenset({"bootstrap", "randomisation", "tukey"})
+#: Rows of a later stage drawn at a time (bounds the memory of its draws, changes no result).
+STAGE_CHUNK = 32768
+
+
+def _monte_carlo(count: np.ndarray, trials: np.ndarray, b0: int) -> MonteCarlo:
+    m = len(count)
+    return MonteCarlo(np.asarray(count, dtype=np.float64), np.asarray(trials, dtype=np.float64),
+                      np.full(m, float(b0)), np.zeros(m, dtype=bool), 1, False)
+
+
+def _sign_rows(rng: np.random.Generator | None, rows: int, n: int) -> np.ndarray:
+    """(rows, n) random signs, padded (see ``ROW_PAD``)."""
+    assert rng is not None
+    return padded_rows(rng.choice(np.array([-1.0, 1.0]), size=(rows, n)))
+
+
+def _randomisation_counts(diffs: Differences, signs: np.ndarray, block_bytes: int,
+                          rows: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(mean difference, #{|sum s z| >= |sum z|}) per pair over the sign rows (the first ``rows``)."""
+    rows = signs.shape[0] if rows is None else rows
+    mean, count = np.empty(diffs.pairs), np.empty(diffs.pairs)
+    for lo, hi, zb in diffs.blocks(signs.shape[0], block_bytes):
+        observed = np.abs(zb.sum(axis=0))
+        mean[lo:hi] = zb.mean(axis=0)
+        sums = (signs @ zb)[:rows]
+        count[lo:hi] = np.count_nonzero(at_least(np.abs(sums, out=sums), observed[None, :]), axis=0)
+    return mean, count
+
+
+def _sequential(test: str, x: np.ndarray, a: np.ndarray, b: np.ndarray, first: MonteCarlo, *,
+                seed: int | np.random.Generator | None, rng: np.random.Generator | None, b0: int, alpha: float,
+                correction: Correction, block_bytes: int, max_resamples: int | None, max_work: float | None,
+                guarantee: float | None) -> MonteCarlo:
+    """``sequential.settle`` with this test's later stages: each stage's draws come from a child
+    stream of the seed (``stage_stream``), ``STAGE_CHUNK`` rows at a time."""
+    from service.metrics.stats import sequential as seq
+
+    n, runs = x.shape
+    if isinstance(seed, (int, np.integer)):
+        base = int(seed)
+    else:  # a Generator or None: one number from the stream after the first stage's draws
+        assert rng is not None
+        base = int(rng.integers(2**62))
+    means = x.mean(axis=0)
+
+    def draw(stage: int, sub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        gen = seq.stage_stream(base, stage)
+        total = seq.stage_rows(stage, b0)
+        count, trials = np.zeros(len(sub)), np.zeros(len(sub))
+        diffs = Differences(x, a[sub], b[sub])
+        for lo in range(0, total, STAGE_CHUNK):
+            rows = min(STAGE_CHUNK, total - lo)
+            if test == "bootstrap":
+                for blk in bootstrap_blocks(diffs, resampling_counts(n, rows, gen), block_bytes, reuse=True):
+                    count[blk.lo:blk.hi] += blk.extreme_counts()
+                    trials[blk.lo:blk.hi] += blk.informative_counts()
+            elif test == "randomisation":
+                count += _randomisation_counts(diffs, _sign_rows(gen, rows, n), block_bytes, rows)[1]
+                trials += rows
+            else:  # tukey: one null distribution for every pair
+                from service.metrics.stats.tukey import tukey_counts, tukey_ranges
+
+                count += tukey_counts(np.sort(tukey_ranges(x, resamples=rows, seed=gen)), means, a[sub], b[sub])
+                trials += rows
+        return count, trials
+
+    kwargs = {k: v for k, v in (("max_resamples", max_resamples), ("max_work", max_work),
+                                ("guarantee", guarantee)) if v is not None}
+    return seq.settle(first.count, first.resamples, draw, b0=b0, alpha=alpha, correction=correction,
+                      shared=test == "tukey", cost_per_draw=float(n * runs if test == "tukey" else n), **kwargs)
 
 
 # ----------------------------------------------------------------------- classic tests
@@ -278,8 +420,20 @@ class BootstrapBlock:
     abs_t_star: np.ndarray  # (B, pairs in the block) |t_star|
 
     def extreme_counts(self) -> np.ndarray:
-        """#{|t*| >= |t|} per pair, ties counted with the float tolerance of ``at_least``."""
-        return np.count_nonzero(at_least(self.abs_t_star, np.abs(self.t_observed)[None, :]), axis=0)
+        """#{|t*| >= |t|} per pair over the informative resamples (finite t*), ties counted with the
+        float tolerance of ``at_least``. A degenerate resample (sd* = 0 with mean* != 0, t* = +-inf:
+        its studentised statistic is undefined) is left out, not counted as extreme: see
+        ``informative_counts`` and docs/statistics.md, "Degenerate resamples"."""
+        return np.count_nonzero(at_least(self.abs_t_star, np.abs(self.t_observed)[None, :])
+                                & np.isfinite(self.abs_t_star), axis=0)
+
+    def informative_counts(self) -> np.ndarray:
+        """#{resamples with a finite t*} per pair: the B of the pair's conditional p."""
+        return np.count_nonzero(np.isfinite(self.abs_t_star), axis=0)
+
+    def p(self) -> np.ndarray:
+        """Each pair's ASL over its informative resamples: (count + 1) / (B_informative + 1)."""
+        return monte_carlo_p(self.extreme_counts(), self.informative_counts())
 
 
 @dataclass(frozen=True)
@@ -293,10 +447,12 @@ class BootstrapDraws:
     """
 
     t_observed: np.ndarray  # (pairs,)
-    p: np.ndarray  # (pairs,) ASL with the +1 correction
+    p: np.ndarray  # (pairs,) ASL with the +1 correction, over the informative resamples
     counts: np.ndarray  # (B, n) how often each topic is drawn in each resample
     differences: Differences
     block_bytes: int = BLOCK_BYTES
+    extreme: np.ndarray | None = None  # (pairs,) #{|t*| >= |t|} among the informative resamples
+    informative: np.ndarray | None = None  # (pairs,) resamples with a finite t* (B minus the degenerate ones)
 
     def blocks(self) -> Iterator[BootstrapBlock]:
         return bootstrap_blocks(self.differences, self.counts, self.block_bytes)
@@ -331,9 +487,8 @@ class BootstrapDraws:
 def resampling_counts(n: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """(B, n) matrix: how often each topic is drawn in each bootstrap sample of size n."""
     draws = rng.integers(0, n, size=(resamples, n))
-    counts = np.zeros((resamples, n), dtype=np.float64)
-    np.add.at(counts, (np.repeat(np.arange(resamples), n), draws.ravel()), 1.0)
-    return counts
+    draws += (np.arange(resamples, dtype=draws.dtype) * n)[:, None]  # a flat (resample, topic) cell index
+    return np.bincount(draws.ravel(), minlength=resamples * n).reshape(resamples, n).astype(np.float64)
 
 
 class _Scratch:
@@ -400,16 +555,20 @@ def bootstrap_blocks(
         mean_star /= n
         sd = np.matmul(padded, w * w, out=scratch.get("sd", cols))[:rows]
         t = scratch.get("t", cols)[:rows]
+        mask = scratch.get("mask", cols, np.bool_)[:rows]
         np.multiply(mean_star, mean_star, out=t)  # var* = max(sum w*^2 - n mean*^2, 0) / (n - 1)
         t *= n
+        # sum w*^2 - n mean*^2 cancels when a resample's values are all equal: a remainder within
+        # 1e-12 of sum w*^2 is round-off (the resample has zero spread), not variation.
+        np.less_equal(sd - t, 1e-12 * sd, out=mask)
         sd -= t
+        np.copyto(sd, 0.0, where=mask)
         np.maximum(sd, 0.0, out=sd)
         sd /= n - 1
         np.sqrt(sd, out=sd)
         # t* = mean* / (sd* / sqrt(n)): an sd* below 1e-12 |mean*| is round-off (zero); 0/0 is 0.
         np.abs(mean_star, out=t)
         t *= 1e-12
-        mask = scratch.get("mask", cols, np.bool_)[:rows]
         np.less_equal(sd, t, out=mask)
         np.copyto(sd, 0.0, where=mask)
         sd /= root_n
@@ -441,19 +600,23 @@ def bootstrap(
     counts = resampling_counts(diffs.n, resamples, rng)
     t_obs = np.empty(diffs.pairs)
     count = np.empty(diffs.pairs)
+    informative = np.empty(diffs.pairs)
     for blk in bootstrap_blocks(diffs, counts, block_bytes, reuse=True):
         t_obs[blk.lo : blk.hi] = blk.t_observed
         count[blk.lo : blk.hi] = blk.extreme_counts()
-    return BootstrapDraws(t_obs, monte_carlo_p(count, resamples), counts, diffs, block_bytes)
+        informative[blk.lo : blk.hi] = blk.informative_counts()
+    return BootstrapDraws(t_obs, monte_carlo_p(count, informative), counts, diffs, block_bytes, count, informative)
 
 
 @dataclass(frozen=True)
 class PairEffects:
-    """Per pair: the bootstrap percentile interval of the mean difference and mean(z)/sd(z)."""
+    """Per pair: an interval of the mean difference (``kind``: "percentile" bootstrap from
+    ``pair_effects``, "t" from ``pair_t_intervals``) and mean(z)/sd(z)."""
 
     ci_low: np.ndarray
     ci_high: np.ndarray
     standardised: np.ndarray
+    kind: str = "percentile"
 
 
 def pair_effects(
@@ -479,6 +642,36 @@ def pair_effects(
         standardised[lo:hi] = t_statistic(z.mean(axis=0), z.std(axis=0, ddof=1), 1)
         low[lo:hi], high[lo:hi] = np.percentile((padded @ z)[:resamples] / n, [tail, 100 - tail], axis=0)
     return PairEffects(low, high, standardised)
+
+
+def pair_t_intervals(x: np.ndarray, a: np.ndarray, b: np.ndarray, *, level: float = 0.95,
+                     t: PairwiseResult | None = None, block_bytes: int = BLOCK_BYTES) -> PairEffects:
+    """The paired t interval of each pair's mean difference, mean(z) +- t_{(1+level)/2, n-1} sd(z)/sqrt(n),
+    and mean(z)/sd(z), in closed form with whole-array operations (what the t-test's pairs are shown
+    with: no bootstrap). A constant difference has sd 0 (the round-off rule of ``t_statistic``).
+
+    ``t``: the paired t-test of these pairs (``pairwise(..., "t")``): each standard error is then
+    mean / t, and only the pairs with t = 0 (mean 0, where the ratio says nothing) are made again
+    from their differences."""
+    x = np.asarray(x, dtype=np.float64)
+    n = x.shape[0]
+    crit = float(stats.t.ppf((1.0 + level) / 2.0, n - 1))
+    if t is not None and t.test == "t" and len(t.a) == len(a):
+        mean, stat = t.diff, t.statistic
+        with np.errstate(divide="ignore", invalid="ignore"):
+            se = np.where(np.isinf(stat), 0.0, mean / stat)
+        redo = np.flatnonzero(stat == 0)
+    else:
+        mean, se, redo = np.empty(len(a)), np.empty(len(a)), np.arange(len(a))
+    if len(redo):
+        diffs = Differences(x, a[redo], b[redo])
+        for lo, hi, z in diffs.blocks(n, block_bytes):
+            m = z.mean(axis=0)
+            sd = z.std(axis=0, ddof=1)
+            mean[redo[lo:hi]] = m
+            se[redo[lo:hi]] = np.where(sd <= 1e-12 * np.abs(m), 0.0, sd) / np.sqrt(n)
+    margin = crit * se
+    return PairEffects(mean - margin, mean + margin, t_statistic(mean, se * np.sqrt(n), 1), "t")
 
 
 def randomisation(

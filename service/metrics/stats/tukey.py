@@ -61,6 +61,11 @@ def tukey_ranges(
     return ranges
 
 
+def tukey_counts(sorted_ranges: np.ndarray, means: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Each pair's #{range >= |mean_a - mean_b|} (``tukey_p``'s count)."""
+    return count_at_least(sorted_ranges, np.abs(means[a] - means[b])).astype(np.float64)
+
+
 def tukey_p(sorted_ranges: np.ndarray, means: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Each pair's p: (#{range >= |mean_a - mean_b|} + 1)/(B + 1), ties counted with the float
     tolerance of ``common.at_least``; ``sorted_ranges`` in increasing order (binary search, so

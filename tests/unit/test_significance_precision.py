@@ -1,0 +1,280 @@
+"""Issue 25, items 1, 2 and 7: verdicts that do not depend on the seed, degenerate bootstrap
+resamples, and the paired t-test's own interval.
+
+Peers: scipy's t-test, its binomial test (the sign test) and t interval; the exact randomisation
+test (every sign flip, which is the B -> infinity p of the Monte Carlo randomisation test); a
+straightforward loop implementation of the studentised bootstrap written here.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from service.cli import main
+from service.metrics.stats import sequential as seq
+from service.metrics.stats.correction import adjust
+from service.metrics.stats.pairwise import pair_t_intervals, pairwise
+
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "ntcir-like"
+
+
+# --------------------------------------------------------------------------- item 2
+def loop_bootstrap_p(d: np.ndarray, resamples: int, seed: int) -> tuple[float, int]:
+    """Sakai's studentised bootstrap, one resample at a time: (p over the informative resamples,
+    degenerate resamples). A resample of the shifted differences with zero spread and a non-zero
+    mean has no studentised statistic: it is left out (docs/statistics.md)."""
+    n = len(d)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n, size=(resamples, n))
+    sd = d.std(ddof=1)
+    t_obs = 0.0 if d.mean() == 0 else (np.inf if sd <= 1e-12 * abs(d.mean()) else d.mean() / (sd / np.sqrt(n)))
+    w = d - d.mean()
+    w[np.abs(w) <= 1e-12 * np.abs(d).max()] = 0.0
+    extreme = informative = 0
+    for row in draws:
+        s = w[row]
+        m, sd_s = s.mean(), s.std(ddof=1)
+        if sd_s <= 1e-12 * abs(m):
+            if m != 0:
+                continue  # degenerate: undefined t*
+            t_star = 0.0
+        else:
+            t_star = m / (sd_s / np.sqrt(n))
+        informative += 1
+        extreme += abs(t_star) >= abs(t_obs) * (1 - 1e-9)
+    return (extreme + 1) / (informative + 1), resamples - informative
+
+
+def exact_sign_flip_p(d: np.ndarray) -> float:
+    observed = abs(d.sum())
+    flips = [abs(np.dot(s, d)) >= observed * (1 - 1e-9) for s in itertools.product((-1.0, 1.0), repeat=len(d))]
+    return float(np.mean(flips))
+
+
+NEIGHBOURS = {
+    # the issue's case: A wins on 10 of 10 topics, by 0.1 on nine and 0.04 on the tenth
+    "10 of 10": (np.array([1.0] * 9 + [0.4]), np.array([0.9] * 9 + [0.36])),
+    "9 of 10": (np.array([1.0] * 9 + [0.4]), np.array([0.9] * 9 + [0.5])),
+    "8 wins, 2 ties": (np.array([1.0] * 8 + [0.4, 0.3]), np.array([0.9] * 8 + [0.4, 0.3])),
+    "two distinct values": (np.array([0.5] * 6 + [0.7] * 4), np.array([0.4] * 6 + [0.5] * 4)),
+    "all differences equal": (np.array([0.5, 0.7, 0.2, 0.9, 0.6, 0.4, 0.8, 0.3, 0.55, 0.65]),
+                              np.array([0.4, 0.6, 0.1, 0.8, 0.5, 0.3, 0.7, 0.2, 0.45, 0.55])),
+    "differences all zero": (np.linspace(0.1, 0.9, 10), np.linspace(0.1, 0.9, 10)),
+    "one topic decides": (np.array([0.5] * 9 + [1.0]), np.array([0.5] * 10)),
+}
+
+
+@pytest.mark.parametrize("case", list(NEIGHBOURS))
+def test_degenerate_resamples_give_p_consistent_with_the_exact_tests(case: str) -> None:
+    a, b = NEIGHBOURS[case]
+    d = a - b
+    x = np.c_[a, b]
+    boot = pairwise(x, ["A", "B"], "bootstrap", resamples=2000, seed=3)
+    loop_p, loop_degenerate = loop_bootstrap_p(d, 2000, 3)
+    assert boot.p[0] == pytest.approx(loop_p, rel=1e-12)
+    assert boot.degenerate is not None and int(boot.degenerate[0]) == loop_degenerate
+    assert boot.pair_resamples is not None and int(boot.pair_resamples[0]) == 2000 - loop_degenerate
+    if loop_degenerate:
+        assert any("degenerate" in note for note in boot.notes)
+    rand = pairwise(x, test="randomisation", exact=True).p[0]
+    assert rand == pytest.approx(exact_sign_flip_p(d), abs=1e-12)
+    wins, losses = int((d > 1e-12).sum()), int((d < -1e-12).sum())
+    sign = 1.0 if wins + losses == 0 else stats.binomtest(wins, wins + losses).pvalue
+    if np.allclose(d, d[0]):  # scipy's t-test: p = 0 for a constant non-zero difference, NaN for none
+        t_p = 1.0 if d[0] == 0 else 0.0
+    else:
+        t_p = stats.ttest_rel(a, b).pvalue
+    # every test on the same side of 0.05 as the exact randomisation test ...
+    side = rand < 0.05
+    assert (boot.p[0] < 0.05) == side == (t_p < 0.05), (case, boot.p[0], rand, t_p, sign)
+    if wins + losses >= 6:
+        assert (sign < 0.05) == side
+    # ... and the t-test's order of magnitude (the pivot the studentised bootstrap resamples), down to
+    # the bootstrap's resolution 1/(B + 1); never the 0.333 of zero-spread resamples counted as extreme
+    floor = 1 / (boot.pair_resamples[0] + 1)
+    assert max(t_p, floor) / 10 <= boot.p[0] <= 10 * max(t_p, floor), (case, boot.p[0], t_p)
+
+
+def test_the_issue_case_no_longer_counts_zero_spread_resamples_as_extreme() -> None:
+    a, b = NEIGHBOURS["10 of 10"]
+    res = pairwise(np.c_[a, b], ["A", "B"], "bootstrap", resamples=1000, seed=0)
+    # 0.9^10 of the resamples miss the tenth topic: about 35% degenerate (p was 0.333)
+    assert res.degenerate is not None and 0.3 < res.degenerate[0] / 1000 < 0.4
+    assert res.p[0] < 0.01
+
+
+def test_explanation_never_calls_a_far_p_near_the_line() -> None:
+    from service.metrics.stats.differences import explain_disagreement, paired_difference
+
+    a, b = NEIGHBOURS["10 of 10"]
+    d = paired_difference(a, b, level=0.95, resamples=1000, seed=0)
+    for p in (0.0015, 0.3, 0.9):
+        why = explain_disagreement(p, 0.05, "randomisation", d)
+        assert why is None or "near the line" not in why
+    # near alpha it is still said
+    rng = np.random.default_rng(1)
+    x, y = rng.random(20), rng.random(20)
+    near = explain_disagreement(0.06, 0.05, "randomisation", paired_difference(x + 0.2, y, resamples=500))
+    assert near is None or "near the line" in near or "Holm" in near
+
+
+# --------------------------------------------------------------------------- item 1
+def near_alpha_cases() -> list[tuple[np.ndarray, float]]:
+    """Differences on 14 topics whose exact randomisation p (the B -> infinity p) lies near 0.05."""
+    cases = [[0.6, -0.1, 0.1, 0.6, 0.5, -0.3, 0.4, -0.3, 0.3, -0.3, 0.3, 0.7, 0.1, 0.5],  # p = 0.0479
+             [0.4, 0.1, 0.0, -0.3, -0.1, 0.6, 0.6, 0.6, 0.3, -0.2, 0.0, 0.2, 0.7, -0.1]]  # p = 0.0552
+    out = []
+    for d in cases:
+        z = np.array(d)
+        out.append((z, exact_sign_flip_p(z)))
+    return out
+
+
+def test_sequential_randomisation_verdicts_equal_the_exact_ones_whatever_the_seed() -> None:
+    resampled = []
+    for d, exact in near_alpha_cases():
+        assert 0.04 < exact < 0.06 and abs(exact - 0.05) > 0.002
+        x = np.c_[d, np.zeros_like(d)]
+        plain = {bool(pairwise(x, test="randomisation", resamples=1000, seed=s).significant[0]) for s in range(30)}
+        assert plain == {True, False}  # at B = 1000 the verdict depends on the seed
+        for seed in range(4):
+            res = pairwise(x, test="randomisation", resamples=10_000, seed=seed, sequential=True)
+            assert res.undecided is not None and not res.undecided[0]
+            assert bool(res.significant[0]) == (exact < 0.05)
+            assert res.pair_resamples is not None and res.pair_resamples[0] >= 10_000
+            resampled.append(res.pair_resamples[0])
+            assert res.mc_se is not None and res.mc_se[0] == pytest.approx(
+                np.sqrt(res.p[0] * (1 - res.p[0]) / res.pair_resamples[0]))
+    assert max(resampled) > 10_000  # p = 0.0479 needs more than the first 10,000 draws
+
+
+@pytest.fixture(scope="module")
+def walkthrough() -> tuple[np.ndarray, list[str]]:
+    from service.formats.readers import read_qrels, read_run
+    from service.metrics import EvalSettings, evaluate, parse_measures
+
+    measure = parse_measures(["nDCG@10"])
+    ev = evaluate(read_qrels(str(SAMPLE / "qrels.ntcir")),
+                  [read_run(str(p), "score") for p in sorted((SAMPLE / "runs").glob("*.run"))], measure, EvalSettings())
+    return ev.per_topic(measure[0]).T, list(ev.runs)
+
+
+def test_walkthrough_board_holm_verdicts_do_not_depend_on_the_seed(walkthrough) -> None:  # type: ignore[no-untyped-def]
+    x, runs = walkthrough
+    plain = {tuple(pairwise(x, runs, "bootstrap", resamples=1000, correction="holm", seed=s).significant.tolist())
+             for s in range(8)}
+    assert len(plain) > 1  # B = 1000: the letters change with the seed (the issue's RUN-03 vs RUN-08)
+    big = 500_000
+    reference = pairwise(x, runs, "bootstrap", resamples=big, correction="holm", seed=99)
+    # the pairs the reference decides beyond doubt: its own Monte Carlo interval (at 1 - 1e-4) is clear of alpha
+    low, high = seq.bracket(reference.p * (big + 1) - 1, np.full(len(reference.p), float(big)), 1e-4)
+    clear = (adjust(low, "holm") < 0.05) == (adjust(high, "holm") < 0.05)
+    assert clear.sum() >= len(clear) - 1
+    settled = []
+    for seed in range(3):
+        res = pairwise(x, runs, "bootstrap", resamples=10_000, correction="holm", seed=seed, sequential=True)
+        assert res.undecided is not None and res.pair_resamples is not None
+        decided = ~res.undecided
+        assert (res.significant[decided & clear] == reference.significant[decided & clear]).all()
+        assert decided.sum() >= len(decided) - 1
+        settled.append(res.significant.tolist())
+        assert (res.pair_resamples >= 10_000).all() and res.pair_resamples.max() > 10_000
+    assert all(s == settled[0] for s in settled)
+
+
+def test_settle_stops_at_the_cap_and_says_undecided() -> None:
+    # p_inf = 0.05 exactly at alpha = 0.05 (a fair coin's share of heads in 1/10 of draws...): never settles
+    rng = np.random.default_rng(0)
+
+    def draw(stage: int, sub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rows = seq.stage_rows(stage, 1000)
+        return rng.binomial(rows, 0.05 * 1.0001, size=len(sub)).astype(float), np.full(len(sub), float(rows))
+
+    mc = seq.settle(np.array([50.0]), np.array([1000.0]), draw, b0=1000, alpha=0.05, correction="none",
+                    max_resamples=64_000)
+    assert mc.undecided[0] and mc.drawn[0] == 64_000 and mc.stages == 7
+
+
+def test_clopper_pearson_against_scipy() -> None:
+    count, trials = np.array([0, 3, 50, 1000]), np.array([1000, 1000, 1000, 1000])
+    low, high = seq.clopper_pearson(count, trials, 0.01)
+    for c, n, lo, hi in zip(count, trials, low, high):
+        ci = stats.binomtest(int(c), int(n)).proportion_ci(0.99, method="exact")
+        assert lo == pytest.approx(ci.low, abs=1e-12) and hi == pytest.approx(ci.high, abs=1e-12)
+
+
+def test_stage_levels_sum_below_the_guarantee() -> None:
+    m = 28
+    assert sum(seq.stage_gamma(s, m) * m for s in range(60)) < seq.GUARANTEE
+
+
+def test_exact_tests_have_no_monte_carlo_error() -> None:
+    x = np.random.default_rng(2).random((20, 4))
+    for test in ("t", "wilcoxon", "sign", "friedman"):
+        res = pairwise(x, test=test)
+        assert res.mc_se is not None and not res.mc_se.any()
+        assert res.undecided is not None and not res.undecided.any() and res.pair_resamples is None
+    res = pairwise(x, test="randomisation", exact=True)
+    assert res.mc_se is not None and not res.mc_se.any()
+
+
+def test_tukey_is_extended_for_every_pair_at_once(walkthrough) -> None:  # type: ignore[no-untyped-def]
+    x, runs = walkthrough
+    res = pairwise(x, runs, "tukey", resamples=2000, seed=0, sequential=True)
+    assert res.pair_resamples is not None and len(set(res.pair_resamples.tolist())) == 1  # one null for all
+    assert res.mc_se is not None and ((res.mc_se > 0) | (res.p == 1)).all()
+
+
+# --------------------------------------------------------------------------- item 7
+def test_t_intervals_against_scipy() -> None:
+    rng = np.random.default_rng(4)
+    x = rng.random((25, 9)).round(3)
+    x[:, 3] = x[:, 2]  # no difference
+    x[:, 5] = x[:, 4] + 0.125  # a constant difference
+    res = pairwise(x, test="t")
+    for eff in (pair_t_intervals(x, res.a, res.b, t=res), pair_t_intervals(x, res.a, res.b, level=0.95)):
+        assert eff.kind == "t"
+        for k in range(len(res.a)):
+            xa, xb = x[:, res.a[k]], x[:, res.b[k]]
+            d = xa - xb
+            if np.allclose(d, d[0]):
+                assert eff.ci_low[k] == pytest.approx(d[0]) and eff.ci_high[k] == pytest.approx(d[0])
+                continue
+            ci = stats.ttest_rel(xa, xb).confidence_interval(0.95)
+            assert eff.ci_low[k] == pytest.approx(ci.low, rel=1e-9, abs=1e-12)
+            assert eff.ci_high[k] == pytest.approx(ci.high, rel=1e-9, abs=1e-12)
+            assert eff.standardised[k] == pytest.approx(d.mean() / d.std(ddof=1), rel=1e-9)
+
+
+def test_compare_t_prints_the_t_interval_without_a_bootstrap(capsys, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                             monkeypatch) -> None:
+    import service.metrics.stats.pairwise as pw
+
+    def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("the t-test's pairs must not draw a bootstrap")
+
+    monkeypatch.setattr(pw, "pair_effects", refuse)
+    rng = np.random.default_rng(5)
+    x = rng.random((15, 3)).round(4)
+    paths = []
+    for j in range(3):
+        p = tmp_path / f"S{j}.csv"
+        p.write_text("".join(f"q{i},{x[i, j]}\n" for i in range(15)))
+        paths.append(str(p))
+    assert main(["compare", "--scores", *paths, "--test", "t"]) == 0
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.split("\n\n")[1].splitlines() if ln and not ln.startswith("#")]
+    header = lines[0].split("\t")
+    for line in lines[1:]:
+        f = dict(zip(header, line.split("\t")))
+        a, b = int(f["run_a"][1]), int(f["run_b"][1])
+        ci = stats.ttest_rel(x[:, a], x[:, b]).confidence_interval(0.95)
+        low_key = next(k for k in header if k.endswith("ci_low") and k != "ci_low")
+        high_key = next(k for k in header if k.endswith("ci_high") and k != "ci_high")
+        assert float(f[low_key]) == pytest.approx(ci.low, abs=1e-6)
+        assert float(f[high_key]) == pytest.approx(ci.high, abs=1e-6)
