@@ -22,6 +22,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.evaluation import judge_track
 from service.evaluation.planning import PENDING, tests_followup
 from service.evaluation.setup import EVALUATOR_VERSION, eval_settings, load_judgments, load_run, unavailable_metrics
 from service.evaluation.work import BudgetExceeded, Followup, Heartbeat, LeaseLost, Limits, patiently
@@ -346,7 +347,9 @@ def finish_item(s: Session, item: JobItem | None, *, ok: bool, error: str = "",
 def maybe_start_tests(s: Session, job_id: int) -> list[Followup]:
     """Queue the job's tests (once) if none of its items is pending any more. The message is
     sent with the tests' debounce delay (``workers.tasks.send``), and the round waits for the
-    collection's other jobs (:func:`service.evaluation.significance_tests.run_tests`)."""
+    collection's other jobs (:func:`service.evaluation.significance_tests.run_tests`). With
+    them, a judges track's board when the job evaluated a set's current version
+    (:func:`service.evaluation.judge_track.after_evaluations`)."""
     pending = s.scalar(select(func.count()).select_from(JobItem).where(
         JobItem.job_id == job_id, JobItem.status.in_(PENDING)))
     if pending:
@@ -355,4 +358,9 @@ def maybe_start_tests(s: Session, job_id: int) -> list[Followup]:
         update(Job).where(Job.id == job_id, Job.status == "running", Job.tests_queued_at.is_(None))
         .values(status="testing", tests_queued_at=utcnow()).execution_options(synchronize_session=False)
     ).rowcount
-    return [tests_followup(s, job_id)] if started else []
+    if not started:
+        return []
+    job = s.get(Job, job_id)
+    # the last item of an evaluation of a judgment set's (or the official set's) current version:
+    # the judges track's board, computed by the workers (issue 25, item 10)
+    return [tests_followup(s, job_id), *(judge_track.after_evaluations(s, job) if job is not None else [])]

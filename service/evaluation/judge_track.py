@@ -48,6 +48,7 @@ from service.errors import BadRequest, Conflict, InvalidInput
 from service.evaluation import analyses, collections, idempotency, judgment_sets, policy
 from service.evaluation.access import Principal
 from service.evaluation.memory import guarded
+from service.evaluation.planning import ACTIVE, PENDING, job_key
 from service.evaluation.results import current_result
 from service.evaluation.setup import add_qrels, audit, official_set
 from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, patiently
@@ -61,6 +62,8 @@ from service.store.models import (
     Analysis,
     Collection,
     CollectionConfig,
+    Job,
+    JobItem,
     Judgment,
     JudgmentSet,
     Pool,
@@ -285,22 +288,49 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
 
 
 # --------------------------------------------------------------------------- the board
+def _progress(s: Session, coll: Collection, version_id: int | None) -> dict[str, Any]:
+    """How far the collection's runs are evaluated on ``version_id`` under the current
+    configuration: ``done`` (stored results), ``pending`` (items still queued or being
+    evaluated in an active job) and ``failed`` (the tags of the runs with no result whose
+    newest item under this key failed for good, e.g. over a budget)."""
+    if version_id is None or coll.current_config_id is None:
+        return {"done": 0, "pending": 0, "failed": []}
+    done_runs = set(s.scalars(select(RunEvaluation.run_id).join(Run, Run.id == RunEvaluation.run_id).where(
+        Run.collection_id == coll.id, current_result(coll, version_id))))
+    key = job_key(coll, coll.current_config, version_id)
+    pending = s.scalar(select(func.count(JobItem.id)).join(Job, Job.id == JobItem.job_id).where(
+        *key, Job.status.in_(ACTIVE), JobItem.status.in_(PENDING))) or 0
+    newest: dict[int, tuple[str, str]] = {}  # run -> (status, tag) of its newest item under this key
+    for run_id, status, tag in s.execute(
+            select(JobItem.run_id, JobItem.status, Run.tag).join(Job, Job.id == JobItem.job_id)
+            .join(Run, Run.id == JobItem.run_id).where(*key).order_by(JobItem.id)):
+        newest[run_id] = (status, tag)
+    failed = sorted(tag for run_id, (status, tag) in newest.items() if status == "failed" and run_id not in done_runs)
+    return {"done": len(done_runs), "pending": int(pending), "failed": failed}
+
+
 def _inputs(s: Session, coll: Collection) -> dict[str, Any]:
-    """What the board is computed from; a change of any of it makes the stored board stale."""
+    """What the board is computed from; a change of any of it makes the stored board stale:
+    the official set's and each other set's current version with how far the runs are
+    evaluated on it (results stored, items pending, runs failed), the configuration and the
+    board's settings."""
     cfg = settings(coll)
     sets = {}
     for js in s.scalars(select(JudgmentSet).where(JudgmentSet.collection_id == coll.id,
                                                   JudgmentSet.id != coll.official_set_id,
                                                   JudgmentSet.current_version_id.is_not(None))
                         .order_by(JudgmentSet.id)):
-        done = s.scalar(select(func.count(RunEvaluation.id)).join(Run, Run.id == RunEvaluation.run_id).where(
-            Run.collection_id == coll.id, current_result(coll, js.current_version_id))) or 0
-        sets[str(js.id)] = [js.current_version_id, done]
-    official_done = s.scalar(select(func.count(RunEvaluation.id)).join(Run, Run.id == RunEvaluation.run_id).where(
-        Run.collection_id == coll.id, current_result(coll, coll.current_qrels_id))) or 0
-    return {"official": [coll.current_qrels_id, official_done], "config": coll.current_config_id,
+        sets[str(js.id)] = [js.current_version_id, _progress(s, coll, js.current_version_id)]
+    return {"official": [coll.current_qrels_id, _progress(s, coll, coll.current_qrels_id)],
+            "config": coll.current_config_id,
             "settings": {k: cfg[k] for k in ("metric", "measure", "resamples", "level", "seed", "top_k")},
             "sets": sets}
+
+
+def pending(inputs: Mapping[str, Any]) -> int:
+    """The run evaluations the board waits for: items of the official set's or a set's current
+    version still queued or being evaluated."""
+    return int(inputs["official"][1]["pending"]) + sum(int(p["pending"]) for _, p in inputs["sets"].values())
 
 
 def _key(inputs: Mapping[str, Any]) -> str:
@@ -314,23 +344,60 @@ def _newest(s: Session, coll: Collection, *statuses: str) -> Analysis | None:
     return s.scalars(q.order_by(Analysis.id.desc()).limit(1)).first()
 
 
+def _computed_key(row: Analysis) -> str | None:
+    """The key of what a done board was computed from: the inputs its worker read (stored with
+    the result), else (boards computed before) the inputs when it was queued."""
+    return (row.result or {}).get("key") or row.params.get("key")
+
+
 def queue_if_stale(s: Session, coll: Collection, actor: str = "refresh", force: bool = False) -> list[Followup]:
-    """Queue the board's computation when its inputs changed since the newest one (done,
-    queued or running) and there is a set to rank: the scheduled refresh calls this."""
+    """Queue the board's computation unless one is queued already (its worker reads the inputs
+    as they are when it starts), the one being computed started from the same inputs, or the
+    newest done one is up to date (``force``: queue even then); only when there is a set to
+    rank. The scheduled refresh, an organiser's request and the completion of the last pending
+    evaluation of a set's or the official set's version (:func:`after_evaluations`) call this;
+    the newest board's row is locked first, so that completions at once queue one board."""
     if coll.current_qrels_id is None or coll.current_config_id is None:
         return []
+    newest = _newest(s, coll, "done", "queued", "running")
+    if newest is not None:  # serialise the callers of one collection on its newest board (PostgreSQL)
+        newest = s.scalar(select(Analysis).where(Analysis.id == newest.id).with_for_update()
+                          .execution_options(populate_existing=True))
+        latest = _newest(s, coll, "done", "queued", "running")
+        if latest is not None and newest is not None and latest.id != newest.id:  # queued meanwhile
+            newest = latest
+    if newest is not None and newest.status == "queued":
+        return []  # it reads everything when its worker starts
     inputs = _inputs(s, coll)
     if not inputs["sets"]:
         return []
     key = _key(inputs)
-    newest = _newest(s, coll, "done", "queued", "running")
-    if newest is not None and newest.params.get("key") == key and not (force and newest.status == "done"):
+    if newest is not None and not (force and newest.status == "done") and key == (
+            newest.params.get("key") if newest.status == "running" else _computed_key(newest)):
         return []
     row = Analysis(collection_id=coll.id, kind=JUDGE_BOARD, params={"key": key, **inputs},
                    qrels_version_id=coll.current_qrels_id, config_id=coll.current_config_id, created_by=actor)
     s.add(row)
     s.flush()
     return [analyses.followup(row)]
+
+
+def after_evaluations(s: Session, job: Job) -> list[Followup]:
+    """The board's computation, when the last pending item of ``job`` has completed (done or
+    failed) and the job evaluated the current version of the official set or of another set
+    of a collection with a set to rank: queued once however many sets complete together
+    (:func:`queue_if_stale`)."""
+    coll = s.get(Collection, job.collection_id)
+    if coll is None or job.config_id != coll.current_config_id:
+        return []
+    current = job.qrels_version_id == coll.current_qrels_id or s.scalar(
+        select(JudgmentSet.id).where(JudgmentSet.collection_id == coll.id,
+                                     JudgmentSet.current_version_id == job.qrels_version_id).limit(1)) is not None
+    if not current or s.scalar(select(JudgmentSet.id).where(
+            JudgmentSet.collection_id == coll.id, JudgmentSet.id != coll.official_set_id,
+            JudgmentSet.current_version_id.is_not(None)).limit(1)) is None:
+        return []
+    return queue_if_stale(s, coll, "evaluations")
 
 
 def request_board(s: Session, coll: Collection, me: Principal, force: bool = False) -> Outcome[dict[str, Any]]:
@@ -371,17 +438,24 @@ def compute(factory: sessionmaker[Session], analysis_id: int, max_attempts: int 
 
 
 def _compute(factory: sessionmaker[Session], analysis_id: int, attempt: int, heartbeat: Heartbeat) -> list[Followup]:
-    def read() -> tuple[dict[str, Any], str, dict[str, dict[str, float]], list[dict[str, Any]], dict[str, bool]]:
+    def read() -> tuple[dict[str, Any], str, dict[str, dict[str, float]], list[dict[str, Any]], dict[str, Any],
+                        dict[str, bool]]:
+        # The inputs as they are now, read in the same transaction as the scores (on SQLite one
+        # snapshot; on PostgreSQL the scores read afterwards can only be more): the key stored
+        # with the result says what the board was computed from, so it is never called up to
+        # date over fewer results than its key counts.
         with factory() as s:
             row = s.get(Analysis, analysis_id)
             coll = s.get(Collection, row.collection_id)
-            config = s.get(CollectionConfig, row.config_id)
-            params = dict(row.params["settings"])
+            inputs = _inputs(s, coll)
+            config = s.get(CollectionConfig, inputs["config"])
+            params = dict(inputs["settings"])
             metric = params["metric"] or config.official_metric
-            reference = _per_topic(s, coll, row.qrels_version_id, config, metric)
-            reference_judged = _judged_topics(s, row.qrels_version_id)
+            official_version, official = inputs["official"]
+            reference = _per_topic(s, coll, official_version, config, metric)
+            reference_judged = _judged_topics(s, official_version)
             judges = []
-            for set_id, (version_id, _) in row.params["sets"].items():
+            for set_id, (version_id, progress) in inputs["sets"].items():
                 js = s.get(JudgmentSet, int(set_id))
                 if js is None:
                     continue
@@ -390,19 +464,36 @@ def _compute(factory: sessionmaker[Session], analysis_id: int, attempt: int, hea
                 judges.append({"judgment_set": js.name, "team": team.name if team else None, "source": js.source,
                                "model": js.model, "version": version.version if version else None,
                                "scores": _per_topic(s, coll, version_id, config, metric),
-                               "judged": _judged_topics(s, version_id)})
-            return params, metric, reference, judges, reference_judged
+                               "judged": _judged_topics(s, version_id),
+                               "failed": progress["failed"], "official_failed": official["failed"]})
+            return params, metric, reference, judges, inputs, reference_judged
 
-    params, metric, reference, judges, reference_judged = patiently(read, heartbeat)
+    params, metric, reference, judges, inputs, reference_judged = patiently(read, heartbeat)
     try:
         with heartbeat.guarded():
             result = rank_judges(reference, judges, metric, params, reference_judged)
+        _note_failures(result, judges)
+        result.update(key=_key(inputs), pending=pending(inputs))
         error = ""
     except LeaseLost:
         raise
     except Exception as exc:  # noqa: BLE001  (recorded on the analysis; the worker goes on)
         result, error = {}, f"{type(exc).__name__}: {exc}"
     return analyses.store_outcome(factory, analysis_id, attempt, result, error, heartbeat)
+
+
+def _note_failures(result: dict[str, Any], judges: list[dict[str, Any]]) -> None:
+    """Each row names the runs left out because their evaluation failed for good, under the
+    official set or under the row's set (``failed_runs``, and a note)."""
+    failed = {j["judgment_set"]: (j["official_failed"], j["failed"]) for j in judges}
+    for row in result["rows"]:
+        official, own = failed.get(row["judgment_set"], ([], []))
+        row["failed_runs"] = sorted(set(official) | set(own))
+        for where, tags in (("the official set", official), ("this set", own)):
+            if tags:
+                row.setdefault("notes", []).append(
+                    f"{len(tags)} run{'s' if len(tags) != 1 else ''} left out: the evaluation under {where} failed "
+                    f"({', '.join(tags)})")
 
 
 def _num(v: float) -> float | None:
@@ -459,30 +550,39 @@ def rank_judges(reference: Mapping[str, Mapping[str, float]], judges: list[dict[
 def board(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
     """The newest judge board the caller may see: organisers every row; a team its own sets'
     rows until the organisers release the board; once released, whoever may read the
-    collection every row. ``stale`` when its inputs changed since (a newer one is on its way
-    with the next refresh, or on request)."""
+    collection every row. ``stale`` when its inputs changed since it was computed or a run
+    evaluation it waits for is still queued or running (``pending``: of the official set and
+    the sets the caller sees); the workers compute a new one when those evaluations complete."""
     policy.require(policy.may_see_judge_board(me, coll), me, f"the judge board of collection {coll.id}")
     cfg = settings(coll)
     released = policy.judge_board_released(coll)
     row = _newest(s, coll, "done")
     official = official_set(s, coll)
     doc: dict[str, Any] = {"collection": coll.id, "accepts_judgments": coll.accepts_judgments, "released": released,
-                           "official_set": official.name, "computed_at": None, "stale": True,
+                           "official_set": official.name, "computed_at": None, "stale": True, "pending": 0,
                            "metric": cfg["metric"] or coll.current_config.official_metric,
                            "measure": cfg["measure"], "resamples": cfg["resamples"], "level": cfg["level"],
                            "rows": []}
-    if row is None:
-        return doc
-    result = row.result or {}
     own_team = None
     if not policy.sees_all_judge_rows(me, coll):
         team = s.get(Team, me.team_id) if me.team_id else None
         own_team = team.name if team else ""
     inputs = _inputs(s, coll) if coll.current_qrels_id is not None else None
-    doc.update(computed_at=collections.iso(row.finished_at), stale=inputs is None or row.params.get("key") != _key(
-        inputs), metric=result.get("metric", doc["metric"]), measure=result.get("measure", doc["measure"]),
-        resamples=result.get("resamples", doc["resamples"]), level=result.get("level", doc["level"]),
-        rows=[r for r in result.get("rows", []) if own_team is None or r.get("team") == own_team])
+    if inputs is not None:  # a team is told of the official set's and its own sets' pending work only
+        own = None
+        if own_team is not None:
+            own = {str(i) for i in s.scalars(select(JudgmentSet.id).where(
+                JudgmentSet.collection_id == coll.id, JudgmentSet.team_id == me.team_id))} if me.team_id else set()
+        doc["pending"] = pending({**inputs, "sets": {k: v for k, v in inputs["sets"].items()
+                                                    if own is None or k in own}})
+    if row is None:
+        return doc
+    result = row.result or {}
+    doc.update(computed_at=collections.iso(row.finished_at),
+               stale=inputs is None or pending(inputs) > 0 or _computed_key(row) != _key(inputs),
+               metric=result.get("metric", doc["metric"]), measure=result.get("measure", doc["measure"]),
+               resamples=result.get("resamples", doc["resamples"]), level=result.get("level", doc["level"]),
+               rows=[r for r in result.get("rows", []) if own_team is None or r.get("team") == own_team])
     return doc
 
 

@@ -415,19 +415,27 @@ def test_the_judges_track_settings_submissions_and_board(world: World) -> None:
     assert r.status_code == 303 and "version=4" in r.headers["location"]  # (beta's set took version 3)
     assert submit(world, "organiser", "org", judged(world)).status_code == 403  # teams submit, not organisers
 
-    # compute now: queued, computed by the worker, then up to date
-    assert 'id="no-board"' in page(world, "organiser", path).text
-    r = post(world, "organiser", f"{path}/board")
-    assert r.status_code == 303 and "done=computing" in r.headers["location"]
+    # computed by the workers when the sets' evaluations complete (in-process here: at once), then
+    # up to date: "compute now" has nothing to do (issue 25)
     board = page(world, "organiser", path).text
     assert sorted(re.findall(r'<tr data-set="([^"]+)"', board)) == ["alpha-a1", "beta-a1"] and "(version 4)" in board
     assert 'id="board-computed"' in board and "Judges ranked by kendall with the official set (AP)" in board
     assert "90% interval" in board and re.search(r"[+-]\d\.\d{4} \((more lenient|stricter|no bias)\)", board)
     r = post(world, "organiser", f"{path}/board")
     assert r.status_code == 303 and "done=current" in r.headers["location"]
-    # a new version makes the stored board stale until it is computed again
+    # a new version: its evaluation computes the board again
     assert submit(world, "alpha", "a1", team_judged(world, 4)).status_code == 303
+    board = page(world, "organiser", path).text
+    assert "(version 5)" in board and 'id="stale"' not in board
+    # another setting makes the stored board stale until it is computed again
+    assert post(world, "organiser", f"{path}/settings", {"accepts_judgments": "1", "metric": "AP", "measure": "spearman",
+                                                          **{k: values[k] for k in ("resamples", "level", "top_k",
+                                                                                    "max_sets_per_team")}}
+                ).status_code == 303
     assert 'id="stale"' in page(world, "organiser", path).text
+    r = post(world, "organiser", f"{path}/board")
+    assert r.status_code == 303 and "done=computing" in r.headers["location"]
+    assert 'id="stale"' not in page(world, "organiser", path).text
 
 
 # ------------------------------------------------------------------------------ comparisons by set

@@ -189,6 +189,9 @@ class JudgeRow(Response, kw_only=True):
     bias_high: float | None = None
     direction: str | None = None
     undefined_resamples: int | None = None
+    failed_runs: Annotated[list[str], Meta(description="Runs left out because their evaluation under the official "
+                                                       "set or this one failed for good (a note says which).")] = \
+        msgspec.field(default_factory=list)
     notes: list[str]
 
 
@@ -198,8 +201,11 @@ class JudgeBoard(Response, kw_only=True):
     released: bool
     official_set: str
     computed_at: str | None
-    stale: Annotated[bool, Meta(description="Its inputs changed since it was computed (a newer one comes with the "
-                                            "next refresh, or on request).")]
+    stale: Annotated[bool, Meta(description="Its inputs changed since it was computed, or a run evaluation it "
+                                            "waits for is still queued or running (the workers compute a new one "
+                                            "when the evaluations of a set complete).")]
+    pending: Annotated[int, Meta(description="Run evaluations still queued or running under the official set and "
+                                             "the sets the caller sees.")] = 0
     metric: str
     measure: str
     resamples: int
