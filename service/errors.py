@@ -37,6 +37,9 @@ class InvalidInput(CranfieldError, ValueError):
         where = f"{source}:{line}" if line is not None else source
         super().__init__(f"{where}: {reason}")
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled as it was made (a worker process sends it back)
+        return (type(self), (self.source, self.line, self.reason))
+
 
 class InvalidRequest(CranfieldError):
     """A request body or parameter that does not match the API's schema: an unknown field, a
@@ -73,6 +76,9 @@ class Unavailable(CranfieldError):
     def __init__(self, message: str, retry_after: int = 5) -> None:
         self.retry_after = retry_after
         super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.args[0], self.retry_after))
 
 
 @dataclass(frozen=True)

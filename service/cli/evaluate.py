@@ -41,6 +41,8 @@ def _eval_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--probabilities", metavar="FILE",
                     help="diversity-ntcir: the intent probability file (topic intent probability [inf|nav]); "
                          "without it the intents of a topic weigh alike")
+    ev.add_argument("--jobs", "-j", type=positive_int, default=None, metavar="N",
+                    help="worker processes reading and scoring the run files (default: every available core)")
     ev.add_argument("--precision", type=int, default=6, help="decimals printed (default 6)")
     ev.add_argument("--session-sep", default=":",
                     help="session metrics (sDCG, nsDCG): run topic ids are SESSION<sep>POSITION (default ':')")
@@ -50,8 +52,8 @@ def _eval_arguments(ev: argparse.ArgumentParser) -> None:
 def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     from service.formats.compressed import read_file
     from service.formats.qrels_files import read_judgments
-    from service.formats.readers import read_run
-    from service.metrics.scoring import DEFAULT_MEASURES, EvalSettings, evaluate, needs_judgments, parse_measures
+    from service.metrics.run_files import evaluate_run_files
+    from service.metrics.scoring import DEFAULT_MEASURES, EvalSettings, needs_judgments, parse_measures
 
     measures = parse_measures(args.measures or DEFAULT_MEASURES)  # fail on a bad name before reading files
     needs = {str(m): need for m in measures if (need := needs_judgments(m)) is not None}
@@ -65,14 +67,14 @@ def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     probabilities = read_file(args.probabilities) if args.probabilities else None
     judgments = read_judgments(read_file(args.qrels), args.qrels, args.qrels_format, needs=needs,
                                probabilities=probabilities, probabilities_source=args.probabilities or "")
-    # Sequential on purpose: reading runs in two threads was slower here (the
-    # tokeniser's many short numpy calls contend for the GIL).
-    runs = [read_run(p, args.order) for p in args.runs]
-    tags = [r.tag for r in runs]
+    # Each run file read and scored in worker processes (every core; --jobs): the same floats
+    # as one call in this process (service/metrics/run_files.py).
+    result = evaluate_run_files(judgments.qrels, args.runs, measures, settings, extra=judgments.extra,
+                                order=args.order, processes=args.jobs)
+    tags = list(result.runs)
     if len(set(tags)) != len(tags):
         dup = next(t for t in tags if tags.count(t) > 1)
         raise InvalidMeasure(f"two run files carry the same tag {dup!r}: tags name runs in the output")
-    result = evaluate(judgments.qrels, runs, measures, settings, extra=judgments.extra)
     write_evaluation(result, args.format, args.per_topic, args.precision, out)
     return 0
 
