@@ -127,10 +127,11 @@ def _equal_neighbours(codes: np.ndarray, docnos: np.ndarray) -> np.ndarray:
 def _first_line_columns(data: bytes) -> int | None:
     """The token count of the first data line among the file's first 64 KB (None: none there)."""
     head = bytes(data[:1 << 16])
+    cut = len(data) > len(head)  # (measured before a BOM is taken off: a short file's last line is whole)
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]
     lines = head.splitlines()
-    if len(data) > len(head):
+    if cut:
         lines = lines[:-1]  # the last one may be cut
     for line in lines:
         tokens = line.split()

@@ -98,6 +98,11 @@ def test_concatenated_members_and_padding(tmp_path: Path, dl19) -> None:  # type
 
 
 def test_every_reader_takes_gzip(tmp_path: Path) -> None:
+    from service.cli.common import read_bytes  # what cranfield load, qrels add, judgments and remote read
+
+    run = tmp_path / "input.r.gz"
+    run.write_bytes(gzip.compress(b"T1 Q0 d1 1 2 r\n") + gzip.compress(b"T1 Q0 d2 2 1 r\n"))
+    assert read_bytes(run) == b"T1 Q0 d1 1 2 r\nT1 Q0 d2 2 1 r\n"
     sample = tmp_path / "sample.gz"
     sample.write_bytes(gzip.compress(b"T1 0 d1 1 2\nT1 0 d2 1 -1\nT1 0 d3 2 0\n"))
     assert read_sampled_qrels(sample).topics == ("T1",)
