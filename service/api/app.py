@@ -76,6 +76,7 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
 
     from service.portal import STATIC, TEMPLATES
     from service.portal.app import portal_router
+    from service.portal.pages import configure_templates
 
     size_pool(database_url, limits.pool_size, timeout=max(limits.queue_seconds, 1.0))
     factory: sessionmaker[Session] = session_factory(database_url)
@@ -114,7 +115,8 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
                      "db_slots": DatabaseSlots(limits.db_slots, limits.queue_seconds), "request_slots": slots}),
         on_startup=[size_thread_pools, freeze],
         request_max_body_size=max_body,
-        template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
+        template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine,
+                                       engine_callback=configure_templates),
         openapi_config=openapi_config(),
     )
     # Admission comes first, before routing, middleware and dependencies (only Litestar's own

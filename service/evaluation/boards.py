@@ -19,7 +19,14 @@ from service.evaluation import collections, policy, versions
 from service.evaluation.access import Principal
 from service.evaluation.board_intervals import TRUNCATED_NOTE, bounds_doc, bounds_of, interval_label, interval_view
 from service.evaluation.collections import iso
-from service.evaluation.reading import LeaderboardRow, annotate, complete_version_id, computed_at, significance_for
+from service.evaluation.reading import (
+    LeaderboardRow,
+    annotate,
+    complete_version_id,
+    computed_at,
+    raw_p,
+    significance_for,
+)
 from service.evaluation.reading import leaderboard as read_leaderboard
 from service.evaluation.setup import audit
 from service.evaluation.submissions import RUN_TYPES
@@ -27,6 +34,7 @@ from service.evaluation.teams import team_name
 from service.formats.text import check_text
 from service.metrics import parse_measure
 from service.metrics.spec import format_value
+from service.metrics.stats.presentation import correction_name
 from service.store.models import (
     Collection,
     CollectionConfig,
@@ -284,8 +292,27 @@ def significance_matrix(s: Session, coll: Collection, me: Principal, metric: str
     if sig is None:
         raise NotFound(f"no stored test for {name} on these results")
     names = sig.runs
+    everyone = np.arange(len(names))
     return {"metric": name, "test": sig.test, "alpha": sig.alpha, "correction": sig.correction,
-            "resamples": sig.resamples, "runs": names, "p_adjusted": sig.matrix(np.arange(len(names))).tolist()}
+            "correction_name": correction_name(sig.test, sig.correction), "resamples": sig.resamples,
+            "runs": names, "p": sig.matrix(everyone, raw_p(s, sig)).tolist(),
+            "p_adjusted": sig.matrix(everyone).tolist()}
+
+
+def board_test_counts(s: Session, coll: Collection, me: Principal, metric: str) -> dict[str, Any] | None:
+    """How many run pairs the board's stored test of ``metric`` finds significant (its p as
+    stored, adjusted when its correction adjusts), beside the unadjusted counts of the metric
+    analysis (issue 25, item 4); None without a stored test."""
+    policy.require(policy.may_see_results(me, coll), me, f"the significance tests of collection {coll.id}")
+    subset = "public" if policy.sees_visible_topics_only(me, coll) else "all"
+    sig = significance_for(s, coll, str(parse_measure(metric)), None, None, subset=subset)
+    if sig is None:
+        return None
+    raw = raw_p(s, sig)
+    return {"test": sig.test, "alpha": sig.alpha, "correction": sig.correction,
+            "correction_name": correction_name(sig.test, sig.correction), "resamples": sig.resamples,
+            "pairs": int(sig.p_condensed.size), "significant": int((sig.p_condensed < sig.alpha).sum()),
+            "significant_unadjusted": int((raw < sig.alpha).sum())}
 
 
 def stored_tests(s: Session, coll: Collection) -> list[str]:

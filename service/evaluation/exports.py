@@ -129,9 +129,12 @@ def matrix_csv(doc: dict[str, Any]) -> str:
 
 def topics_csv(doc: dict[str, Any]) -> str:
     """The topic analysis (:func:`topic_analysis.topic_analysis`) as CSV, hardest topic first:
-    runs scored, median, quartiles, least and best score, the best runs (space-separated)."""
-    return _csv(["topic", "runs", "median", "q1", "q3", "min", "best", "best_runs"],
-                [[i["topic"], i["runs"], i["median"], i["q1"], i["q3"], i["min"], i["best"], " ".join(i["best_runs"])]
+    runs scored, median, quartiles, least and best score, the best runs (space-separated), the
+    runs scored on the topic that have no line for it (``missing_runs``: their score is the
+    missing-topic rule's) and the least score of the runs that submitted it."""
+    return _csv(["topic", "runs", "median", "q1", "q3", "min", "best", "best_runs", "missing_runs", "min_submitted"],
+                [[i["topic"], i["runs"], i["median"], i["q1"], i["q3"], i["min"], i["best"], " ".join(i["best_runs"]),
+                  i.get("missing", 0), i.get("min_submitted")]
                  for i in doc["items"]])
 
 

@@ -142,27 +142,37 @@ class StoredTest:
     #: The compact letter display the worker stored: letters as lists of positions in ``runs``
     #: (None for a test stored before letters were: they are computed when read).
     letters: list[list[int]] | None = None
+    row_id: int | None = None  # the stored row (its unadjusted p are read from it on demand: :func:`raw_p`)
     index: dict[str, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "index", {r: i for i, r in enumerate(self.runs)})
 
-    def p(self, a: str, b: str) -> float | None:
-        """The adjusted p of the pair (a, b) in either order; None if either run was not tested."""
+    def p(self, a: str, b: str, condensed: np.ndarray | None = None) -> float | None:
+        """The adjusted p of the pair (a, b) in either order (or its value in ``condensed``, the
+        raw p of :func:`raw_p`); None if either run was not tested."""
         i, j = self.index.get(a), self.index.get(b)
         if i is None or j is None or i == j:
             return None
         i, j = min(i, j), max(i, j)
         m = len(self.runs)
-        return float(self.p_condensed[i * (2 * m - i - 1) // 2 + j - i - 1])
+        values = self.p_condensed if condensed is None else condensed
+        return float(values[i * (2 * m - i - 1) // 2 + j - i - 1])
 
-    def matrix(self, positions: np.ndarray) -> np.ndarray:
-        """The (k, k) matrix of p-values among the runs at ``positions`` (1 on the diagonal)."""
+    def matrix(self, positions: np.ndarray, condensed: np.ndarray | None = None) -> np.ndarray:
+        """The (k, k) matrix of p-values among the runs at ``positions`` (1 on the diagonal): the
+        adjusted ones, or those of ``condensed`` (the raw p of :func:`raw_p`)."""
         pos = np.asarray(positions, dtype=np.int64)
         i, j = np.minimum.outer(pos, pos), np.maximum.outer(pos, pos)
         m = len(self.runs)
         k = i * (2 * m - i - 1) // 2 + j - i - 1
-        return np.where(i == j, 1.0, self.p_condensed[np.where(i == j, 0, k)])
+        values = self.p_condensed if condensed is None else condensed
+        return np.where(i == j, 1.0, values[np.where(i == j, 0, k)])
+
+    @property
+    def adjusted(self) -> bool:
+        """Whether the stored p were adjusted by a correction (then the raw p differ from them)."""
+        return self.correction in ("holm", "bh") and self.test not in ("tukey", "friedman")
 
 
 def significance_for(s: Session, coll, metric: str, test: str | None = None,  # type: ignore[no-untyped-def]
@@ -190,8 +200,8 @@ def significance_for(s: Session, coll, metric: str, test: str | None = None,  # 
     cached = _SIG_CACHE.get(key)
     if cached is None:  # stored matrices never change: decode each once per process
         # only what boards read: not the diff, statistic and unadjusted p arrays (megabytes at 1,000 runs)
-        row = s.execute(select(Significance.run_ids, Significance.params, Significance.test, Significance.n_topics,
-                               Significance.p_adjusted, Significance.letters)
+        row = s.execute(select(Significance.id, Significance.run_ids, Significance.params, Significance.test,
+                               Significance.n_topics, Significance.p_adjusted, Significance.letters)
                         .where(Significance.id == row_id)).one()
         cached = _stored_test(s, row, config.significance)
         if len(_SIG_CACHE) > 64:
@@ -210,6 +220,7 @@ def _stored_test(s: Session, row: Any, configured: dict[str, Any]) -> StoredTest
     # B only for a test that resamples (the configuration stores one for every test).
     resamples = params.get("resamples") if row.test in ("bootstrap", "randomisation", "tukey") else None
     return StoredTest(runs=names, p_condensed=unpack(row.p_adjusted), letters=row.letters,
+                      row_id=getattr(row, "id", None),
                       alpha=float(params.get("alpha", configured.get("alpha", 0.05))), test=row.test,
                       correction=str(params.get("correction", "none")),
                       resamples=int(resamples) if resamples is not None else None, n_topics=int(row.n_topics or 0),
@@ -217,6 +228,24 @@ def _stored_test(s: Session, row: Any, configured: dict[str, Any]) -> StoredTest
 
 
 _SIG_CACHE: dict[tuple[str, int], StoredTest] = {}
+_RAW_P_CACHE: dict[tuple[str, int], np.ndarray] = {}
+
+
+def raw_p(s: Session, sig: StoredTest) -> np.ndarray:
+    """The unadjusted p of every pair of ``sig`` (condensed, as ``sig.p_condensed``): the stored
+    ``p`` column, read on demand (boards need only the adjusted p; a page that shows both reads
+    this), a few per process cached. For a test stored without a correction they are the
+    adjusted p."""
+    if not sig.adjusted or sig.row_id is None:
+        return sig.p_condensed
+    key = (str(s.get_bind().url), sig.row_id)
+    cached = _RAW_P_CACHE.get(key)
+    if cached is None:
+        cached = unpack(s.scalar(select(Significance.p).where(Significance.id == sig.row_id)))
+        if len(_RAW_P_CACHE) > 8:
+            _RAW_P_CACHE.clear()
+        _RAW_P_CACHE[key] = cached
+    return cached
 _ANNOTATION_CACHE: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
 
 

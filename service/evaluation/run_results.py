@@ -13,7 +13,7 @@ from service.errors import NotFound
 from service.evaluation import boards, collections, policy, submissions
 from service.evaluation.access import Principal
 from service.evaluation.board_intervals import bounds_of, interval_label, interval_view
-from service.evaluation.reading import StoredTest, complete_version_id, significance_for
+from service.evaluation.reading import StoredTest, complete_version_id, raw_p, significance_for
 from service.evaluation.results import current_result
 from service.metrics import parse_measure
 from service.metrics.stats.differences import (
@@ -28,6 +28,7 @@ from service.metrics.stats.differences import (
     p_value_label,
     paired_difference,
 )
+from service.metrics.stats.presentation import correction_name
 from service.store.models import Collection, Run
 
 
@@ -159,22 +160,35 @@ def compare(s: Session, coll: Collection, me: Principal, a: int, b: int, metric:
     x, y = (doc["runs"][r.tag]["per_topic"] for r in runs)
     diffs = {t: (x[t] - y[t]) for t in x if x[t] is not None and y.get(t) is not None}
     doc["a"], doc["b"] = runs[0].tag, runs[1].tag
+    # A topic a run has no line for scores 0 under ``missing: zero`` (or nothing): it is no win
+    # or loss of either run, and no topic "going the other way" (issue 25, item 6).
+    missing = {r.tag: sorted(missing_topics(r, [t for t, v in doc["runs"][r.tag]["per_topic"].items() if not v]))
+               for r in runs}
+    missing_from = {t: [tag for tag, gone in missing.items() if t in gone] for t in diffs}
+    missing_from = {t: tags for t, tags in missing_from.items() if tags}
+    counted = [v for t, v in diffs.items() if t not in missing_from]
     doc["differences"] = dict(sorted(diffs.items(), key=lambda kv: -kv[1]))
-    doc["wins"] = sum(v > 0 for v in diffs.values())
-    doc["ties"] = sum(v == 0 for v in diffs.values())
-    doc["losses"] = sum(v < 0 for v in diffs.values())
+    doc["missing"] = missing
+    doc["not_counted"] = len(diffs) - len(counted)
+    doc["wins"] = sum(v > 0 for v in counted)
+    doc["ties"] = sum(v == 0 for v in counted)
+    doc["losses"] = sum(v < 0 for v in counted)
     sig = significance_for(s, coll, doc["metric"], subset="public" if public else "all")
     p = None if sig is None else sig.p(runs[0].tag, runs[1].tag)
+    doc["p"] = None if sig is None else sig.p(runs[0].tag, runs[1].tag, raw_p(s, sig))
     doc["p_adjusted"] = p
     doc["test"] = None if sig is None else tested_with(sig)
     configured = coll.current_config.significance or {}
     difference = None
     if len(diffs) >= 2:
         topics = list(diffs)
+        # the explanation names topics: a missing one says so
+        names = {t: f"{t} (missing from {' and '.join(missing_from[t])})" if t in missing_from else t for t in topics}
         difference = paired_difference([x[t] for t in topics], [y[t] for t in topics],
                                        resamples=int(configured.get("resamples", 1000)),
-                                       seed=int(configured.get("seed", 0)), topics=topics)
-    doc["difference"] = None if difference is None else difference_document(difference)
+                                       seed=int(configured.get("seed", 0)), topics=[names[t] for t in topics])
+    doc["difference"] = None if difference is None else difference_document(
+        difference, {names[t]: t for t in diffs}, set(missing_from))
     doc["explanation"] = None if sig is None or difference is None else explain_disagreement(
         p, sig.alpha, sig.test, difference, correction=sig.correction, n_comparisons=comparisons(len(sig.runs)))
     return doc
@@ -197,11 +211,15 @@ def tested_with(sig: StoredTest) -> dict[str, Any]:
             "n_topics": sig.n_topics, "comparisons": n_comparisons, "adjusted": adjusted(sig.test, sig.correction),
             "name": named_test(sig.test, resamples),
             "p_label": p_value_label(sig.test, sig.correction, n_comparisons),
+            "correction_name": correction_name(sig.test, sig.correction),
             "correction_tag": correction_tag(sig.test, sig.correction)}
 
 
-def difference_document(d: PairedDifference) -> dict[str, Any]:
-    """A run pair's difference as the API and the portal show it (NaN and infinities as None)."""
+def difference_document(d: PairedDifference, topic_of: dict[str, str] | None = None,
+                        missing: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
+    """A run pair's difference as the API and the portal show it (NaN and infinities as None).
+    ``topic_of`` maps the names ``d`` was given back to the topics; a topic of ``missing`` (a
+    run has no line for it) is not listed as going the other way."""
 
     def real(v: float) -> float | None:
         v = float(v)
@@ -213,7 +231,8 @@ def difference_document(d: PairedDifference) -> dict[str, Any]:
             "bootstrap": {"low": real(float(boot.low)), "high": real(float(boot.high)), "method": boot.method,
                           "method_name": bootstrap_method_name(boot.method), "level": boot.level,
                           "resamples": boot.resamples, "seed": d.seed},
-            "other_way": [t for t, _ in d.other_way()]}
+            "other_way": [t for t in ((topic_of or {}).get(name, name) for name, _ in d.other_way())
+                          if t not in missing]}
 
 
 def run_curve(s: Session, rid: int, me: Principal) -> dict[str, Any]:

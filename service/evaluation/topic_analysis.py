@@ -79,6 +79,7 @@ def topic_analysis(s: Session, coll: Collection, me: Principal, metric: str | No
     reach the best (ties: all of them) and the caller's own runs' scores."""
     data = topic_scores(s, coll, me, metric)
     own = [r["run"] for r in data.runs if r["own"]]
+    gone = _missing_by_run(s, data)
     items = []
     for t in data.topics:
         scored = [(r["run"], data.values.get(r["run"], {}).get(t)) for r in data.runs]
@@ -88,15 +89,34 @@ def topic_analysis(s: Session, coll: Collection, me: Principal, metric: str | No
         v = np.array([x for _, x in scored])
         best = float(v.max())
         q1, median, q3 = (float(x) for x in np.percentile(v, [25, 50, 75]))
+        submitted = [x for run, x in scored if t not in gone.get(run, ())]
         items.append({"topic": t, "runs": len(scored), "median": median, "q1": q1, "q3": q3,
                       "min": float(v.min()), "best": best, "best_runs": [run for run, x in scored if x == best],
-                      "own": {run: data.values.get(run, {}).get(t) for run in own}})
+                      "missing": len(scored) - len(submitted),
+                      "min_submitted": float(min(submitted)) if submitted else None,
+                      "own": {run: data.values.get(run, {}).get(t) for run in own},
+                      "own_missing": [run for run in own if t in gone.get(run, ())]})
     items.sort(key=lambda i: (i["median"], i["topic"]))
     return {"collection": coll.name, "metric": data.metric, "released": coll.leaderboard_released,
             "topics": "visible only (public/private split)" if data.public else "all",
             "qrels_version": data.qrels_version, "runs_from": data.ranked_among,
             "runs": [{k: r[k] for k in ("run", "team", "run_id", "own")} for r in data.runs],
             "own_runs": own, "items": items}
+
+
+def _missing_by_run(s: Session, data: TopicScores) -> dict[str, set[str]]:
+    """Per run, the topics scored 0 that its file has no line for (``missing: zero`` scores them
+    0, like a real 0; issue 25, item 6). Only a run with a 0 somewhere has its file read."""
+    from service.evaluation.run_results import missing_topics
+    from service.store.models import Run
+
+    out: dict[str, set[str]] = {}
+    for r in data.runs:
+        zeros = [t for t, v in data.values.get(r["run"], {}).items() if v == 0]
+        row = s.get(Run, r["run_id"]) if zeros and r["run_id"] is not None else None
+        if row is not None:
+            out[r["run"]] = missing_topics(row, zeros)
+    return out
 
 
 def score_matrix(s: Session, coll: Collection, me: Principal, metric: str | None = None) -> dict[str, Any]:

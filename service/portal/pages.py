@@ -28,6 +28,17 @@ from service.store.models import Collection
 T = TypeVar("T")
 
 
+def configure_templates(engine: Any) -> None:
+    """The functions every template may call (the TemplateConfig's engine callback): ``pval``
+    prints a p-value on its side of alpha (never "0.0500" for p < 0.05), ``correction_name``
+    names a stored test's correction, ``interval_name`` an interval by its kind and B,
+    ``verdict`` a pair's verdict in words (docs/statistics.md, "How verdicts are printed")."""
+    from service.metrics.stats.presentation import correction_name, format_p, interval_name, verdict_words
+
+    engine.engine.globals.update(pval=format_p, correction_name=correction_name, interval_name=interval_name,
+                                 verdict=verdict_words)
+
+
 def render(request: Request[Any, Any, Any], me: Principal, uow: UnitOfWork | None, name: str, status: int = 200,
            **context: Any) -> Template:
     """A page: the template with the visitor (``me``, their team, the form token) and the path."""

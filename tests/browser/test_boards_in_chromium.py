@@ -127,4 +127,4 @@ def test_topic_page_shows_difficulty_and_the_own_runs(service: Service, browser:
         href = page.get_by_role("link", name="this table (CSV)").get_attribute("href")
         cookies = {c["name"]: c["value"] for c in page.context.cookies()}
         text = httpx.get(f"{service.base}{href}", cookies=cookies).text
-        assert text.splitlines()[0] == "topic,runs,median,q1,q3,min,best,best_runs"
+        assert text.splitlines()[0] == "topic,runs,median,q1,q3,min,best,best_runs,missing_runs,min_submitted"

@@ -153,9 +153,12 @@ def test_the_portal_draws_the_bootstrap_interval_and_clips_the_t_interval(world:
     # the group letters say what they mean, with the stored test's own parameters
     sig = world.client.get(f"/api/collections/{bounded}/leaderboard", params={"metric": "RR"}).json()["significance"]
     assert sig is not None
-    assert (f"runs that share a letter are not significantly different ({sig['test']}, B = {sig['resamples']}, "
-            f"α = {sig['alpha']}, correction {sig['correction']}, {sig['n_topics']} topics); runs with no letter in "
-            "common are.") in html.unescape(text)
+    assert (f"runs that share a letter are not significantly different ({sig['test']}, the test's B = "
+            f"{sig['resamples']}, α = {sig['alpha']}, correction: none: unadjusted, {sig['n_topics']} topics); runs "
+            "with no letter in common are.") in html.unescape(text)
+    # the drawn interval's B is told apart from the test's (issue 25, item 5)
+    assert (f"95% BCa bootstrap interval, B = 1000 (its own B, apart from the significance test's B = "
+            f"{sig['resamples']})") in html.unescape(text)
 
 
 def test_files_never_print_an_impossible_value(world: World, bounded: int) -> None:

@@ -19,6 +19,7 @@ import pytest
 from scipy import stats
 
 from service.cli import main
+from service.metrics.stats.presentation import format_p
 from tests.integration.conftest import World, auth
 from tests.integration.test_portal import as_role
 
@@ -60,7 +61,9 @@ def test_the_compare_page_shows_the_difference_the_effect_size_and_the_test_as_s
     assert n >= 2
     assert test == {"test": "bootstrap", "name": "paired bootstrap test (studentised), B = 1000", "alpha": 0.05,
                     "correction": "none", "adjusted": False, "resamples": 1000, "n_topics": n, "comparisons": 3,
-                    "p_label": "p-values (no correction for multiple comparisons)", "correction_tag": "no correction"}
+                    "p_label": "p-values (no correction for multiple comparisons)", "correction_tag": "no correction",
+                    "correction_name": "none: unadjusted"}
+    assert doc["p"] == doc["p_adjusted"]  # no correction: the raw p is the p shown
     # the difference's statistics, from the per-topic scores the answer carries
     x, y = (doc["runs"][t]["per_topic"] for t in ("RUN-01", "RUN-02"))
     topics = sorted(doc["differences"])
@@ -73,26 +76,42 @@ def test_the_compare_page_shows_the_difference_the_effect_size_and_the_test_as_s
     page = compare_page(world, a, b)
     text = visible_text(page)
     assert 'id="difference"' in page and 'id="effect-size"' in page
-    assert f"95% t interval [{d['t_low']:.4f}, {d['t_high']:.4f}]" in text
+    assert f"95% Student t interval [{d['t_low']:.4f}, {d['t_high']:.4f}]" in text
     boot = d["bootstrap"]
-    assert f"95% bootstrap interval [{boot['low']:.4f}, {boot['high']:.4f}] BCa, B = 1000, seed 0" in text
+    assert (f"95% BCa bootstrap interval, B = 1000 [{boot['low']:.4f}, {boot['high']:.4f}] the topics resampled "
+            "B = 1000 times, seed 0") in text
     assert f"Effect size {d['effect_size']:.3f}" in text
     assert (f"Stored test: paired bootstrap test (studentised), B = 1000, α = 0.05, over {n} topics; "
             "p-values (no correction for multiple comparisons).") in text
-    assert f"p = {doc['p_adjusted']:.4f}" in text
-    assert "adjusted" not in page.lower()  # no correction was applied: nothing may say "adjusted"
+    assert f"p = {format_p(doc['p_adjusted'], 0.05, 4)} (correction: none: unadjusted)" in text
+    # no correction was applied: nothing may say "adjusted" (only "unadjusted")
+    assert not re.search("(?<!un)adjusted", page.lower())
     sig = world.client.get(f"/c/{world.cid}/significance?metric=nDCG@10", headers=as_role(world, "organiser")).text
-    assert "no correction for multiple comparisons" in visible_text(sig) and "adjusted" not in sig.lower()
+    assert "no correction for multiple comparisons" in visible_text(sig) and not re.search("(?<!un)adjusted",
+                                                                                            sig.lower())
+    assert "correction: none: unadjusted" in visible_text(sig) and 'id="p-raw-matrix"' not in sig
 
     # a Holm-corrected t-test: the page and the heat map say so, with the number of comparisons
     set_significance(world, test="t", correction="holm", alpha=0.1)
     doc = api_compare(world, a, b)
     assert doc["test"]["adjusted"] and doc["test"]["resamples"] is None  # the t-test does not resample
+    assert doc["test"]["correction_name"] == "Holm" and doc["p"] <= doc["p_adjusted"]
     text = visible_text(compare_page(world, a, b))
+    # both p, the correction named (issue 25, item 4)
+    assert (f"p = {format_p(doc['p'], 0.1, 4)} (raw, before the correction); Holm-adjusted p = "
+            f"{format_p(doc['p_adjusted'], 0.1, 4)}") in text
     assert (f"Stored test: paired t-test, α = 0.1, over {n} topics; p-values (Holm-adjusted for the 3 comparisons)."
             in text) and "B = " not in text.split("Stored test:")[1].split(".")[0]
     sig = world.client.get(f"/c/{world.cid}/significance?metric=nDCG@10", headers=as_role(world, "organiser")).text
     assert "p-values (Holm-adjusted for the 3 comparisons)" in visible_text(sig)
+    assert "correction: Holm" in visible_text(sig) and 'id="p-raw-matrix"' in sig and 'id="p-matrix"' in sig
+    matrix = world.client.get(f"/api/collections/{world.cid}/significance", params={"metric": "nDCG@10"},
+                              headers=auth(world.tokens["organiser"])).json()
+    assert matrix["correction_name"] == "Holm"
+    # Holm over 3 pairs: the adjusted p is at least the raw p, and at most 3 times it
+    for raw_row, adj_row in zip(matrix["p"], matrix["p_adjusted"]):
+        for raw, adj in zip(raw_row, adj_row):
+            assert raw <= adj <= min(1.0, 3 * raw) + 1e-12
     assert "Holm-adjusted" in re.search(r"<svg.*?</svg>", sig, flags=re.DOTALL).group(0)  # the heat map's own labels
 
 
@@ -157,6 +176,9 @@ def _bimodal_collection(world: World) -> tuple[int, dict[str, int]]:
 
     texts = {"A": run("A", lambda i: None if i >= 17 else 1), "B": run("B", lambda i: 1 if i >= 17 else 2 + i % 2),
              "C": run("C", lambda i: None if i >= 17 else 2 + i % 4)}
+    # D: A's ranking where A finds the document, and no line at all for T18 and T19 (scored 0 as missing)
+    texts["D"] = "".join(line + "\n" for line in texts["A"].replace(" A\n", " D\n").splitlines()
+                         if not line.startswith(("T18 ", "T19 ")))
     ids = {}
     for tag, text in texts.items():
         r = c.post(f"/api/collections/{cid}/runs", content=text, headers=auth(world.tokens["alpha"]))
@@ -179,9 +201,59 @@ def test_the_disagreement_is_explained_where_it_occurs_and_only_there(world: Wor
     assert doc["explanation"] in text
     # the per-topic differences are open beside it, the two topics going the other way marked
     assert "<details open>" in page and page.count('class="other-way"') == 2
-    assert re.search(r'<tr class="other-way"><th scope="row">T18</th>', page)
+    assert re.search(r'<tr data-topic="T18" class="other-way"><th scope="row">T18</th>', page)
 
     agree = api_compare(world, ids["A"], ids["C"], metric="AP", cid=cid, role="admin")
     assert agree["p_adjusted"] < 0.05 and agree["difference"]["t_low"] > 0 and agree["explanation"] is None
     page = compare_page(world, ids["A"], ids["C"], metric="AP", cid=cid, role="admin")
     assert 'id="disagreement"' not in page and "disagree" not in page and "other-way" not in page
+
+
+def test_topics_a_run_never_submitted_are_no_wins_or_losses(world: World) -> None:
+    """Issue 25, item 6: run D has the same scores as run A, but no line for T18 and T19 (scored 0
+    as missing, where A scored a real 0). Against B, A loses on T18 and T19 and they go the other
+    way; D's two topics are marked missing, counted as neither wins nor losses, and never listed
+    as going the other way, on the page and in the API."""
+    cid, ids = _bimodal_collection(world)
+    real = api_compare(world, ids["A"], ids["B"], metric="AP", cid=cid, role="admin")
+    gone = api_compare(world, ids["D"], ids["B"], metric="AP", cid=cid, role="admin")
+    assert gone["differences"] == real["differences"] and gone["p_adjusted"] == real["p_adjusted"]  # same scores
+    assert (real["wins"], real["ties"], real["losses"], real["not_counted"]) == (17, 0, 2, 0)
+    assert real["missing"] == {"A": [], "B": []} and real["difference"]["other_way"] == ["T18", "T19"]
+    assert (gone["wins"], gone["ties"], gone["losses"], gone["not_counted"]) == (17, 0, 0, 2)
+    assert gone["missing"] == {"D": ["T18", "T19"], "B": []}
+    assert gone["difference"]["other_way"] == []  # missing is not "the other way"
+    assert "T18 (missing from D)" in gone["explanation"]  # the explanation names it for what it is
+    page = compare_page(world, ids["D"], ids["B"], metric="AP", cid=cid, role="admin")
+    text = visible_text(page)
+    assert "17 wins, 0 ties, 0 losses for D over the 17 topics both runs submitted; 2 topics missing from a run " \
+           "are not counted (2 missing from D" in text
+    assert "goes the other way" not in text and 'class="other-way"' not in page
+    for t in ("T18", "T19"):
+        row = re.search(rf'<tr data-topic="{t}" data-state="missing">.*?</tr>', page).group(0)
+        assert "(missing from the run)" in row and "not counted: missing from D" in visible_text(row)
+    # A's real zeros stay losses going the other way
+    assert 'data-state="missing"' not in compare_page(world, ids["A"], ids["B"], metric="AP", cid=cid, role="admin")
+
+
+def test_the_topic_page_tells_a_missing_topic_from_a_real_zero(world: World) -> None:
+    """Issue 25, item 6: on T18 and T19, A scores a real 0 and D (no line for them) a 0 by the
+    missing-topic rule; the topic analysis counts D as missing there and gives the least score of
+    the runs that submitted the topic, in the API, the CSV and the page."""
+    cid, ids = _bimodal_collection(world)
+    admin = auth(world.tokens["admin"])
+    doc = world.client.get(f"/api/collections/{cid}/topic-analysis", params={"metric": "AP"}, headers=admin).json()
+    items = {i["topic"]: i for i in doc["items"]}
+    for t in ("T18", "T19"):
+        assert (items[t]["runs"], items[t]["min"], items[t]["missing"]) == (4, 0.0, 1)
+        assert items[t]["min_submitted"] == 0.0  # A and C submitted it and found nothing: real zeros
+    assert all(i["missing"] == 0 and i["min_submitted"] == i["min"] for t, i in items.items() if t not in ("T18", "T19"))
+    csv = world.client.get(f"/api/collections/{cid}/topic-analysis", params={"metric": "AP", "format": "csv"},
+                           headers=admin).text.splitlines()
+    assert csv[0].endswith(",missing_runs,min_submitted")
+    assert sum(line.startswith(("T18,", "T19,")) and line.endswith(",1,0.0") for line in csv) == 2
+    page = world.client.get(f"/c/{cid}/topics", params={"metric": "AP"}, headers=as_role(world, "admin")).text
+    row = re.search(r'<tr data-topic="T18">.*?</tr>', page, flags=re.DOTALL).group(0)
+    assert "(1 run missing the topic)" in visible_text(row)
+    row = re.search(r'<tr data-topic="T01">.*?</tr>', page, flags=re.DOTALL).group(0)
+    assert "missing" not in row

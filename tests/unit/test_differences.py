@@ -20,6 +20,7 @@ from service.metrics.stats.differences import (
 )
 from service.metrics.stats.intervals import bootstrap_interval
 from service.metrics.stats.pairwise import pairwise
+from service.metrics.stats.presentation import format_p
 
 # AP of RUN-01 and RUN-07 of samples/ntcir-like (`cranfield eval ... -m AP --format matrix`): run 1
 # is better on 17 topics by about 0.35 and worse on two (0001 and 0018) by about 0.27.
@@ -102,7 +103,7 @@ def test_the_samples_studentised_bootstrap_disagreement_is_explained() -> None:
     assert d.t_low > 0 and d.bootstrap.low > 0
     text = explain_disagreement(p, 0.05, "bootstrap", d)
     assert text is not None
-    assert f"p = {p:.3g} ≥ α = 0.05" in text
+    assert f"p = {format_p(p, 0.05)} ≥ α = 0.05" in text  # printed on its side of alpha (issue 25, item 3)
     assert "2 the other" in text and "17 of 19" in text  # how many topics go the other way
     assert "topic 0001, −0.291" in text  # and the largest of them
     assert "heavy tails" in text and "assumes normally distributed differences" in text

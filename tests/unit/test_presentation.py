@@ -78,6 +78,10 @@ def test_the_old_formats_rounded_across_alpha() -> None:
 
 
 def test_names() -> None:
+    from service.metrics.stats import differences, presentation
+
+    assert presentation.CORRECTION_NAMES == differences.CORRECTION_NAMES
+    assert presentation.FAMILY_WISE_TESTS == differences.FAMILY_WISE_TESTS
     assert correction_name("bootstrap", "holm") == "Holm"
     assert correction_name("t", "none") == "none: unadjusted"
     assert correction_name("t", None) == "none: unadjusted"

@@ -165,11 +165,18 @@ class TopicFigures(Response, kw_only=True):
     median: float
     q1: Annotated[float, Meta(description="First quartile (numpy's linear interpolation).")]
     q3: Annotated[float, Meta(description="Third quartile.")]
-    min: float
+    min: Annotated[float, Meta(description="The least score over the runs scored, a missing topic's score "
+                                           "(the collection's missing-topic rule, e.g. 0) included.")]
     best: float
     best_runs: Annotated[list[str], Meta(description="The runs that reach the best score (ties: every one).")]
+    missing: Annotated[int, Meta(description="Runs scored on the topic whose file has no line for it (scored by "
+                                             "the missing-topic rule, not by a result).")] = 0
+    min_submitted: Annotated[float | None, Meta(description="The least score over the runs that submitted the "
+                                                            "topic; null if none did.")] = None
     own: Annotated[dict[str, float | None], Meta(description="The caller's team's runs on the board and their "
                                                              "scores on the topic (null: not scored).")]
+    own_missing: Annotated[list[str], Meta(description="Those of the caller's runs that have no line for the "
+                                                       "topic.")] = []
 
 
 class TopicRun(Response, kw_only=True):
@@ -221,11 +228,17 @@ class SignificanceMatrix(Response, kw_only=True):
     test: str
     alpha: float
     correction: str | None = None
+    correction_name: Annotated[str, Meta(
+        description="The correction in words: Holm, Benjamini-Hochberg, 'none: unadjusted', or 'family-wise, by "
+                    "the test itself' (tukey, friedman).", examples=["Holm"])] = ""
     resamples: Annotated[int | None, Meta(description="B as stored; null for a test that does not resample.")] = None
     runs: list[str]
+    p: Annotated[list[list[float | None]], Meta(
+        description="The raw (unadjusted) p-value of every pair, in the order of runs; full precision.")] = []
     p_adjusted: Annotated[list[list[float | None]], Meta(
         description="p-values of every pair, in the order of runs: adjusted for the comparisons only when "
-                    "correction is holm or bh (tukey and friedman control the error over all pairs themselves).")]
+                    "correction is holm or bh (tukey and friedman control the error over all pairs themselves); "
+                    "equal to p otherwise. Full precision: round for print with docs/statistics.md's rule.")]
 
 
 class SnapshotCreate(Request, kw_only=True):
@@ -284,6 +297,8 @@ class ComparedTest(Response, kw_only=True):
     p_label: Annotated[str, Meta(description="What the p-values are.",
                                  examples=["p-values (no correction for multiple comparisons)"])]
     correction_tag: Annotated[str, Meta(description="The same, short.", examples=["Holm-adjusted"])]
+    correction_name: Annotated[str, Meta(description="The correction in words.",
+                                         examples=["Holm", "none: unadjusted"])] = ""
 
 
 class DifferenceBootstrap(Response, kw_only=True):
@@ -317,12 +332,19 @@ class PairDifference(Response, kw_only=True):
 
 class Comparison(RunScores, kw_only=True):
     differences: Annotated[dict[str, float], Meta(description="Per topic, a minus b, largest first.")]
-    wins: int
+    wins: Annotated[int, Meta(description="Topics where a scores higher, among the topics both runs submitted.")]
     ties: int
     losses: int
+    missing: Annotated[dict[str, list[str]], Meta(
+        description="Per run, the compared topics its file has no line for (scored by the collection's "
+                    "missing-topic rule, e.g. 0): they count as no win, tie or loss.")] = {}
+    not_counted: Annotated[int, Meta(description="Topics of differences left out of wins, ties and losses: "
+                                                 "missing from either run.")] = 0
+    p: Annotated[float | None, Meta(
+        description="The stored test's raw (unadjusted) p-value of the pair; null without a stored test.")] = None
     p_adjusted: Annotated[float | None, Meta(
         description="The stored test's p-value of the pair: adjusted for multiple comparisons only when "
-                    "test.adjusted (correction holm or bh), unadjusted otherwise; null without a stored test.")]
+                    "test.adjusted (correction holm or bh), equal to p otherwise; null without a stored test.")]
     test: ComparedTest | None = None
     difference: Annotated[PairDifference | None, Meta(description="Null with fewer than two shared topics.")] = None
     explanation: Annotated[str | None, Meta(description="Why the test's verdict (p < alpha) and an interval's "

@@ -18,6 +18,10 @@ from __future__ import annotations
 
 import math
 
+#: The corrections' names and the tests that need none (as ``differences`` has them; this module
+#: imports nothing of the core, which prints through it: a test checks they agree).
+CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+FAMILY_WISE_TESTS = frozenset({"tukey", "friedman"})
 #: Below this, a p-value is printed as "< 0.001" (or a smaller power of ten when alpha is smaller).
 P_FLOOR = 0.001
 #: The fewest decimals a p-value is printed with (more when needed to keep it on its side of alpha).
@@ -73,8 +77,6 @@ def read_p(text: str) -> tuple[float, bool]:
 def correction_name(test: str, correction: str | None) -> str:
     """The correction of a stored test's p-values in words: "Holm", "Benjamini-Hochberg",
     "none: unadjusted", or "family-wise, by the test itself" (Tukey HSD, Nemenyi)."""
-    from service.metrics.stats.differences import CORRECTION_NAMES, FAMILY_WISE_TESTS
-
     if test in FAMILY_WISE_TESTS:
         return "family-wise, by the test itself"
     if correction in CORRECTION_NAMES:

@@ -33,7 +33,8 @@ class AnalysisController(Controller):
             index = {r: i for i, r in enumerate(matrix["runs"])}
             order = [r for r in board if r in index] + [r for r in matrix["runs"] if r not in set(board)]
             p = [[matrix["p_adjusted"][index[x]][index[y]] for y in order] for x in order]
-            matrix = {**matrix, "runs": order, "p_adjusted": p}
+            raw = [[matrix["p"][index[x]][index[y]] for y in order] for x in order]
+            matrix = {**matrix, "runs": order, "p_adjusted": p, "p": raw}
             # the test as stored with the matrix: its name, B, alpha, correction and topics
             stored = run_results.stored_test(s, coll, me, matrix["metric"], test or None)
             chart = charts.p_value_heatmap(order, p, matrix["alpha"], matrix["metric"], matrix["test"],
@@ -70,6 +71,8 @@ class AnalysisController(Controller):
             meta = {**meta, "power": dict(sorted(meta["power"].items(), key=lambda kv: (
                 kv[1].get("power") is None, -(kv[1].get("power") or 0.0), kv[0].casefold())))}
             names = sorted(names, key=list(meta["power"]).index)
+            if policy.may_see_results(me, coll):  # the board's own test beside the unadjusted counts
+                meta["board_tests"] = {m: boards.board_test_counts(s, coll, me, m) for m in names}
             curves = {m: meta["power"][m]["asl_curve"] for m in names if "asl_curve" in meta["power"][m]}
             if curves:
                 pairs = max(meta["power"][m].get("pairs", 0) for m in curves)
