@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import msgspec
 from msgspec import Meta
 
 from service.api.schemas import Items, Request, Response
@@ -176,7 +177,7 @@ class TopicFigures(Response, kw_only=True):
     own: Annotated[dict[str, float | None], Meta(description="The caller's team's runs on the board and their "
                                                              "scores on the topic (null: not scored).")]
     own_missing: Annotated[list[str], Meta(description="Those of the caller's runs that have no line for the "
-                                                       "topic.")] = []
+                                                       "topic.")] = msgspec.field(default_factory=list)
 
 
 class TopicRun(Response, kw_only=True):
@@ -234,11 +235,35 @@ class SignificanceMatrix(Response, kw_only=True):
     resamples: Annotated[int | None, Meta(description="B as stored; null for a test that does not resample.")] = None
     runs: list[str]
     p: Annotated[list[list[float | None]], Meta(
-        description="The raw (unadjusted) p-value of every pair, in the order of runs; full precision.")] = []
+        description="The raw (unadjusted) p-value of every pair, in the order of runs; full precision.")] = \
+        msgspec.field(default_factory=list)
     p_adjusted: Annotated[list[list[float | None]], Meta(
         description="p-values of every pair, in the order of runs: adjusted for the comparisons only when "
                     "correction is holm or bh (tukey and friedman control the error over all pairs themselves); "
                     "equal to p otherwise. Full precision: round for print with docs/statistics.md's rule.")]
+    resamples_matrix: Annotated[list[list[int]] | None, Meta(
+        description="Per pair, the B its p is over (its own under the sequential rule; the informative "
+                    "resamples for the bootstrap); 0 on the diagonal; null for an exact test.")] = None
+    mc_se: Annotated[list[list[float]], Meta(
+        description="Per pair, the Monte Carlo standard error sqrt(p (1 - p) / B) of its p; 0 for exact tests "
+                    "and on the diagonal.")] = []
+    undecided: Annotated[list[list[bool]], Meta(
+        description="Per pair, true when its verdict still straddled alpha when resampling stopped: "
+                    "'undecided at B = resamples_matrix[i][j]'; letters count it as not significant.")] = []
+    undecided_pairs: int = 0
+    monte_carlo_rule: Annotated[str, Meta(
+        description="sequential (resampled until each verdict settled, docs/statistics.md), fixed B (a test "
+                    "stored before that rule) or exact.")] = ""
+
+
+class PairMonteCarlo(Response, kw_only=True):
+    """The Monte Carlo side of a stored test's p for one pair (docs/statistics.md, "Monte Carlo precision")."""
+
+    resamples: Annotated[int | None, Meta(description="The B of this pair's p; null for an exact test.")] = None
+    mc_se: Annotated[float, Meta(description="Monte Carlo standard error of p; 0 for an exact test.")] = 0.0
+    undecided: Annotated[bool, Meta(description="The verdict straddled alpha when resampling stopped.")] = False
+    degenerate: Annotated[int | None, Meta(description="Bootstrap resamples left out for zero spread.")] = None
+    verdict: Annotated[str, Meta(description="significant, not significant or undecided.")] = ""
 
 
 class SnapshotCreate(Request, kw_only=True):
@@ -337,7 +362,8 @@ class Comparison(RunScores, kw_only=True):
     losses: int
     missing: Annotated[dict[str, list[str]], Meta(
         description="Per run, the compared topics its file has no line for (scored by the collection's "
-                    "missing-topic rule, e.g. 0): they count as no win, tie or loss.")] = {}
+                    "missing-topic rule, e.g. 0): they count as no win, tie or loss.")] = \
+        msgspec.field(default_factory=dict)
     not_counted: Annotated[int, Meta(description="Topics of differences left out of wins, ties and losses: "
                                                  "missing from either run.")] = 0
     p: Annotated[float | None, Meta(
@@ -346,6 +372,8 @@ class Comparison(RunScores, kw_only=True):
         description="The stored test's p-value of the pair: adjusted for multiple comparisons only when "
                     "test.adjusted (correction holm or bh), equal to p otherwise; null without a stored test.")]
     test: ComparedTest | None = None
+    monte_carlo: Annotated[PairMonteCarlo | None, Meta(
+        description="The pair's B, Monte Carlo SE and verdict under the stored test; null without one.")] = None
     difference: Annotated[PairDifference | None, Meta(description="Null with fewer than two shared topics.")] = None
     explanation: Annotated[str | None, Meta(description="Why the test's verdict (p < alpha) and an interval's "
                                                         "(excludes 0) disagree; null when they agree.")] = None
