@@ -240,7 +240,7 @@ def test_the_topic_page_tells_a_missing_topic_from_a_real_zero(world: World) -> 
     """Issue 25, item 6: on T18 and T19, A scores a real 0 and D (no line for them) a 0 by the
     missing-topic rule; the topic analysis counts D as missing there and gives the least score of
     the runs that submitted the topic, in the API, the CSV and the page."""
-    cid, ids = _bimodal_collection(world)
+    cid, _ = _bimodal_collection(world)
     admin = auth(world.tokens["admin"])
     doc = world.client.get(f"/api/collections/{cid}/topic-analysis", params={"metric": "AP"}, headers=admin).json()
     items = {i["topic"]: i for i in doc["items"]}
