@@ -47,6 +47,20 @@ def _judges_arguments(jd: argparse.ArgumentParser) -> None:
     c.add_argument("--topics", type=positive_int, default=10,
                    help="the disagreeing topics printed (default 10; --format json has all)")
     c.add_argument("--format", choices=("text", "json"), default="text")
+    ag = jsub.add_parser("agreement", help="how far several assessors agree: alpha, pairwise kappas, per topic",
+                         description="The agreement of several assessors' labels: Krippendorff's alpha over every "
+                                     "assessor (nominal, ordinal, interval; missing labels allowed), per topic, who "
+                                     "disagrees most (alpha without each, mean kappa) and every pair's Cohen's and "
+                                     "weighted kappas. The labels of a stored set (--collection, --set), a label "
+                                     "file (--labels: topic docno assessor level) or one qrels file per assessor "
+                                     "(--qrels, repeated; the assessor is the file's name without '-qrels' and "
+                                     "its extensions).")
+    ag.add_argument("--collection", help="database mode: the collection")
+    ag.add_argument("--set", dest="judgment_set", metavar="NAME", help="database mode: the judgment set")
+    ag.add_argument("--labels", metavar="FILE", help="file mode: a label file")
+    ag.add_argument("--qrels", action="extend", nargs="+", metavar="FILE",
+                    help="file mode: one qrels file per assessor (several after one --qrels, or --qrels repeated)")
+    ag.add_argument("--format", choices=("text", "json"), default="text")
     ls = jsub.add_parser("sets", help="a collection's judgment sets, with provenance and evaluation",
                          description="List a collection's judgment sets (the official one first).")
     ls.add_argument("--collection", required=True)
@@ -57,11 +71,18 @@ def _judges_arguments(jd: argparse.ArgumentParser) -> None:
     bd.add_argument("--format", choices=("text", "json"), default="text")
 
 
-@command("judges", "judgment sets: compare two (versions, sets or files), list them, read the judge board",
+@command("judges", "judgment sets: compare two (versions, sets or files), the agreement of several assessors, list "
+                   "them, read the judge board",
          _judges_arguments)
 def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
     if args.judges_command in ("sets", "board"):
         return _stored_listing(args, out)
+    if args.judges_command == "agreement":
+        doc = assessor_agreement(args)
+        if args.format == "json":
+            return write_json(doc, out)
+        write_agreement(doc, out)
+        return 0
     if args.collection is not None:
         if args.qrels or args.runs:
             raise InvalidMeasure("judges compare: --collection compares stored versions; --qrels and run files "
@@ -188,6 +209,90 @@ def compare_files(qrels_a: str, qrels_b: str, run_paths: list[str], metric: str,
             "metric": str(measure), "labels": labels, **scores, "compared_topics": compared, "only_a": [],
             "only_b": [],
             "significance": significance, "significance_reason": reason, "notes": notes}
+
+
+# --------------------------------------------------------------------------- several assessors
+def _assessor_name(path: str) -> str:
+    from pathlib import Path
+
+    name = Path(path).name
+    for suffix in (".gz", ".txt", ".qrels"):
+        name = name.removesuffix(suffix)
+    return name.removesuffix("-qrels") or name
+
+
+def assessor_agreement(args: argparse.Namespace) -> dict[str, Any]:
+    """The agreement document (``labels.agreement_figures``) of a stored set or of files."""
+    from service.evaluation import labels
+
+    modes = [args.collection is not None or args.judgment_set is not None, args.labels is not None,
+             bool(args.qrels)]
+    if sum(modes) != 1:
+        raise InvalidMeasure("judges agreement needs --collection NAME --set NAME, --labels FILE, or --qrels FILE "
+                             "given once per assessor (one of the three)")
+    if modes[0]:
+        if args.collection is None or args.judgment_set is None:
+            raise InvalidMeasure("judges agreement --collection needs --set NAME (and the reverse)")
+        from service.evaluation.setup import get_collection
+
+        with sessions(database_url())() as s:
+            coll = get_collection(s, args.collection)
+            return labels.agreement(s, coll, cli_principal(), args.judgment_set)
+    topics: list[str] = []
+    docnos: list[str] = []
+    who: list[str] = []
+    levels: list[int] = []
+    if args.labels is not None:
+        from service.formats.labels import read_labels
+
+        parsed = read_labels(args.labels)
+        topics, docnos, who, levels = list(parsed.topics), list(parsed.docnos), list(parsed.assessors), \
+            parsed.levels.tolist()
+        source = {"labels": args.labels}
+    else:
+        from service.formats.readers import read_qrels
+
+        names = [_assessor_name(p) for p in args.qrels]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise InvalidMeasure(f"two qrels files name the same assessor {dup!r} (the file's name without "
+                                 "'-qrels' and its extensions): rename one")
+        for path, name in zip(args.qrels, names):
+            q = read_qrels(path)
+            for t, docs, lv in zip(q.topics, q.docnos, q.levels):
+                for d, level in zip(docs.tolist(), lv.tolist()):
+                    topics.append(t)
+                    docnos.append(d.decode("utf-8"))
+                    who.append(name)
+                    levels.append(int(level))
+        source = {"qrels": list(args.qrels)}
+    return {**source, **labels.agreement_figures(topics, docnos, who, levels)}
+
+
+def write_agreement(doc: dict[str, Any], out: TextIO) -> None:
+    """The assessors' agreement document as text."""
+    w = out.write
+    w(f"{len(doc['assessors'])} assessors, {doc['labels']} labels of {doc['documents']} documents "
+      f"({doc['pairable_documents']} with two labels or more); scale {', '.join(map(str, doc['levels']))}\n")
+    a = doc["alpha"]
+    w(f"Krippendorff's alpha over every assessor: nominal {_f(a['nominal'])}, ordinal {_f(a['ordinal'])}, "
+      f"interval {_f(a['interval'])}\n\nWho disagrees most (ordinal alpha of the others without them; "
+      "largest rise first)\n")
+    w(f"{'assessor':24}{'labels':>8}{'mean kappa':>12}{'alpha w/o':>11}{'change':>9}\n")
+    for r in doc["disagreement"]:
+        change = "-" if r["ordinal_change_without"] is None else f"{r['ordinal_change_without']:+.4f}"
+        w(f"{r['assessor']:24}{r['labels']:>8}{_f(r['mean_kappa']):>12}{_f(r['alpha_without']['ordinal']):>11}"
+          f"{change:>9}\n")
+    w(f"\nEvery pair, on the documents both labelled\n{'a':24}{'b':24}{'docs':>6}{'kappa':>9}{'linear':>9}"
+      f"{'quadratic':>10}{'alpha':>9}\n")
+    for p in doc["pairs"]:
+        w(f"{p['a']:24}{p['b']:24}{p['documents']:>6}{_f(p['kappa']):>9}{_f(p['kappa_linear']):>9}"
+          f"{_f(p['kappa_quadratic']):>10}{_f(p['alpha']):>9}\n")
+    w(f"\nPer topic\n{'topic':16}{'docs':>6}{'nominal':>9}{'ordinal':>9}{'interval':>9}\n")
+    for t in doc["per_topic"]:
+        w(f"{t['topic']:16}{t['documents']:>6}{_f(t['nominal']):>9}{_f(t['ordinal']):>9}{_f(t['interval']):>9}\n")
+    for note in doc["notes"]:
+        w(f"note: {note}\n")
 
 
 # --------------------------------------------------------------------------- the printout

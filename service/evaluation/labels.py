@@ -14,7 +14,8 @@ judgments over the previous version that pool judging always did.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import delete, insert, select, tuple_
@@ -29,6 +30,7 @@ from service.evaluation.work import Outcome
 from service.formats.labels import parse_labels
 from service.formats.types import Qrels
 from service.metrics.judgment_rules import derive
+from service.metrics.stats.agreement import assessor_agreement
 from service.store.models import AssessorLabel, Collection, JudgmentSet, QrelsVersion, Topic, utcnow
 
 Key = tuple[str, str]  # (topic, docno)
@@ -140,3 +142,72 @@ def upload(factory: sessionmaker[Session], me_of: Any, cid: int, set_name: str, 
 
     return idempotency.store_once(factory, cid, me, f"labels:{cid}:{set_name}", idempotency_key, digest, write,
                                   what=f"a labels upload to collection {cid}")
+
+
+# --------------------------------------------------------------------------- agreement of the assessors
+def num(v: Any) -> float | None:
+    """A figure for the document: None when undefined (NaN)."""
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def agreement_figures(topics: Sequence[str], docnos: Sequence[str], assessors: Sequence[str], levels: Sequence[int],
+                      configured_levels: Iterable[int] = ()) -> dict[str, Any]:
+    """Every agreement figure of several assessors' labels (one per assessor and document;
+    :func:`service.metrics.stats.agreement.assessor_agreement`) as a document: Krippendorff's
+    alpha over every assessor (nominal, ordinal, interval), per topic, each assessor's share of
+    the disagreement (alpha without them, their mean Cohen's kappa with the others) ordered by
+    who disagrees most (the largest rise of the ordinal alpha without them first), and the
+    table of every pair of assessors (kappa, weighted kappas, ordinal alpha, confusion). The
+    scale is the configured levels and every level from 0 to the highest label. NaN figures are
+    None, the notes say why. Used by the API, the portal and ``cranfield judges agreement``."""
+    seen = {int(v) for v in levels if int(v) >= 0} | {int(v) for v in configured_levels if int(v) >= 0}
+    lv = sorted(seen | set(range(max(seen, default=0) + 1)))  # as judge_comparison.scale
+    r = assessor_agreement(topics, docnos, assessors, [int(v) for v in levels], lv)
+
+    def alphas(by: Mapping[str, Any]) -> dict[str, float | None]:
+        return {k: num(getattr(a, "value", a)) for k, a in by.items()}
+
+    ordinal = r.alpha["ordinal"].value
+    rows = []
+    for name in r.assessors:
+        without = r.without[name]
+        change = without["ordinal"] - ordinal if not (math.isnan(without["ordinal"]) or math.isnan(ordinal)) \
+            else math.nan
+        rows.append({"assessor": name, "labels": r.labels_per_assessor[name], "mean_kappa": num(r.mean_kappa[name]),
+                     "alpha_without": alphas(without),
+                     "ordinal_change_without": num(change)})
+    rows.sort(key=lambda x: (x["ordinal_change_without"] is None, -(x["ordinal_change_without"] or 0.0),
+                             x["assessor"]))
+    per_topic = [{"topic": t, "documents": int(a["ordinal"].units), "labels": int(a["ordinal"].pairable),
+                  **alphas(a)} for t, a in r.per_topic.items()]
+    pairs = []
+    for p in r.pairs:
+        g = p.agreement
+        pairs.append({"a": p.first, "b": p.second, "documents": g.documents, "observed": num(g.observed),
+                      "kappa": num(g.kappa), "kappa_linear": num(g.kappa_linear),
+                      "kappa_quadratic": num(g.kappa_quadratic), "alpha": num(g.alpha),
+                      "confusion": [[int(c) for c in row] for row in g.confusion.tolist()], "notes": list(g.notes)})
+    return {"assessors": list(r.assessors), "levels": list(r.levels), "documents": r.documents, "labels": r.labels,
+            "pairable_documents": int(r.alpha["nominal"].units), "unjudged": r.unjudged, "alpha": alphas(r.alpha),
+            "per_topic": per_topic, "disagreement": rows, "pairs": pairs, "notes": list(r.notes)}
+
+
+def agreement(s: Session, coll: Collection, me: Principal, set_name: str) -> dict[str, Any]:
+    """The agreement of every assessor whose labels a set keeps (organisers: labels are
+    judgments, as secret as the qrels): :func:`agreement_figures` on the set's labels, the scale
+    of the collection's configuration. 404 for an unknown set; a set without labels gives the
+    figures of nothing, with a note."""
+    policy.require(policy.may_see_qrels(me, coll), me, f"the labels of collection {coll.id}")
+    js = judgment_sets.get(s, coll, set_name, me)
+    rows = s.execute(select(AssessorLabel.topic, AssessorLabel.docno, AssessorLabel.assessor, AssessorLabel.level)
+                     .where(AssessorLabel.judgment_set_id == js.id)
+                     .order_by(AssessorLabel.topic, AssessorLabel.docno, AssessorLabel.assessor)).all()
+    config = coll.current_config
+    configured = [int(lv["level"]) for lv in config.levels if "level" in lv] if config is not None else []
+    doc = agreement_figures([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+                            [int(r[3]) for r in rows], configured)
+    if not rows:
+        doc["notes"].insert(0, f"judgment set {js.name} keeps no assessor's labels: upload a label file "
+                               "(topic docno assessor level) into it")
+    return {"collection": coll.id, "judgment_set": js.name, **doc}

@@ -322,3 +322,73 @@ def test_cli_file_mode_agrees_with_the_database_mode(world: World, tmp_path: Pat
         text = buf.getvalue()
         assert "Label agreement" in text and "Kendall tau-b" in text and "disagree most" in text
         assert f"{db['labels']['overall']['kappa']:.4f}" in text
+
+
+# --------------------------------------------------------------------------- several assessors (issue 25, item 9)
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_the_agreement_of_a_sets_assessors_in_every_door(world: World) -> None:
+    """The agreement round of the DL19 re-annotation (8 assessors x the same 188 documents) as a
+    label file in a set: the API's figures equal krippendorff's and scikit-learn's and those of
+    ``cranfield judges agreement`` on the files; the CLI's database mode and the portal page show
+    the same; only organisers see it."""
+    from service.cli import build_parser
+    from service.cli.registry import handler_for
+    from tests.conftest import require_shared
+
+    root = require_shared("data/trec-dl19-reannotation") / "agreement-round"
+    nist = require_shared("data/trec-dl-passage") / "dl19-passage" / "qrels.txt"
+    c, admin = world.client, auth(world.tokens["admin"])
+    cid = c.post("/api/collections", json={"name": "dl19", "official_metric": "nDCG@10", "metrics": ["nDCG@10"]},
+                 headers=admin).json()["id"]
+    assert c.post(f"/api/collections/{cid}/qrels", content=nist.read_bytes(), headers=admin).status_code == 201
+    assert c.post(f"/api/collections/{cid}/judgment-sets", json={"name": "round", "rule": "majority"},
+                  headers=admin).status_code == 201
+    files = sorted(root.glob("*-qrels.txt"))
+    labels: dict[str, dict[tuple[str, str], int]] = {}
+    lines = []
+    for path in files:
+        who = path.name.removesuffix("-qrels.txt")
+        labels[who] = _judged(path.read_text())
+        lines += [f"{t} {d} {who} {lv}\n" for (t, d), lv in labels[who].items()]
+    r = c.post(f"/api/collections/{cid}/judgment-sets/round/labels", content="".join(lines), headers=admin)
+    assert r.status_code == 201, r.text
+
+    r = c.get(f"/api/collections/{cid}/judgment-sets/round/agreement", headers=admin)
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    names = sorted(labels)
+    units = sorted({k for v in labels.values() for k in v})
+    data = np.array([[labels[a].get(u, math.nan) for u in units] for a in names], dtype=float)
+    assert doc["assessors"] == names and doc["documents"] == len(units) == 188 and doc["levels"] == [0, 1, 2, 3]
+    for level in ("nominal", "ordinal", "interval"):
+        assert doc["alpha"][level] == pytest.approx(krippendorff.alpha(
+            reliability_data=data, value_domain=[0, 1, 2, 3], level_of_measurement=level), abs=1e-12)
+    first = doc["pairs"][0]
+    keys = sorted(labels[first["a"]].keys() & labels[first["b"]].keys())
+    la, lb = [labels[first["a"]][k] for k in keys], [labels[first["b"]][k] for k in keys]
+    assert first["kappa_quadratic"] == pytest.approx(cohen_kappa_score(la, lb, weights="quadratic"), abs=1e-12)
+
+    def cli(argv: list[str]) -> dict:
+        out = io.StringIO()
+        args = build_parser().parse_args([*argv, "--format", "json"])
+        assert handler_for(args.command)(args, out) == 0
+        return json.loads(out.getvalue())
+
+    stored = cli(["judges", "agreement", "--collection", "dl19", "--set", "round"])
+    from_files = cli(["judges", "agreement", "--qrels", *map(str, files)])
+    assert stored == doc
+    for key in ("assessors", "levels", "documents", "labels", "alpha", "per_topic", "disagreement", "pairs"):
+        assert from_files[key] == doc[key], key
+
+    assert c.get(f"/api/collections/{cid}/judgment-sets/nothing/agreement", headers=admin).status_code == 404
+    team = c.post(f"/api/collections/{cid}/teams", json={"team": "alpha"}, headers=admin)
+    assert team.status_code == 201
+    assert c.get(f"/api/collections/{cid}/judgment-sets/round/agreement").status_code == 401
+
+    c.cookies.clear()
+    assert c.post("/login", data={"token": world.tokens["admin"]}, follow_redirects=False).status_code == 303
+    page = c.get(f"/c/{cid}/judgment-sets/round/agreement")
+    assert page.status_code == 200 and page.text.count("<h1") == 1
+    assert f"{doc['alpha']['ordinal']:.3f}" in page.text and 'id="pairs"' in page.text
+    assert page.text.count("<tr data-assessor=") == 8
+    assert f"/c/{cid}/judgment-sets/round/agreement" in c.get(f"/c/{cid}/judgment-sets/round").text

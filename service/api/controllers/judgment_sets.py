@@ -14,7 +14,7 @@ from service.api.dependencies import Caller, Coll, Uow
 from service.api.openapi import WRITE_ERRORS, errors, upload_body
 from service.api.params import CollectionId, IdempotencyKeyHeader, Metric
 from service.api.schemas import out, present
-from service.api.schemas.judges import QrelsComparison
+from service.api.schemas.judges import AssessorAgreementOut, QrelsComparison
 from service.api.schemas.judgment_sets import (
     JudgmentSetChange,
     JudgmentSetCreate,
@@ -80,6 +80,15 @@ class JudgmentSetsController(Controller):
     def read(self, coll: Coll, name: SetName, uow: Uow, me: Caller) -> JudgmentSetOut:
         """A set with its provenance and every version (organisers; a team its own sets)."""
         return out(JudgmentSetOut, judgment_sets.describe(uow.session, coll, me, name))
+
+    @get("/{name:str}/agreement", operation_id="getAssessorAgreement", summary="Agreement of a set's assessors",
+         sync_to_thread=True, responses=errors(401, 403, 404, 422))
+    def agreement(self, coll: Coll, name: SetName, uow: Uow, me: Caller) -> AssessorAgreementOut:
+        """How far the assessors whose labels the set keeps (label files) agree (organisers):
+        Krippendorff's alpha over every assessor (nominal, ordinal, interval; missing labels
+        allowed), per topic, each assessor's part in the disagreement (alpha without them, their
+        mean kappa) and every pair's Cohen's and weighted kappas, ordinal alpha and confusion."""
+        return out(AssessorAgreementOut, labels.agreement(uow.session, coll, me, name))
 
     @patch("/{name:str}", operation_id="changeJudgmentSet", summary="Change a judgment set", sync_to_thread=True,
            responses=errors(*WRITE_ERRORS))

@@ -222,3 +222,61 @@ class QrelsComparison(Response, kw_only=True):
     significance: SignificanceAgreementOut | None
     significance_reason: Annotated[str | None, Meta(description="Why `significance` is null.")]
     notes: list[str]
+
+
+# --------------------------------------------------------------------------- several assessors (issue 25, item 9)
+class AlphaByLevel(Response, kw_only=True):
+    """Krippendorff's alpha at three levels of measurement (null: undefined)."""
+
+    nominal: Figure
+    ordinal: Figure
+    interval: Figure
+
+
+class TopicAlpha(AlphaByLevel, kw_only=True):
+    topic: str
+    documents: Annotated[int, Meta(description="The topic's documents with two labels or more (pairable).")]
+    labels: Annotated[int, Meta(description="The labels of those documents.")]
+
+
+class AssessorDisagreement(Response, kw_only=True):
+    assessor: str
+    labels: int
+    mean_kappa: Annotated[float | None, Meta(description="Mean Cohen's kappa with every other assessor (the pairs "
+                                                         "where it is defined).")]
+    alpha_without: Annotated[AlphaByLevel, Meta(description="Alpha of the other assessors' labels.")]
+    ordinal_change_without: Annotated[float | None, Meta(
+        description="Ordinal alpha without this assessor minus with everyone: positive when the others agree more "
+                    "without them (the rows are ordered by it, largest first).")]
+
+
+class AssessorPair(Response, kw_only=True):
+    a: Annotated[str, Meta(description="The first assessor (the confusion matrix's rows).")]
+    b: str
+    documents: Annotated[int, Meta(description="Documents both labelled.")]
+    observed: Figure
+    kappa: Annotated[float | None, Meta(description="Cohen's kappa.")]
+    kappa_linear: Annotated[float | None, Meta(description="Weighted kappa, linear weights.")]
+    kappa_quadratic: Annotated[float | None, Meta(description="Weighted kappa, quadratic weights.")]
+    alpha: Annotated[float | None, Meta(description="Krippendorff's ordinal alpha of the two.")]
+    confusion: Annotated[list[list[int]], Meta(description="Rows a's level, columns b's, in `levels` order.")]
+    notes: list[str]
+
+
+class AssessorAgreementOut(Response, kw_only=True):
+    """How far the assessors whose labels a judgment set keeps agree with each other."""
+
+    collection: int
+    judgment_set: str
+    assessors: list[str]
+    levels: Annotated[list[int], Meta(description="The scale (alpha's value domain, the confusion matrices' order).")]
+    documents: Annotated[int, Meta(description="Documents with at least one label.")]
+    labels: Annotated[int, Meta(description="Labels counted (negative levels, pooled but unjudged, left out).")]
+    pairable_documents: Annotated[int, Meta(description="Documents with two labels or more (alpha's units).")]
+    unjudged: int
+    alpha: Annotated[AlphaByLevel, Meta(description="Krippendorff's alpha over every assessor, missing labels "
+                                                    "allowed.")]
+    per_topic: list[TopicAlpha]
+    disagreement: Annotated[list[AssessorDisagreement], Meta(description="Who disagrees most first.")]
+    pairs: Annotated[list[AssessorPair], Meta(description="Every pair of assessors.")]
+    notes: list[str]

@@ -81,6 +81,14 @@ class JudgmentSetsController(Controller):
         doc = judgment_sets.describe(page.session, coll, page.me, name)
         return page.show(coll, "judgment_set.html", js=doc, can_change=policy.may_upload_qrels(page.me, coll))
 
+    @get("/c/{cid:int}/judgment-sets/{name:str}/agreement", sync_to_thread=True)
+    def agreement(self, cid: FromPath[int], name: FromPath[str], page: NamedDependency[Page]) -> Template:
+        """Organisers (``policy.may_see_qrels``): how far the set's assessors agree, as GET
+        ``/api/collections/{cid}/judgment-sets/{name}/agreement`` (``labels.agreement``)."""
+        coll = page.collection(cid)
+        doc = labels.agreement(page.session, coll, page.me, name)
+        return page.show(coll, "judgment_set_agreement.html", doc=doc)
+
     @get("/c/{cid:int}/judgment-sets/{name:str}/official", sync_to_thread=True)
     def confirm_official(self, cid: FromPath[int], name: FromPath[str], page: NamedDependency[Page]) -> Template:
         """Organisers (``policy.may_upload_qrels``): what making the set official changes, and
