@@ -16,6 +16,7 @@ from service.cli.arguments import parse_gains
 from service.cli.output import write_json
 from service.cli.registry import command
 from service.errors import InvalidInput, InvalidMeasure
+from service.metrics.stats.presentation import correction_name, format_p, interval_name
 
 
 def _compare_arguments(cmp_: argparse.ArgumentParser) -> None:
@@ -24,6 +25,11 @@ def _compare_arguments(cmp_: argparse.ArgumentParser) -> None:
                       default="bootstrap")
     cmp_.add_argument("--B", type=int, default=1000, dest="resamples", help="resamples / permutations (default 1000)")
     cmp_.add_argument("--exact", action="store_true", help="randomisation: enumerate all 2^n sign flips")
+    cmp_.add_argument("--sequential", action="store_true",
+                      help="resampling tests: resample the pairs whose verdict straddles alpha until it settles "
+                           "(the stored tests' rule; docs/statistics.md, 'Monte Carlo precision')")
+    cmp_.add_argument("--max-B", type=int, default=None, dest="max_resamples", metavar="N",
+                      help="--sequential: at most N resamples per pair (default 10000000)")
     cmp_.add_argument("--alpha", type=float, default=0.05)
     cmp_.add_argument("--correction", choices=("none", "holm", "bh"), default="none")
     cmp_.add_argument("--baseline", action="append", dest="baselines", metavar="RUN",
@@ -164,7 +170,8 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     for metric in metrics:
         try:
             res = pairwise(tables[metric], runs, args.test, resamples=args.resamples, alpha=args.alpha,
-                           correction=args.correction, seed=args.seed, exact=args.exact, baselines=args.baselines)
+                           correction=args.correction, seed=args.seed, exact=args.exact, baselines=args.baselines,
+                           sequential=args.sequential, max_resamples=args.max_resamples)
             kept = as_score_matrix(tables[metric], runs).values
             complete = ~np.isnan(np.asarray(tables[metric], dtype=np.float64)).any(axis=1)
             kept_of[metric] = (kept, [t for t, keep in zip(topics, complete.tolist()) if keep])
@@ -177,15 +184,25 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
             raise InvalidMeasure(f"{metric}: {exc}") from None
         report.append((metric, res, ci, eff))
     explained = {metric: _disagreements(kept_of[metric], res, eff, args) for metric, res, _, eff in report}
+    # Every interval named by its kind, the same names in JSON and TSV (docs/statistics.md, "How
+    # verdicts are printed"): runs' t_ci_* (or anova_ci_*), pairs' diff_t_ci_* or diff_percentile_ci_*.
+    run_kind = "anova" if args.interval == "anova" else "t"
+    pair_kind = report[0][3].kind if report else "percentile"
+    intervals = {"runs": f"{run_kind}_ci: " + ("95% interval of each run's mean from the ANOVA margin of error "
+                                               "(pooled residual variance, t quantile)" if run_kind == "anova"
+                                               else interval_name("t") + " of each run's mean"),
+                 "pairs": f"diff_{pair_kind}_ci: " + interval_name(pair_kind, 0.95, args.resamples)
+                 + (f", seed {args.seed}" if pair_kind != "t" else "") + " of the mean difference a - b"}
     if args.format == "json":
         doc = {
             "test": args.test, "resamples": args.resamples, "alpha": args.alpha, "correction": args.correction,
+            "correction_name": correction_name(args.test, args.correction), "intervals": intervals,
             "seed": args.seed, "interval": args.interval, **({"baselines": args.baselines} if args.baselines else {}),
             "metrics": {
                 metric: {
                     "topics": res.n_topics, "notes": list(res.notes),
-                    "runs": [{"run": r, "mean": float(ci.mean[i]), "ci_low": float(ci.low[i]),
-                              "ci_high": float(ci.high[i])} for i, r in enumerate(res.runs)],
+                    "runs": [{"run": r, "mean": float(ci.mean[i]), f"{run_kind}_ci_low": float(ci.low[i]),
+                              f"{run_kind}_ci_high": float(ci.high[i])} for i, r in enumerate(res.runs)],
                     "pairs": _PAIRS.format(k),
                     "disagreements": [{"run_a": a, "run_b": b, "explanation": why, "differences": diffs}
                                       for a, b, why, diffs in explained[metric]],
@@ -194,18 +211,25 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
             },
         }
         return _write_json_streaming_pairs(doc, [(res, eff) for _, res, _, eff in report], out)
-    out.write("run\tmetric\tmean\tci_low\tci_high\ttopics\n")
+    out.write(f"run\tmetric\tmean\t{run_kind}_ci_low\t{run_kind}_ci_high\ttopics\n")
     for metric, res, ci, _ in report:
         out.writelines(f"{r}\t{metric}\t{ci.mean[i]:.6f}\t{ci.low[i]:.6f}\t{ci.high[i]:.6f}\t{res.n_topics}\n"
                        for i, r in enumerate(res.runs))
-    out.write("\nrun_a\trun_b\tmetric\ttest\tmean_a\tmean_b\tdiff\tstatistic\tp\tp_adjusted\tsignificant"
-              "\tdiff_ci_low\tdiff_ci_high\teffect_size\n")
+    # p and p_adjusted as printed for a reader: on their side of alpha, "< 0.001" below (format_p);
+    # --format json has the full floats.
+    a = args.alpha
+    out.write("\n" + "\t".join(("run_a", "run_b", "metric", "test", "mean_a", "mean_b", "diff", "statistic", "p",
+                                 "p_adjusted", "significant", f"diff_{pair_kind}_ci_low", f"diff_{pair_kind}_ci_high",
+                                 "effect_size")) + "\n")
     for metric, res, _, eff in report:
-        rows = (f"{ra}\t{rb}\t{metric}\t{res.test}\t{ma:.6f}\t{mb:.6f}\t{d:.6f}\t{st:.6f}\t{p:.6g}\t{pa:.6g}\t"
-                f"{'yes' if sig else 'no'}\t{lo:.6f}\t{hi:.6f}\t{es:.6f}\n"
-                for ra, rb, ma, mb, d, st, p, pa, sig, lo, hi, es in _pair_rows(res, eff))
+        rows = (f"{ra}\t{rb}\t{metric}\t{res.test}\t{ma:.6f}\t{mb:.6f}\t{d:.6f}\t{st:.6f}\t{format_p(p, a, 4)}\t"
+                f"{format_p(pa, a, 4)}\t{_verdict_cell(verdict, b)}\t{lo:.6f}\t{hi:.6f}\t{es:.6f}\n"
+                for ra, rb, ma, mb, d, st, p, pa, _, verdict, lo, hi, es, b in _pair_rows(res, eff))
         while chunk := "".join(islice(rows, 65536)):  # one write per 65,536 pairs, not one per pair
             out.write(chunk)
+    out.write(f"# p: raw; p_adjusted: correction {correction_name(args.test, args.correction)}; significant: "
+              f"p_adjusted < alpha = {a:g}; both printed with the digits that show their side of alpha\n")
+    out.writelines(f"# {name}\n" for name in intervals.values())
     for metric, res, _, _ in report:
         out.writelines(f"# {metric}: {note}\n" for note in res.notes)
         for a, b, why, diffs in explained[metric]:
@@ -256,21 +280,40 @@ def _disagreements(table: tuple[np.ndarray, list[str]], res, eff,  # type: ignor
 
 
 _PAIRS = "@@cranfield-pairs-{}@@"
-_PAIR_KEYS = ("run_a", "run_b", "mean_a", "mean_b", "diff", "statistic", "p", "p_adjusted", "significant",
-              "diff_ci_low", "diff_ci_high", "effect_size")
+
+
+def _pair_keys(kind: str) -> tuple[str, ...]:
+    """A pair's JSON fields; the interval named by its kind (t or percentile)."""
+    return ("run_a", "run_b", "mean_a", "mean_b", "diff", "statistic", "p", "p_adjusted", "significant", "verdict",
+            f"diff_{kind}_ci_low", f"diff_{kind}_ci_high", "effect_size", "resamples")
+
+
+def _verdict_cell(verdict: str, resamples: int | None) -> str:
+    """The TSV's significant column: yes, no, or "undecided at B = ..." (verdict_words' rule)."""
+    if verdict == "undecided":
+        return f"undecided at B = {resamples}" if resamples else "undecided"
+    return "yes" if verdict == "significant" else "no"
 
 
 def _pair_rows(res, eff):  # type: ignore[no-untyped-def]
     """Each pair's output fields as Python values, a block of pairs at a time (the columns are
-    converted once per block, not looked up per pair: ``res.diff`` is a whole-array property)."""
+    converted once per block, not looked up per pair: ``res.diff`` is a whole-array property):
+    significant is the settled verdict, verdict "significant", "not significant" or "undecided"
+    (at the pair's B, the last field: None for an exact test)."""
     step = 65536
-    for lo in range(0, len(res.a), step):
+    n = len(res.a)
+    undecided = res.undecided if res.undecided is not None else np.zeros(n, dtype=bool)
+    b = res.pair_resamples if res.pair_resamples is not None else None
+    for lo in range(0, n, step):
         sl = slice(lo, lo + step)
+        significant = (res.p_adjusted[sl] < res.alpha).tolist()
+        verdicts = ["undecided" if u else "significant" if s else "not significant"
+                    for s, u in zip(significant, undecided[sl].tolist())]
         yield from zip([res.runs[i] for i in res.a[sl].tolist()], [res.runs[i] for i in res.b[sl].tolist()],
                        res.mean_a[sl].tolist(), res.mean_b[sl].tolist(), res.diff[sl].tolist(),
                        res.statistic[sl].tolist(), res.p[sl].tolist(), res.p_adjusted[sl].tolist(),
-                       res.significant[sl].tolist(), eff.ci_low[sl].tolist(), eff.ci_high[sl].tolist(),
-                       eff.standardised[sl].tolist())
+                       [v == "significant" for v in verdicts], verdicts, eff.ci_low[sl].tolist(), eff.ci_high[sl].tolist(),
+                       eff.standardised[sl].tolist(), [None] * len(verdicts) if b is None else b[sl].tolist())
 
 
 def _write_json_streaming_pairs(doc: dict, pairs: list, out: TextIO) -> int:  # type: ignore[type-arg]
@@ -284,7 +327,7 @@ def _write_json_streaming_pairs(doc: dict, pairs: list, out: TextIO) -> int:  # 
         out.write(head)
         first = True
         for row in _pair_rows(res, eff):
-            item = json.dumps(dict(zip(_PAIR_KEYS, row)), indent=1).replace("\n", "\n    ")
+            item = json.dumps(dict(zip(_pair_keys(eff.kind), row)), indent=1).replace("\n", "\n    ")
             out.write(("[\n    " if first else ",\n    ") + item)
             first = False
         out.write("[]" if first else "\n   ]")

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from service.cli import main
+from service.metrics.stats.presentation import read_p
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "ntcir-like"
 RUNS = sorted(str(p) for p in (SAMPLE / "runs").glob("*.run"))
@@ -28,17 +29,25 @@ def test_compare_tsv_tables(capsys) -> None:  # type: ignore[no-untyped-def]
     runs_table, pairs_table = out.strip().split("\n\n")
     header, *rows = [line for line in pairs_table.splitlines() if not line.startswith("#")]
     # Holm-adjusted p-values with unadjusted intervals: each disagreement is explained in a note
-    assert all("Holm" in line or "per topic" in line for line in pairs_table.splitlines() if line.startswith("#"))
+    assert all("Holm" in line or "per topic" in line for line in pairs_table.splitlines()
+               if line.startswith(("# AP:", "# nDCG@10:")))
+    # the t-test's pairs carry the t interval, named by its kind (issue 25, items 5 and 7)
     assert header.split("\t") == ["run_a", "run_b", "metric", "test", "mean_a", "mean_b", "diff", "statistic", "p",
-                                  "p_adjusted", "significant", "diff_ci_low", "diff_ci_high", "effect_size"]
+                                  "p_adjusted", "significant", "diff_t_ci_low", "diff_t_ci_high", "effect_size"]
     assert len(rows) == 2 * 6  # 2 metrics x C(4, 2) pairs
     for row in rows:
         f = row.split("\t")
-        assert float(f[9]) >= float(f[8])  # Holm never lowers a p-value
-        assert f[10] == ("yes" if float(f[9]) < 0.05 else "no")
+        (p, p_bound), (pa, pa_bound) = read_p(f[8]), read_p(f[9])
+        assert pa >= p or (pa_bound and p_bound)  # Holm never lowers a p-value
+        assert f[10] == ("yes" if pa < 0.05 else "no")  # a printed p is on its side of alpha
         assert float(f[6]) == pytest.approx(float(f[4]) - float(f[5]), abs=2e-6)
-        assert float(f[11]) <= float(f[6]) <= float(f[12])  # the bootstrap interval holds the difference
+        assert float(f[11]) <= float(f[6]) <= float(f[12])  # the interval holds the difference
+    assert runs_table.splitlines()[0] == "run\tmetric\tmean\tt_ci_low\tt_ci_high\ttopics"
     assert len(runs_table.splitlines()) == 1 + 2 * 4
+    notes = [line for line in pairs_table.splitlines() if line.startswith("# ")]
+    assert "# p: raw; p_adjusted: correction Holm; significant: p_adjusted < alpha = 0.05" in notes[0]
+    assert "# diff_t_ci: 95% Student t interval of the mean difference a - b" in notes
+    assert "# t_ci: 95% Student t interval of each run's mean" in notes
 
 
 def test_compare_scores_files_match_scipy(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -98,7 +107,7 @@ def test_compare_explains_a_test_and_interval_that_disagree(capsys) -> None:  # 
     assert code == 0
     doc = json.loads(out)["metrics"]["AP"]
     pair = {(p["run_a"], p["run_b"]): p for p in doc["pairs"]}[("RUN-01", "RUN-07")]
-    assert 0.05 < pair["p"] < 0.07 and pair["diff_ci_low"] > 0
+    assert 0.05 < pair["p"] < 0.07 and pair["diff_percentile_ci_low"] > 0
     said = {(d["run_a"], d["run_b"]): d for d in doc["disagreements"]}
     why = said[("RUN-01", "RUN-07")]
     assert "2 the other" in why["explanation"] and "excludes 0" not in why["explanation"].split(".")[0][:10]
@@ -113,8 +122,37 @@ def test_compare_explains_a_test_and_interval_that_disagree(capsys) -> None:  # 
         t_disagrees = (p < 0.05) != (t_low > 0 or t_high < 0)
         assert t_disagrees or "bootstrap interval" in d["explanation"].split("This is not an error")[0], (a, b)
     # clearly significant pairs (both intervals far from 0) are not explained
-    clear = [k for k, x in pairs.items() if x["p"] < 0.01 and x["diff_ci_low"] > 0.05]
+    clear = [k for k, x in pairs.items() if x["p"] < 0.01 and x["diff_percentile_ci_low"] > 0.05]
     assert clear and not set(clear) & set(said)
     code, text, _ = run_cli(capsys, "compare", "--qrels", str(sample / "qrels.ntcir"), *runs, "-m", "AP")
     assert "# AP: RUN-01 vs RUN-07: The paired bootstrap test" in text
     assert "# AP: RUN-01 - RUN-07 per topic, sorted: " in text
+
+
+def test_compare_never_prints_a_p_rounded_across_alpha(capsys, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Issue 25, item 3: a pair whose p is 0.049995 (forced into the test's result) is printed as
+    0.04999 in the TSV, with "yes" beside it, never as 0.05; the JSON keeps the full float."""
+    import dataclasses
+
+    from service.metrics.stats import pairwise as module
+
+    real = module.pairwise
+
+    def forced(*args, **kwargs):  # type: ignore[no-untyped-def]
+        res = real(*args, **kwargs)
+        p = np.full_like(res.p, 0.049995)
+        return dataclasses.replace(res, p=p, p_adjusted=p)
+
+    monkeypatch.setattr(module, "pairwise", forced)
+    rng = np.random.default_rng(3)
+    for name in ("sysA", "sysB"):
+        (tmp_path / f"{name}.csv").write_text("".join(f"q{i},{v}\n" for i, v in enumerate(rng.random(12))))
+    files = [str(tmp_path / "sysA.csv"), str(tmp_path / "sysB.csv")]
+    code, out, _ = run_cli(capsys, "compare", "--scores", *files, "--test", "t")
+    assert code == 0
+    row = [line for line in out.splitlines() if line.startswith("sysA\tsysB")][0].split("\t")
+    assert (row[8], row[9], row[10]) == ("0.04999", "0.04999", "yes")
+    assert "0.05\t" not in out and "0.0500" not in out
+    code, out, _ = run_cli(capsys, "compare", "--scores", *files, "--test", "t", "--format", "json")
+    (pair,) = json.loads(out)["metrics"]["score"]["pairs"]
+    assert pair["p_adjusted"] == 0.049995 and pair["significant"] is True and pair["verdict"] == "significant"

@@ -362,7 +362,10 @@ def test_compare_versus_baselines_prints_the_all_pairs_rows_of_its_pairs(
     runs_table, pairs_table = capsys.readouterr().out.strip().split("\n\n")
     header, *rows = pairs_table.splitlines()
     assert header == every[0]
+    notes = [r for r in rows if r.startswith("#")]  # what p, p_adjusted and the intervals are
+    rows = [r for r in rows if not r.startswith("#")]
     assert rows == [r for r in every[1:] if {"sys4", "sys1"} & set(r.split("\t")[:2])]
+    assert notes == [r for r in every[1:] if r.startswith("#")]
     assert len(rows) == 5 + 4 and len(runs_table.splitlines()) == 1 + 6
     assert main(["compare", "--scores", *paths, "--baseline", "sys9"]) == 2
     assert "--baseline sys9: not among the runs compared" in capsys.readouterr().err
