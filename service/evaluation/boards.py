@@ -293,10 +293,12 @@ def significance_matrix(s: Session, coll: Collection, me: Principal, metric: str
         raise NotFound(f"no stored test for {name} on these results")
     names = sig.runs
     everyone = np.arange(len(names))
+    from service.evaluation.monte_carlo import matrix_fields  # per pair B, Monte Carlo SE, undecided (issue 25.1)
+
     return {"metric": name, "test": sig.test, "alpha": sig.alpha, "correction": sig.correction,
             "correction_name": correction_name(sig.test, sig.correction), "resamples": sig.resamples,
             "runs": names, "p": sig.matrix(everyone, raw_p(s, sig)).tolist(),
-            "p_adjusted": sig.matrix(everyone).tolist()}
+            "p_adjusted": sig.matrix(everyone).tolist(), **matrix_fields(s, sig, everyone)}
 
 
 def board_test_counts(s: Session, coll: Collection, me: Principal, metric: str) -> dict[str, Any] | None:

@@ -57,7 +57,9 @@ from service.store.models import Collection, CollectionConfig, Job, JobItem, Run
 
 ACTIVE = ("running", "testing")
 PENDING = ("queued", "evaluating")
-TEST_PARAMS = ("test", "resamples", "alpha", "correction", "seed")
+#: What a stored test was run with (its params_hash). ``max_resamples``: the sequential rule's cap per
+#: pair (issue 25, item 1); a configuration made before it has None, which means the default cap.
+TEST_PARAMS = ("test", "resamples", "alpha", "correction", "seed", "max_resamples")
 
 
 def params_hash(significance: dict[str, Any]) -> str:

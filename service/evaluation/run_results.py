@@ -178,6 +178,9 @@ def compare(s: Session, coll: Collection, me: Principal, a: int, b: int, metric:
     doc["p"] = None if sig is None else sig.p(runs[0].tag, runs[1].tag, raw_p(s, sig))
     doc["p_adjusted"] = p
     doc["test"] = None if sig is None else tested_with(sig)
+    from service.evaluation.monte_carlo import pair_precision  # the pair's B, Monte Carlo SE, verdict (25.1)
+
+    doc["monte_carlo"] = None if sig is None else pair_precision(s, sig, runs[0].tag, runs[1].tag)
     configured = coll.current_config.significance or {}
     difference = None
     if len(diffs) >= 2:

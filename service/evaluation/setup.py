@@ -68,7 +68,10 @@ _FORMAT_NEEDED = {"diversity": "intent-aware judgments (qrels uploaded with form
                   "sampled": "a stratified sample's qrels (uploaded with format sampled: topic iteration docno "
                              "stratum rel)"}
 
-DEFAULT_SIGNIFICANCE = {"test": "bootstrap", "resamples": 1000, "alpha": 0.05, "correction": "none", "seed": 0}
+#: Stored tests start at B = 10,000 and resample further the pairs whose verdict straddles alpha, up
+#: to ``max_resamples`` per pair (issue 25, item 1; docs/statistics.md, "Monte Carlo precision").
+DEFAULT_SIGNIFICANCE = {"test": "bootstrap", "resamples": 10_000, "alpha": 0.05, "correction": "none", "seed": 0,
+                        "max_resamples": 10_000_000}
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,9 @@ def _check_significance(sig: dict[str, Any]) -> None:
         raise InvalidMeasure("alpha must lie strictly between 0 and 1")
     if not isinstance(sig["seed"], int):
         raise InvalidMeasure("seed must be an integer")
+    cap = sig.get("max_resamples")
+    if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < sig["resamples"]):
+        raise InvalidMeasure("max_resamples must be an integer at least resamples (the sequential rule's cap)")
     if "metrics" in sig:
         sig["metrics"] = [str(m) for m in parse_measures(sig["metrics"])]
 

@@ -39,6 +39,7 @@ from service.metrics.pooling import competition_ranks
 from service.metrics.stats.letters import letter_columns, members
 from service.metrics.stats.meta import MetaEvaluation, meta_evaluation
 from service.metrics.stats.pairwise import PairwiseResult, pairwise
+from service.metrics.stats.sequential import MAX_RESAMPLES
 from service.store.arrays import pack, unpack
 from service.store.db import as_utc, transaction
 from service.store.models import (
@@ -190,8 +191,10 @@ def _compute(settings: dict[str, Any], tables: ScoreTables,
             subsets.append(("public", matrix[[t not in hidden for t in topics]]))
         for subset, x in subsets:
             try:
+                # resampling tests settle each verdict sequentially (issue 25, item 1; docs/statistics.md)
                 res = pairwise(x, [str(r) for r in run_ids], sig["test"], resamples=int(sig["resamples"]),
-                               alpha=float(sig["alpha"]), correction=sig["correction"], seed=int(sig["seed"]))
+                               alpha=float(sig["alpha"]), correction=sig["correction"], seed=int(sig["seed"]),
+                               sequential=True, max_resamples=int(sig.get("max_resamples") or MAX_RESAMPLES))
             except ValueError as exc:
                 errors[metric if subset == "all" else f"{metric} (visible topics)"] = str(exc)
                 continue
@@ -238,7 +241,7 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
                         evaluator_version=EVALUATOR_VERSION, runs_hash=rhash, params_hash=phash,
                         params={k: sig.get(k) for k in TEST_PARAMS}, run_ids=list(run_ids), n_topics=res.n_topics,
                         diff=pack(res.diff), statistic=pack(res.statistic), p=pack(res.p),
-                        p_adjusted=pack(res.p_adjusted), letters=letters))
+                        p_adjusted=pack(res.p_adjusted), letters=letters, **monte_carlo_columns(res)))
             config = s.get(CollectionConfig, claim.config_id)
             meta_doc = meta_document(meta, settings["all_metrics"])
             version = s.get(QrelsVersion, claim.qrels_id)
@@ -267,13 +270,27 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
         return []  # a concurrent round stored the same matrices and finished the jobs
 
 
+def monte_carlo_columns(res: PairwiseResult) -> dict[str, bytes | None]:
+    """A resampling test's per-pair B, Monte Carlo SE, undecided flags (1.0/0.0) and the bootstrap's
+    degenerate resamples, packed for the Significance row; None for an exact test."""
+    if res.pair_resamples is None:
+        return {"resamples": None, "mc_se": None, "undecided": None, "degenerate": None}
+    undecided = res.undecided if res.undecided is not None else np.zeros(len(res.p), dtype=bool)
+    return {"resamples": pack(res.pair_resamples), "mc_se": pack(res.mc_se if res.mc_se is not None else
+                                                                  np.zeros(len(res.p))),
+            "undecided": pack(undecided.astype(np.float64)),
+            "degenerate": pack(res.degenerate) if res.degenerate is not None else None}
+
+
 def stored_letters(res: PairwiseResult, scores: np.ndarray) -> list[list[int]]:
     """The compact letter display of a test (letters as positions in its runs), taken and
-    labelled best mean first, as boards show it (see :mod:`service.metrics.stats.letters`)."""
+    labelled best mean first, as boards show it (see :mod:`service.metrics.stats.letters`).
+    Settled verdicts only: an undecided pair counts as not significantly different (its runs
+    may share a letter), the conservative reading (docs/statistics.md)."""
     with np.errstate(invalid="ignore"):
         means = np.nan_to_num(np.nanmean(scores, axis=0), nan=-np.inf)
     order = np.argsort(-means, kind="stable")
-    columns = letter_columns(res.p_matrix() < res.alpha, order)
+    columns = letter_columns(res.significant_matrix(), order)
     return [members(c) for c in columns]
 
 

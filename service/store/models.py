@@ -342,6 +342,13 @@ class Significance(Base):
     statistic: Mapped[bytes] = mapped_column(LargeBinary)
     p: Mapped[bytes] = mapped_column(LargeBinary)
     p_adjusted: Mapped[bytes] = mapped_column(LargeBinary)
+    # Per pair of a resampling test (NULL for exact tests and rows stored before migration 0020):
+    # the B of its p, its Monte Carlo standard error, 1.0 where the verdict is undecided at that B,
+    # and the bootstrap's degenerate resamples left out (docs/statistics.md, "Monte Carlo precision").
+    resamples: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
+    mc_se: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
+    undecided: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
+    degenerate: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
     # The compact letter display of p_adjusted < alpha: each letter a list of positions in
     # run_ids (NULL for tests stored before letters were; boards then compute them).
     letters: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)

@@ -241,6 +241,9 @@ def test_significance_exports_diffs_and_per_topic_views(world: World) -> None:
     assert c.get(f"/api/runs/{beta_run}/scores", headers=auth(t["alpha"])).status_code == 403
     cmp = c.get(f"/api/collections/{cid}/compare?a={alpha_run}&b={beta_run}", headers=org).json()
     assert cmp["wins"] + cmp["ties"] + cmp["losses"] == len(cmp["differences"]) and cmp["p_adjusted"] is not None
+    mc = cmp["monte_carlo"]  # the pair's B, Monte Carlo SE and verdict under the stored test (issue 25, item 1)
+    assert mc["resamples"] + mc["degenerate"] >= 10000 and 0 <= mc["mc_se"] < 0.01 and mc["verdict"] in (
+        "significant", "not significant", "undecided") and mc["undecided"] == (mc["verdict"] == "undecided")
     # primary runs
     assert c.patch(f"/api/runs/{alpha_run}/settings", json={"primary": True}, headers=auth(t["alpha"])).json()["primary"]
     assert c.patch(f"/api/runs/{alpha_run}/settings", json={"baseline": True}, headers=auth(t["alpha"])).status_code == 403
@@ -280,7 +283,7 @@ def test_every_metric_is_tested_and_letters_match_the_stored_tests(world: World,
                       headers=org).json()
         sig = board["significance"]
         assert sig is not None, f"no stored test for {metric}"
-        assert sig["test"] == "bootstrap" and sig["resamples"] == 1000 and sig["correction"] == "none"
+        assert sig["test"] == "bootstrap" and sig["resamples"] == 10000 and sig["correction"] == "none"
         matrix = c.get(f"/api/collections/{cid}/significance", params={"metric": metric}, headers=org).json()
         where = {r: i for i, r in enumerate(matrix["runs"])}
         rows = board["rows"]
@@ -289,10 +292,19 @@ def test_every_metric_is_tested_and_letters_match_the_stored_tests(world: World,
             for y in rows:
                 if x is y:
                     continue
-                p = matrix["p_adjusted"][where[x["run"]]][where[y["run"]]]
+                i, j = where[x["run"]], where[y["run"]]
+                p = matrix["p_adjusted"][i][j]
+                # letters use settled verdicts: an undecided pair counts as not significant (issue 25, item 1)
+                undecided = matrix["undecided"][i][j]
                 share = bool(set(x["groups"]) & set(y["groups"]))
-                assert share == (p >= sig["alpha"]), (metric, x["run"], y["run"], p)
+                assert share == (p >= sig["alpha"] or undecided), (metric, x["run"], y["run"], p)
                 assert (y["run"] in x["tied_with"]) == (p >= sig["alpha"])
+                # each pair's own B (at least the configured 10,000) and its Monte Carlo SE from its raw p
+                b, raw = matrix["resamples_matrix"][i][j], matrix["p"][i][j]
+                assert b + matrix["degenerate"][i][j] >= 10000
+                assert matrix["mc_se"][i][j] == pytest.approx((raw * (1 - raw) / b) ** 0.5, rel=1e-9)
+        assert matrix["monte_carlo_rule"] == "sequential"
+        assert matrix["undecided_pairs"] == sum(map(sum, matrix["undecided"])) // 2
         # a participant's board before release holds its own runs only: the stored letters,
         # restricted to them, keep the guarantee
         own = c.get(f"/api/collections/{cid}/leaderboard", params={"metric": metric}, headers=auth(t["alpha"])).json()

@@ -4,7 +4,7 @@ was run with (no "adjusted" unless a correction was applied), the same figures a
 and the explanation of a test that disagrees with an interval exactly when they disagree.
 
 The world (conftest.py): a private collection "task" (AP and nDCG@10) with three runs of a generated
-collection, evaluated and tested in-process with the default test (bootstrap, B = 1000, alpha 0.05,
+collection, evaluated and tested in-process with the default test (bootstrap, B = 10000, alpha 0.05,
 no correction, seed 0) on its official metric, nDCG@10.
 """
 
@@ -59,8 +59,8 @@ def test_the_compare_page_shows_the_difference_the_effect_size_and_the_test_as_s
     d, test = doc["difference"], doc["test"]
     n = len(doc["differences"])  # the topics both runs were scored on (nDCG is undefined without a relevant one)
     assert n >= 2
-    assert test == {"test": "bootstrap", "name": "paired bootstrap test (studentised), B = 1000", "alpha": 0.05,
-                    "correction": "none", "adjusted": False, "resamples": 1000, "n_topics": n, "comparisons": 3,
+    assert test == {"test": "bootstrap", "name": "paired bootstrap test (studentised), B = 10000", "alpha": 0.05,
+                    "correction": "none", "adjusted": False, "resamples": 10000, "n_topics": n, "comparisons": 3,
                     "p_label": "p-values (no correction for multiple comparisons)", "correction_tag": "no correction",
                     "correction_name": "none: unadjusted"}
     assert doc["p"] == doc["p_adjusted"]  # no correction: the raw p is the p shown
@@ -70,7 +70,7 @@ def test_the_compare_page_shows_the_difference_the_effect_size_and_the_test_as_s
     ci = stats.ttest_rel([x[t] for t in topics], [y[t] for t in topics]).confidence_interval(0.95)
     assert (d["t_low"], d["t_high"]) == (pytest.approx(ci.low, abs=1e-12), pytest.approx(ci.high, abs=1e-12))
     assert d["n_topics"] == n and d["mean"] == pytest.approx(sum(doc["differences"].values()) / n, abs=1e-12)
-    assert d["bootstrap"]["method"] == "bca" and d["bootstrap"]["resamples"] == 1000 and d["bootstrap"]["seed"] == 0
+    assert d["bootstrap"]["method"] == "bca" and d["bootstrap"]["resamples"] == 10000 and d["bootstrap"]["seed"] == 0
     assert api_compare(world, a, b) == doc  # the configured seed: a reload gives the same numbers
 
     page = compare_page(world, a, b)
@@ -78,10 +78,10 @@ def test_the_compare_page_shows_the_difference_the_effect_size_and_the_test_as_s
     assert 'id="difference"' in page and 'id="effect-size"' in page
     assert f"95% Student t interval [{d['t_low']:.4f}, {d['t_high']:.4f}]" in text
     boot = d["bootstrap"]
-    assert (f"95% BCa bootstrap interval, B = 1000 [{boot['low']:.4f}, {boot['high']:.4f}] the topics resampled "
-            "B = 1000 times, seed 0") in text
+    assert (f"95% BCa bootstrap interval, B = 10000 [{boot['low']:.4f}, {boot['high']:.4f}] the topics resampled "
+            "B = 10000 times, seed 0") in text
     assert f"Effect size {d['effect_size']:.3f}" in text
-    assert (f"Stored test: paired bootstrap test (studentised), B = 1000, α = 0.05, over {n} topics; "
+    assert (f"Stored test: paired bootstrap test (studentised), B = 10000, α = 0.05, over {n} topics; "
             "p-values (no correction for multiple comparisons).") in text
     assert f"p = {format_p(doc['p_adjusted'], 0.05, 4)} (correction: none: unadjusted)" in text
     # no correction was applied: nothing may say "adjusted" (only "unadjusted")
@@ -131,8 +131,9 @@ def _cli_compare(world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_the_api_compare_answer_carries_the_figures_of_cranfield_compare(
         world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The same statistic, the same number: means, difference, effect size and the test's p (the
-    stored test has the CLI's defaults: bootstrap, B = 1000, seed 0; then a Holm-corrected t-test)."""
-    cli = _cli_compare(world, tmp_path, capsys)["metrics"]["nDCG@10"]
+    stored test has the defaults of stored tests, which the CLI is given: bootstrap, B = 10000 with the
+    sequential rule, seed 0; then a Holm-corrected t-test)."""
+    cli = _cli_compare(world, tmp_path, capsys, "--B", "10000", "--sequential")["metrics"]["nDCG@10"]
     for pair in cli["pairs"]:
         doc = api_compare(world, world.run_ids[pair["run_a"]], world.run_ids[pair["run_b"]])
         assert doc["runs"][pair["run_a"]]["mean"] == pytest.approx(pair["mean_a"], abs=1e-12)

@@ -601,7 +601,7 @@ def test_review_fixes_significance_labels_empty_pages_compare_default_and_latex(
     now = c.get(f"/api/collections/{cid}/leaderboard", headers=org).json()["significance"]
     assert now == {"test": "t", "alpha": 0.1, "correction": "holm", "resamples": None, "n_topics": 5}
     old = c.get(f"/api/collections/{cid}/leaderboard?test=bootstrap", headers=org).json()["significance"]
-    assert old == {"test": "bootstrap", "alpha": 0.05, "correction": "none", "resamples": 1000,
+    assert old == {"test": "bootstrap", "alpha": 0.05, "correction": "none", "resamples": 10000,
                    "n_topics": 5}  # as that test was run
     # the significance page of a collection with no stored test is a notice, not a 404
     other_org = as_role(world, "other_organiser")

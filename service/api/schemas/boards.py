@@ -251,6 +251,9 @@ class SignificanceMatrix(Response, kw_only=True):
         description="Per pair, true when its verdict still straddled alpha when resampling stopped: "
                     "'undecided at B = resamples_matrix[i][j]'; letters count it as not significant.")] = []
     undecided_pairs: int = 0
+    degenerate: Annotated[list[list[int]] | None, Meta(
+        description="Bootstrap: per pair, the resamples left out for zero spread (B + degenerate = draws); "
+                    "null for other tests.")] = None
     monte_carlo_rule: Annotated[str, Meta(
         description="sequential (resampled until each verdict settled, docs/statistics.md), fixed B (a test "
                     "stored before that rule) or exact.")] = ""
