@@ -221,3 +221,47 @@ def test_tau_at_k_is_kendall_over_the_truth_top_k(pair, k: int) -> None:  # type
         warnings.simplefilter("ignore")
         theirs = float(scipy_stats.kendalltau(truth[top], judge[top]).statistic)
     assert same(tau_top_k(truth, judge, k), theirs, 1e-12)
+
+
+@st.composite
+def assessor_labels(draw):  # type: ignore[no-untyped-def]
+    """Several assessors' labels of some documents of a few topics, many missing (each assessor
+    labels a document or not)."""
+    levels = draw(st.sampled_from([s for s in SCALES if min(s) >= 0]))  # a negative level is unjudged: left out
+    raters = draw(st.integers(2, 6))
+    units = draw(st.integers(2, 25))
+    rows = []
+    for u in range(units):
+        for a in range(raters):
+            if draw(st.booleans()) or a < 2:
+                rows.append((f"t{u % 3}", f"d{u}", f"a{a}", draw(st.sampled_from(levels))))
+    return levels, rows
+
+
+@settings(max_examples=150, deadline=None)
+@given(assessor_labels(), st.sampled_from(["nominal", "ordinal", "interval"]))
+def test_assessor_alpha_and_pairs_match_krippendorff_and_scikit_learn(case, level: str) -> None:  # type: ignore[no-untyped-def]
+    from service.metrics.stats.agreement import assessor_agreement
+
+    levels, rows = case
+    t, d, a, lv = (list(c) for c in zip(*rows))
+    r = assessor_agreement(t, d, a, lv, levels)
+    names = r.assessors
+    units = sorted({(x, y) for x, y, _, _ in rows})
+    by = {(x, y, z): v for x, y, z, v in rows}
+    data = np.array([[by.get((u[0], u[1], n), np.nan) for u in units] for n in names], dtype=float)
+    try:  # krippendorff raises (no pairable unit) or gives NaN (no variation) where alpha is undefined
+        expected = kripp.alpha(reliability_data=data, value_domain=list(levels), level_of_measurement=level)
+    except ValueError:
+        expected = math.nan
+    assert same(r.alpha[level].value, expected)
+    for p in r.pairs:
+        i, j = names.index(p.first), names.index(p.second)
+        both = ~(np.isnan(data[i]) | np.isnan(data[j]))
+        if both.sum() == 0:
+            assert p.agreement.documents == 0
+            continue
+        la, lb = data[i][both].astype(int), data[j][both].astype(int)
+        assert p.agreement.confusion.tolist() == sk_metrics.confusion_matrix(la, lb, labels=list(levels)).tolist()
+        assert same(p.agreement.kappa_quadratic,
+                    sk_metrics.cohen_kappa_score(la, lb, labels=list(levels), weights="quadratic"))

@@ -254,3 +254,15 @@ def test_the_text_printout_names_every_figure(data: dict[str, Any]) -> None:
     text = out.getvalue()
     assert "Krippendorff's alpha over every assessor" in text and "Who disagrees most" in text
     assert text.count("\n") > 8 + 28 + 3
+
+
+def test_a_label_file_gives_the_figures_of_the_qrels_files(round_doc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The labels in another order (assessors reversed): the same figures, to the last bit."""
+    doc, labels = round_doc
+    path = tmp_path / "round.labels"
+    path.write_text("".join(f"{t} {d} {who} L{lv}\n" for who, judged in sorted(labels.items(), reverse=True)
+                            for (t, d), lv in judged.items()))
+    from_labels = _run(["judges", "agreement", "--labels", str(path)])
+    assert from_labels["labels"] == doc["labels"] and from_labels["labels"] != 0
+    for key in ("assessors", "levels", "documents", "alpha", "per_topic", "disagreement", "pairs", "notes"):
+        assert from_labels[key] == doc[key], key

@@ -497,3 +497,42 @@ def test_bland_altman_worked_example_and_sign() -> None:
     assert one.bias == pytest.approx(0.1) and math.isnan(one.sd) and one.notes
     none = bland_altman([np.nan], [0.2])
     assert none.n == 0 and math.isnan(none.bias) and none.direction == "no bias"
+
+
+# --------------------------------------------------------------------------- several assessors (issue 25, item 9)
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12
+
+
+def test_assessor_agreement_edge_cases() -> None:
+    from service.metrics.stats.agreement import NO_PAIRS, assessor_agreement
+
+    r = assessor_agreement(["1", "1", "1", "2"], ["a", "a", "b", "c"], ["x", "y", "x", "y"], [2, -1, 1, 0], [0, 1, 2])
+    assert (r.assessors, r.documents, r.labels, r.unjudged) == (("x", "y"), 3, 3, 1)
+    assert math.isnan(r.alpha["ordinal"].value) and r.alpha["ordinal"].reason == NO_PAIRS
+    assert any("pooled but unjudged" in n for n in r.notes) and any("single label" in n for n in r.notes)
+    assert r.pairs[0].agreement.documents == 0 and math.isnan(r.mean_kappa["x"])
+    one = assessor_agreement(["1"], ["a"], ["x"], [1], [0, 1])
+    assert any("fewer than two assessors" in n for n in one.notes) and one.pairs == []
+    with pytest.raises(ValueError, match="assessor 'x' labels topic 1 document a twice"):
+        assessor_agreement(["1", "1"], ["a", "a"], ["x", "x"], [1, 2], [0, 1, 2])
+    with pytest.raises(ValueError, match=r"\[5\] are not levels"):
+        assessor_agreement(["1"], ["a"], ["x"], [5], [0, 1, 2])
+    with pytest.raises(ValueError, match="aligned"):
+        assessor_agreement(["1"], ["a", "b"], ["x"], [1], [0, 1])
+
+
+def test_alpha_without_an_assessor_is_the_alpha_of_the_others() -> None:
+    from service.metrics.stats.agreement import assessor_agreement
+
+    rng = np.random.default_rng(2)
+    rows = [(t, d, a, int(rng.integers(0, 4))) for t in ("1", "2") for d in range(30) for a in ("p", "q", "r", "s")
+            if rng.random() < 0.8]
+    t, d, a, lv = (list(c) for c in zip(*rows))
+    r = assessor_agreement(t, [str(x) for x in d], a, lv, [0, 1, 2, 3])
+    for name in r.assessors:
+        keep = [i for i, who in enumerate(a) if who != name]
+        others = assessor_agreement([t[i] for i in keep], [str(d[i]) for i in keep], [a[i] for i in keep],
+                                    [lv[i] for i in keep], [0, 1, 2, 3])
+        for level in ("nominal", "ordinal", "interval"):
+            assert _same(r.without[name][level], others.alpha[level].value)

@@ -292,3 +292,72 @@ def test_a_realistic_size() -> None:
     # above the resamples' 97.5% quantile (0.910), and the notes say so
     got = judge_agreement(x, y, "kendall")
     assert got.value > got.high and any("biases kendall (usually down)" in n for n in got.notes)
+
+
+# --------------------------------------------------------------------------- the topics both judged (issue 25, item 8)
+def test_common_topics_keep_the_topics_both_judged_and_score_zero_where_one_found_nothing_relevant() -> None:
+    from service.metrics.stats.judge_meta import common_topics
+
+    rng = np.random.default_rng(5)
+    topics = ["t1", "t2", "t3", "t4", "t5"]
+    x, y = rng.random((5, 4)), rng.random((5, 4))
+    x[4] = np.nan  # t5: a judged it, nothing relevant (no score)
+    y[1] = np.nan  # t2: b judged it, nothing relevant
+    y[2] = np.nan  # t3: b never judged it
+    judged_a = {"t1": True, "t2": True, "t3": True, "t4": True, "t5": False, "t6": False}
+    judged_b = {"t1": True, "t2": False, "t4": True, "t5": True, "t6": False, "t7": True}
+    ct = common_topics(topics, x, y, judged_a, judged_b)
+    assert ct.topics == ("t1", "t2", "t4", "t5")
+    assert (ct.only_a, ct.only_b, ct.no_relevant) == (("t3",), ("t7",), ("t6",))
+    assert (ct.zero_a, ct.zero_b) == (("t5",), ("t2",))
+    np.testing.assert_array_equal(ct.reference, np.vstack([x[0], x[1], x[3], np.zeros(4)]))
+    np.testing.assert_array_equal(ct.candidate, np.vstack([y[0], np.zeros(4), y[3], y[4]]))
+    ma, mb = ct.means()
+    np.testing.assert_allclose(ma, ct.reference.mean(axis=0), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(mb, ct.candidate.mean(axis=0), rtol=0, atol=1e-15)
+    summary = ct.summary()
+    assert (summary["compared"], summary["left_out"]) == (4, 3)
+    assert "compared on the 4 topic(s) both sets judged; 3 left out (1 judged by a only, 1 by b only" in \
+        summary["sentence"] and "1 compared topic(s) judged by a and 1 by b without any relevant" in summary["sentence"]
+
+
+def test_common_topics_without_judged_topics_use_the_scored_ones_and_keep_missing_runs_missing() -> None:
+    from service.metrics.stats.judge_meta import common_topics
+
+    x = np.array([[0.5, np.nan], [0.2, 0.4], [np.nan, np.nan]])
+    y = np.array([[0.1, 0.3], [np.nan, np.nan], [0.7, 0.6]])
+    ct = common_topics(["a", "b", "c"], x, y)
+    assert ct.topics == ("a",) and ct.only_a == ("b",) and ct.only_b == ("c",) and not ct.zero_a
+    assert np.isnan(ct.reference[0, 1])  # a run without a score on a compared topic stays unscored
+    ma, _ = ct.means()
+    assert np.isnan(ma[1])
+    with pytest.raises(ValueError, match="matrices of 2 topics"):
+        common_topics(["a", "b"], x, y)
+
+
+def test_the_judge_board_ranks_on_the_topics_both_judged() -> None:
+    """rank_judges (judge_track) compares each set with the official one on the topics both
+    judged: the same figures as judge_agreement on the matrices cut by hand."""
+    from service.evaluation.judge_track import rank_judges
+
+    rng = np.random.default_rng(9)
+    runs = [f"r{i}" for i in range(6)]
+    topics = [f"t{i}" for i in range(8)]
+    official = {r: {t: float(rng.random()) for t in topics} for r in runs}
+    judge = {r: {t: float(rng.random()) for t in topics[:5]} for r in runs}  # judged t0..t4; t4 nothing relevant
+    for r in runs:
+        del judge[r]["t4"]
+    params = {"measure": "kendall", "resamples": 200, "level": 0.95, "seed": 0, "top_k": 10}
+    doc = rank_judges(official, [{"judgment_set": "j", "team": None, "source": "llm", "model": "m", "version": 1,
+                                  "scores": judge, "judged": {t: t != "t4" for t in topics[:5]}}],
+                      "nDCG@10", params, {t: True for t in topics})
+    (row,) = doc["rows"]
+    assert (row["topics"], row["topics_left_out"]) == (5, 3)
+    x = np.array([[official[r][t] for r in runs] for t in topics[:5]])
+    y = np.array([[judge[r].get(t, 0.0) for r in runs] for t in topics[:5]])
+    expected = judge_agreement(x, y, "kendall", resamples=200, level=0.95, seed=0)
+    assert row["value"] == pytest.approx(expected.value, abs=1e-12)
+    assert (row["low"], row["high"]) == (pytest.approx(expected.low, abs=1e-12), pytest.approx(expected.high,
+                                                                                             abs=1e-12))
+    assert row["bias"] == pytest.approx(np.mean(y.mean(axis=1) - x.mean(axis=1)), abs=1e-12)
+    assert "compared on the 5 topic(s)" in row["compared_topics"]

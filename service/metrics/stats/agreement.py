@@ -538,9 +538,9 @@ def assessor_agreement(topics: Sequence[str], docnos: Sequence[str], assessors: 
     pos = level_positions(x[keep], lv, "labels")
     names = tuple(sorted({a[i] for i in keep.tolist()}))
     who = {n: i for i, n in enumerate(names)}
-    unit_of: dict[tuple[str, str], int] = {}
-    unit = np.fromiter((unit_of.setdefault((t[i], d[i]), len(unit_of)) for i in keep.tolist()), dtype=np.int64,
-                       count=keep.shape[0])
+    # documents in (topic, docno) order, so the figures do not depend on the order of the labels
+    unit_of = {key: u for u, key in enumerate(sorted({(t[i], d[i]) for i in keep.tolist()}))}
+    unit = np.fromiter((unit_of[(t[i], d[i])] for i in keep.tolist()), dtype=np.int64, count=keep.shape[0])
     rater = np.fromiter((who[a[i]] for i in keep.tolist()), dtype=np.int64, count=keep.shape[0])
     n_units, n_raters, k = len(unit_of), len(names), lv.shape[0]
     cell = rater * n_units + unit
