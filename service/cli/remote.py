@@ -529,14 +529,16 @@ def _judgments(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     from service.client import Upload
 
     cid = client.find_collection(args.collection)["id"]
-    doc = client.submit_judgments(cid, Upload(Path(args.file).name, read_bytes(args.file), "text/plain"), args.name,
+    # the path as given: the server's errors name it ("judged/run1.qrels:12: ...")
+    doc = client.submit_judgments(cid, Upload(str(args.file), read_bytes(args.file), "text/plain"), args.name,
                                   model=args.model, prompt=args.prompt, judged_on=args.judged_on, notes=args.notes,
                                   idempotency_key=args.idempotency_key or str(uuid.uuid4()))
     if args.format == "json":
         return write_json(doc, out)
     coverage = "" if doc.get("coverage") is None else f", {doc['coverage']:.0%} of the pool"
+    unjudged = f" ({doc['unjudged']} pooled, left unjudged)" if doc.get("unjudged") else ""
     out.write(f"judgment set {doc['judgment_set']} version {doc['version']}: {doc['judgments']} judgments"
-              f"{coverage}; evaluation job {doc.get('job')}\n")
+              f"{unjudged}{coverage}; evaluation job {doc.get('job')}\n")
     return 0
 
 

@@ -282,7 +282,8 @@ class Client:
         headers = {"Content-Type": "text/plain"}
         if idempotency_key:
             headers["Idempotency-Key"] = idempotency_key
-        params = {"name": name, "model": model, "prompt": prompt, "judged_on": judged_on, "notes": notes}
+        params = {"name": name, "model": model, "prompt": prompt, "judged_on": judged_on, "notes": notes,
+                  "filename": judgments.name or None}  # errors name the file
         response = self._send("POST", self._path("submitJudgments", cid=cid), params=params,
                               body=lambda: judgments.data, headers=headers,
                               retry=idempotency_key is not None, timeout=httpx.Timeout(600.0, connect=10.0))

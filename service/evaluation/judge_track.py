@@ -224,10 +224,13 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
            fields: Mapping[str, Any], source: str = "judgments", idempotency_key: str | None = None
            ) -> Outcome[dict[str, Any]]:
     """A team's automatic judgments for the collection's pool: checked line by line before
-    anything is stored (topics and documents judgeable, levels within the scale), then, within
+    anything is stored (topics and documents judgeable, levels within the scale; a negative
+    level, ``L-1``, is what it is in the official qrels: the document pooled but not judged,
+    scored as unjudged and not counted among the judgments), then, within
     the track's limits (:func:`check_budget`), a new version of the team's set ``name`` (made
     on the first submission, with the provenance in ``fields``), which every run is evaluated
-    under in the background. A refused upload stores nothing: no version number, no limit used."""
+    under in the background. A refused upload stores nothing: no version number, no limit used.
+    ``source`` names the file in every error (the client's file name)."""
     from service.evaluation.judging import max_level
 
     idempotency.check_key(idempotency_key)
@@ -253,8 +256,11 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
             raise InvalidInput(source, line, f"topic {topic} has nothing to judge in this collection")
         if docno not in pool[topic]:
             raise InvalidInput(source, line, f"document {docno} is not in the pool of topic {topic}")
-        if not 0 <= level <= top:
-            raise InvalidInput(source, line, f"level {level} is outside the collection's scale 0 to {top}")
+        if level > top:  # a negative level (L-1): pooled, not judged, as in the official qrels
+            raise InvalidInput(source, line, f"level {level} is above the collection's scale 0 to {top} (a negative "
+                                             "level, such as L-1, marks a pooled document left unjudged)")
+    unjudged = sum(1 for *_, level in records if level < 0)
+    judged = len(records) - unjudged  # documents labelled: a negative level is no label (Qrels)
     parsed = parse_qrels(body, source)
     digest = idempotency.request_hash(body + json.dumps(provenance, sort_keys=True).encode())
 
@@ -276,12 +282,12 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
         version = add_qrels(s, coll, body, source, me.name, parsed=parsed, judgment_set=js)
         job_id, followups = judgment_sets.evaluation_followups(s, coll, js, version, previous, kind="judges",
                                                                force=True)
-        judged = len(records)
         total = sum(len(v) for v in pool.values())
-        audit(s, me.name, "judgments.submit", coll.id, judgment_set=name, version=version.version, judgments=judged)
+        audit(s, me.name, "judgments.submit", coll.id, judgment_set=name, version=version.version, judgments=judged,
+              unjudged=unjudged)
         return Outcome({"judgment_set": name, "version": version.version, "judgments": judged,
-                        "judgeable": total, "coverage": judged / total if total else None, "job": job_id},
-                       followups)
+                        "unjudged": unjudged, "judgeable": total, "coverage": judged / total if total else None,
+                        "job": job_id}, followups)
 
     return idempotency.store_once(factory, cid, me, f"judges:{cid}:{requested}", idempotency_key, digest, write,
                                   what=f"a judgments submission to collection {cid}")

@@ -276,6 +276,35 @@ def _idle(factory: Any) -> bool:
             s.scalar(select(func.count(Analysis.id)).where(Analysis.status.in_(("queued", "running"))))
 
 
+def _stored(s: Any, cid: int, version: int, metric: str) -> dict[str, dict[str, float]]:
+    """run -> topic -> the stored per-topic score of ``metric`` under qrels version ``version``."""
+    from sqlalchemy import select
+
+    from service.store.arrays import unpack
+    from service.store.models import QrelsVersion, Run, RunEvaluation, Score
+
+    out = {}
+    for tag, topics, blob in s.execute(
+            select(Run.tag, RunEvaluation.topics, Score.values).join(Score).join(Run, Run.id == RunEvaluation.run_id)
+            .join(QrelsVersion, QrelsVersion.id == RunEvaluation.qrels_version_id)
+            .where(Run.collection_id == cid, QrelsVersion.collection_id == cid, QrelsVersion.version == version,
+                   Score.metric == metric)):
+        out[tag] = dict(zip(topics, unpack(blob).tolist()))
+    return out
+
+
+def _per_topic_of(qrels: str, runs: dict[str, str], metric: str) -> dict[str, dict[str, float]]:
+    """run -> topic -> ``metric`` computed by the core from the files."""
+    from service.formats.readers import parse_qrels, parse_run
+    from service.metrics.scoring import EvalSettings, evaluate
+
+    tags = sorted(runs)
+    result = evaluate(parse_qrels(qrels.encode(), "qrels"), [parse_run(runs[t].encode(), t) for t in tags],
+                      [metric], EvalSettings())
+    values = result.per_topic(metric)
+    return {tag: dict(zip(result.topics, values[i].tolist())) for i, tag in enumerate(tags)}
+
+
 def _boards(factory: Any) -> list[Any]:
     from sqlalchemy import select
 
@@ -315,13 +344,67 @@ def test_the_workers_compute_the_judge_board_when_the_evaluations_complete(track
     assert c.put(f"/api/collections/{cid}/judge-track", json={"accepts_judgments": True}, headers=org).status_code == 200
     judged = {team: _relabelled(track.qrels, track.pooled, share, seed)
               for seed, (team, share) in enumerate((("gamma", 0.1), ("delta", 0.6)))}
+    # gamma leaves an eighth of the pool unjudged, with L-1 as the official qrels do
+    lines = judged["gamma"].splitlines()
+    marked = set(random.Random(3).sample(range(len(lines)), len(lines) // 8))
+    judged["gamma"] = "".join(f"{line.rsplit(' ', 1)[0]} L-1\n" if i in marked else f"{line}\n"
+                              for i, line in enumerate(lines))
+    without = {"gamma": "".join(f"{line}\n" for i, line in enumerate(lines) if i not in marked),
+               "official": "".join(f"{line}\n" for line in track.qrels.splitlines() if not line.endswith(" L-1"))}
+    assert marked and without["official"] != track.qrels  # the official qrels have L-1 lines too
+
+    # Refused uploads name the file and line, and take no version number (the next accepted is 2).
+    g = auth(track.tokens["gamma"])
+    bad = f"{lines[0]}\n{lines[1].rsplit(' ', 1)[0]} L9\n"
+    refusals = [
+        c.post(f"/api/collections/{cid}/judge-submissions", params={"name": "llm"}, headers=g,
+               files={"file": ("gamma-run3.qrels", bad.encode(), "text/plain")}),  # a multipart file's name
+        c.post(f"/api/collections/{cid}/judge-submissions", params={"name": "llm", "filename": "judged/g.txt"},
+               content=bad, headers=g)]  # a raw body named by the client
+    from service.client import Client, Upload
+
+    client = Client("http://testserver.local", track.tokens["gamma"], transport=c._transport, retries=0)
+    with pytest.raises(Exception) as refused:
+        client.submit_judgments(cid, Upload("runs/gamma.qrels", bad.encode(), "text/plain"), "llm")
+    for r, name in zip(refusals, ("gamma-run3.qrels", "judged/g.txt")):  # the problem's source and line
+        assert r.status_code == 422 and (r.json()["source"], r.json()["line"]) == (name, 2), r.text
+        assert r.json()["detail"].startswith("level 9 is above the collection's scale 0 to 3"), r.text
+    assert str(refused.value).startswith("runs/gamma.qrels:2: level 9 is above")  # the client's (and CLI's) text
+    r = c.post(f"/api/collections/{cid}/judge-submissions", params={"name": "llm"}, content=bad, headers=g)
+    assert r.status_code == 422 and r.json()["source"] == "judgments", r.text  # no name given
+    broken = track.qrels.replace(" L1\n", " L1 extra\n", 1)  # the organiser's uploads: a bad line,
+    r = c.post(f"/api/collections/{cid}/qrels", content=broken, headers=org)
+    assert r.status_code == 422, r.text
+    r = c.post(f"/api/collections/{cid}/qrels", content="".join(track.qrels.splitlines(True)[:5]), headers=org,
+               params={"max_removal": 0.1})  # a large removal,
+    assert r.status_code == 409, r.text
+    r = c.post(f"/api/collections/{cid}/qrels", content=track.qrels, headers=org, params={"judgment_set": "nope"})
+    assert r.status_code == 404, r.text  # a set that does not exist
+
     for team in ("gamma", "delta"):
         r = c.post(f"/api/collections/{cid}/judge-submissions", params={"name": "llm"}, content=judged[team],
                    headers=auth(track.tokens[team]))
         assert r.status_code == 201, r.text
+        assert r.json()["version"] == {"gamma": 2, "delta": 3}[team]
+        if team == "gamma":  # the L-1 lines: pooled, not judged
+            assert (r.json()["judgments"], r.json()["unjudged"]) == (len(lines) - len(marked), len(marked))
+            assert r.json()["coverage"] == pytest.approx((len(lines) - len(marked)) / len(lines))
     early = c.get(f"/api/collections/{cid}/judge-board", headers=org).json()
     assert early["stale"] is True and early["pending"] > 0, early  # evaluations queued, not yet done
     board = _wait_board(track, track.tokens["organiser"], 2)
+
+    # L-1 as the official qrels' L-1: unjudged. Judged@10 (stored for every run) tells a document
+    # left unjudged from one judged non-relevant: under gamma's version and the official one it
+    # equals the core's on the same files without their L-1 lines.
+    with factory() as s:
+        for version, text in ((1, without["official"]), (2, without["gamma"])):
+            stored = _stored(s, cid, version, "Judged@10")
+            expected = _per_topic_of(text, track.runs, "Judged@10")
+            assert sorted(stored) == sorted(track.runs)
+            for tag in track.runs:
+                assert stored[tag] == pytest.approx(expected[tag], abs=1e-12), (version, tag)
+        as_zero = _per_topic_of(judged["gamma"].replace(" L-1\n", " L0\n"), track.runs, "Judged@10")
+        assert any(as_zero[tag] != pytest.approx(stored[tag], abs=1e-12) for tag in track.runs)  # it tells
     assert {b.created_by for b in _boards(factory)} == {"evaluations"}  # nobody asked, and no scheduler ran
     runs = len(track.runs)  # the long run is left out: its evaluation failed under every set
     for row in board["rows"]:
@@ -681,6 +764,16 @@ def test_the_download_is_exactly_what_a_judge_file_may_label(world: World, tmp_p
                                       f"judge: {tmp_path / 'pool.txt'}\n"
     assert main(["remote", "judge-pool", str(world.cid)]) == 0
     assert capsys.readouterr().out == r.text
+    # a judge file refused: the error names the path given and the line (issue 25); L-1 accepted
+    bad = tmp_path / "judged" / "beta.qrels"
+    bad.parent.mkdir()
+    bad.write_text(f"{lines[0]} L-1\n{lines[1]} L1\n{outside[0][0]} {outside[0][1]} L1\n")
+    assert main(["remote", "judgments", "task", str(bad), "--name", "cli"]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}:3: document {outside[0][1]} is not in the pool of topic {outside[0][0]}" in err, err
+    bad.write_text(f"{lines[0]} L-1\n{lines[1]} L1\n")
+    assert main(["remote", "judgments", "task", str(bad), "--name", "cli"]) == 0
+    assert ": 1 judgments (1 pooled, left unjudged), " in capsys.readouterr().out
     _track_open(world, False)
     assert main(["remote", "judge-pool", "task"]) == 1
     assert "403" in capsys.readouterr().err

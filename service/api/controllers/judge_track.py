@@ -31,6 +31,16 @@ Model = Annotated[str | None, Parameter(description="The judge's model (e.g. gpt
 Prompt = Annotated[str | None, Parameter(description="Its prompt, or the prompt's name or URL.", max_length=2000)]
 JudgedOn = Annotated[str | None, Parameter(description="When it judged (an ISO date).", max_length=40)]
 Notes = Annotated[str | None, Parameter(description="Anything the organisers should know.", max_length=2000)]
+FileName = Annotated[str | None, Parameter(description="The file's name, which errors name (default: the multipart "
+                                                       "part's file name, else 'judgments').", max_length=200)]
+
+
+async def _part_name(request: Request[Any, Any, Any]) -> str | None:
+    """The file name of a multipart upload's ``file`` part (the form is parsed once: cached)."""
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        return None
+    part = (await request.form()).get("file")
+    return getattr(part, "filename", None) or None
 
 
 class JudgeTrackController(Controller):
@@ -71,19 +81,23 @@ class JudgeTrackController(Controller):
                                       "(`topic docno Lk`) form."))
     async def submit(self, request: Request[Any, Any, Any], cid: CollectionId, name: SetName, uow: Uow, me: Caller,
                      state: State, model: Model = None, prompt: Prompt = None, judged_on: JudgedOn = None,
-                     notes: Notes = None, idempotency_key: IdempotencyKeyHeader = None) -> JudgmentsSubmitted:
+                     notes: Notes = None, filename: FileName = None,
+                     idempotency_key: IdempotencyKeyHeader = None) -> JudgmentsSubmitted:
         """A team's automatic judgments for the collection's pool (enrolled teams, while the
         track is open): checked line by line before anything is stored (topics and documents of
-        the collection's pools, levels within the scale; a refusal reveals nothing of the official
-        judgments and uses none of the limits), stored, within the track's limits of sets and
+        the collection's pools, levels within the scale, a negative level such as `L-1` being a
+        pooled document left unjudged as in the official qrels; a refusal names the file (`filename`,
+        else the multipart part's name) and the line, reveals nothing of the official judgments and
+        uses none of the limits or version numbers), stored, within the track's limits of sets and
         versions (409 beyond them), as a version of the team's set `name`, and every run
         evaluated under it in the background. The official judgments, and agreement with them
         document by document, are never shown to teams."""
         body = await read_body(request, state["max_body"])
+        source = filename or await _part_name(request) or "judgments"
         fields = {k: v for k, v in {"model": model, "prompt": prompt, "judged_on": judged_on,
                                     "notes": notes}.items() if v is not None}
         outcome = await anyio.to_thread.run_sync(
-            lambda: judge_track.submit(uow.factory, lambda _: me, cid, body, name, fields,
+            lambda: judge_track.submit(uow.factory, lambda _: me, cid, body, name, fields, source=source,
                                        idempotency_key=idempotency_key),
             limiter=state.get("upload_threads"))
         return out(JudgmentsSubmitted, uow.collect(outcome))

@@ -161,7 +161,9 @@ class JudgeTrackSettings(Response, kw_only=True):
 class JudgmentsSubmitted(Response, kw_only=True):
     judgment_set: str
     version: int
-    judgments: int
+    judgments: Annotated[int, Meta(description="Documents labelled (a level 0 or more).")]
+    unjudged: Annotated[int, Meta(description="Lines with a negative level (L-1): pooled, not judged, as in the "
+                                              "official qrels; scored as unjudged.")] = 0
     judgeable: Annotated[int, Meta(description="Documents of the collection's pools.")]
     coverage: float | None
     job: int | None
