@@ -108,12 +108,15 @@ class JudgeTrackController(Controller):
         """The submitted judges ranked by the agreement of the runs' ranking under their
         judgments with the ranking under the official set, with a bootstrap interval over
         topics and their leniency. Organisers see every row; a team its own sets until the
-        board is released; then whoever may read the collection."""
+        board is released; then whoever may read the collection. `stale` while a run evaluation
+        it waits for is still queued or running (`pending` counts them) or its inputs changed
+        since; a row names the runs left out because their evaluation failed (`failed_runs`)."""
         return out(JudgeBoard, judge_track.board(uow.session, coll, me))
 
     @post("/judge-board", operation_id="computeJudgeBoard", summary="Compute the judge board now",
           sync_to_thread=True, status_code=202, responses=errors(*WRITE_ERRORS))
     def compute_board(self, coll: Coll, data: JSONBody[JudgeBoardIn], uow: Uow, me: Caller) -> JudgeBoardRequested:
         """Have the workers compute the board now (organisers), unless an up-to-date one is
-        stored or on its way; the scheduled refresh does it anyway when its inputs change."""
+        stored or on its way. The workers compute it anyway when the evaluations of a set's
+        (or the official set's) version complete, and the scheduled refresh when its inputs change."""
         return out(JudgeBoardRequested, uow.collect(judge_track.request_board(uow.session, coll, me, data.force)))
