@@ -5,8 +5,9 @@ Two modes, one printout (:func:`write_comparison`):
 * database: ``--collection NAME --from V --to W`` compares two stored qrels versions through
   the use case (``judge_comparison.compare_versions``), reading the stored scores and tests;
 * files: ``--qrels A --qrels B RUN...`` evaluates the runs under both qrels with the core and
-  compares them the same way, the significance verdicts from the paired bootstrap (B = 1000,
-  seed 0, no correction, alpha 0.05). No service is needed.
+  compares them the same way on the topics both judged, the significance verdicts from a
+  collection's default stored test (the paired bootstrap, B = 10,000 settled sequentially, seed 0,
+  no correction, alpha 0.05). No service is needed.
 
 The first version or file is the reference (a), the second the compared one (b): differences
 are b - a, rank changes a's rank - b's rank.
@@ -24,7 +25,10 @@ from service.cli.registry import command
 from service.errors import InvalidMeasure
 
 FILE_METRIC = "AP"  # the default metric of the file mode (a collection's default official metric)
-FILE_TEST = {"test": "bootstrap", "resamples": 1000, "seed": 0, "alpha": 0.05, "correction": "none"}
+#: The file mode's test: a collection's default stored test (service.evaluation.setup.DEFAULT_SIGNIFICANCE:
+#: B = 10,000, settled sequentially up to max_resamples), so both modes give the same verdicts on the same files.
+FILE_TEST = {"test": "bootstrap", "resamples": 10_000, "seed": 0, "alpha": 0.05, "correction": "none",
+             "max_resamples": 10_000_000}
 
 
 def _judges_arguments(jd: argparse.ArgumentParser) -> None:
@@ -199,7 +203,8 @@ def compare_files(qrels_a: str, qrels_b: str, run_paths: list[str], metric: str,
         reason = "fewer than two runs: there is no pair to compare"
     else:
         tests = [pairwise(per, names, "bootstrap", resamples=FILE_TEST["resamples"], alpha=FILE_TEST["alpha"],
-                          correction="none", seed=FILE_TEST["seed"]) for per in (per_a, per_b)]
+                          correction="none", seed=FILE_TEST["seed"], sequential=True,
+                          max_resamples=FILE_TEST["max_resamples"]) for per in (per_a, per_b)]
         significance = {**significance_figures(names, means_a, means_b, tests[0].p_adjusted,
                                                 tests[1].p_adjusted, FILE_TEST["alpha"], FILE_TEST["alpha"]),
                         **{f"test_{k}": {"test": "bootstrap", "alpha": FILE_TEST["alpha"], "correction": "none",
