@@ -490,7 +490,8 @@ def _compute(factory: sessionmaker[Session], analysis_id: int, attempt: int, hea
 
 def _note_failures(result: dict[str, Any], judges: list[dict[str, Any]]) -> None:
     """Each row names the runs left out because their evaluation failed for good, under the
-    official set or under the row's set (``failed_runs``, and a note)."""
+    official set or under the row's set (``failed_runs``: organisers only, see :func:`board`),
+    and a note counts them."""
     failed = {j["judgment_set"]: (j["official_failed"], j["failed"]) for j in judges}
     for row in result["rows"]:
         official, own = failed.get(row["judgment_set"], ([], []))
@@ -498,8 +499,8 @@ def _note_failures(result: dict[str, Any], judges: list[dict[str, Any]]) -> None
         for where, tags in (("the official set", official), ("this set", own)):
             if tags:
                 row.setdefault("notes", []).append(
-                    f"{len(tags)} run{'s' if len(tags) != 1 else ''} left out: the evaluation under {where} failed "
-                    f"({', '.join(tags)})")
+                    f"{len(tags)} run{'s' if len(tags) != 1 else ''} left out: "
+                    f"{'its' if len(tags) == 1 else 'their'} evaluation under {where} failed")
 
 
 def _num(v: float) -> float | None:
@@ -588,7 +589,8 @@ def board(s: Session, coll: Collection, me: Principal) -> dict[str, Any]:
                stale=inputs is None or pending(inputs) > 0 or _computed_key(row) != _key(inputs),
                metric=result.get("metric", doc["metric"]), measure=result.get("measure", doc["measure"]),
                resamples=result.get("resamples", doc["resamples"]), level=result.get("level", doc["level"]),
-               rows=[r for r in result.get("rows", []) if own_team is None or r.get("team") == own_team])
+               rows=[r if own_team is None else {**r, "failed_runs": []}  # other teams' run tags: organisers'
+                     for r in result.get("rows", []) if own_team is None or r.get("team") == own_team])
     return doc
 
 

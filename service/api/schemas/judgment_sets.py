@@ -192,7 +192,8 @@ class JudgeRow(Response, kw_only=True):
     direction: str | None = None
     undefined_resamples: int | None = None
     failed_runs: Annotated[list[str], Meta(description="Runs left out because their evaluation under the official "
-                                                       "set or this one failed for good (a note says which).")] = \
+                                                       "set or this one failed for good (organisers; a note counts "
+                                                       "them for everyone).")] = \
         msgspec.field(default_factory=list)
     notes: list[str]
 
