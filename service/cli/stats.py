@@ -16,7 +16,6 @@ from service.cli.arguments import parse_gains
 from service.cli.output import write_json
 from service.cli.registry import command
 from service.errors import InvalidInput, InvalidMeasure
-from service.metrics.stats.presentation import correction_name, format_p, interval_name
 
 
 def _compare_arguments(cmp_: argparse.ArgumentParser) -> None:
@@ -157,6 +156,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     from service.metrics.stats.anova import run_intervals
     from service.metrics.stats.common import as_score_matrix
     from service.metrics.stats.pairwise import pair_effects, pair_t_intervals, pairwise
+    from service.metrics.stats.presentation import correction_name, format_p, interval_name
 
     metrics, tables, runs, topics = _score_tables_with_topics(args)
     if len(runs) < 2:
