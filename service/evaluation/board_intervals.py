@@ -91,8 +91,21 @@ def interval_label(rows: Iterable[Mapping[str, Any]]) -> str:
     return label
 
 
+#: A board row's intervals by the names the API, the CSV, the LaTeX note and ``cranfield
+#: leaderboard`` give them (issue 25, item 5): the kind first (t, boot), then what it is. The old
+#: names (``ci_low``, ``boot_low``, ...) stay in the API beside them: frozen snapshots hold them.
+INTERVAL_FIELDS = {"t_ci_low": "ci_low", "t_ci_high": "ci_high", "boot_ci_low": "boot_low",
+                   "boot_ci_high": "boot_high", "boot_ci_method": "boot_method", "boot_ci_resamples": "boot_resamples"}
+
+
+def interval_fields(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's intervals under their named fields (:data:`INTERVAL_FIELDS`), as stored (the t
+    interval unclipped)."""
+    return {new: row.get(new, row.get(old)) for new, old in INTERVAL_FIELDS.items()}
+
+
 def truncated_ends(view: Mapping[str, Any]) -> str:
     """Which ends of an :func:`interval_view`'s t interval are shown at the bound: "low",
-    "high", "both" or "" (the ``t_truncated`` column of the CSV and of ``cranfield leaderboard``)."""
+    "high", "both" or "" (the ``t_ci_truncated`` column of the CSV and of ``cranfield leaderboard``)."""
     return {(True, True): "both", (True, False): "low", (False, True): "high"}.get(
         (bool(view["t_low_clipped"]), bool(view["t_high_clipped"])), "")

@@ -17,7 +17,14 @@ from sqlalchemy.orm import Session
 from service.errors import BadRequest, InvalidMeasure, NotFound
 from service.evaluation import collections, policy, versions
 from service.evaluation.access import Principal
-from service.evaluation.board_intervals import TRUNCATED_NOTE, bounds_doc, bounds_of, interval_label, interval_view
+from service.evaluation.board_intervals import (
+    TRUNCATED_NOTE,
+    bounds_doc,
+    bounds_of,
+    interval_fields,
+    interval_label,
+    interval_view,
+)
 from service.evaluation.collections import iso
 from service.evaluation.reading import (
     LeaderboardRow,
@@ -201,7 +208,7 @@ def leaderboard_doc(s: Session, coll: Collection, me: Principal, metric: str | N
                                            "boot_method", "boot_resamples", "n_topics", "baseline",
                                            "judged_at_10", "beats_count", "tied_count", "beats", "tied_with", "groups")
                           if k in r},
-                      **_meta_columns(meta.get(r["run"])), "shown": view}
+                      **interval_fields(r), **_meta_columns(meta.get(r["run"])), "shown": view}
                      for r, view in zip(annotated, shown)]}
 
 
@@ -410,6 +417,8 @@ def snapshot(s: Session, sid: int, me: Principal) -> dict[str, Any]:
         limits = bounds_of(snap.metric)
         content["rows"] = [{**r, "shown": r.get("shown") or interval_view(r, limits)} for r in content["rows"]]
         content.setdefault("interval", interval_label(content["rows"]))
+    if any("t_ci_low" not in r for r in content.get("rows", [])):  # frozen before the intervals were named
+        content["rows"] = [{**r, **interval_fields(r)} for r in content["rows"]]
     return {"id": snap.id, "collection_id": coll.id, "label": snap.label, "created_at": iso(snap.created_at),
             **content}
 

@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 from service.evaluation.board_intervals import bounds_of, interval_label, interval_view, truncated_ends
+from service.metrics.stats.presentation import correction_name
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -35,10 +36,12 @@ def _limits(doc: dict[str, Any]) -> tuple[float, float]:
 
 
 def board_csv(doc: dict[str, Any]) -> str:
-    """The board as CSV. ``ci_low``/``ci_high`` are the 95% t interval with an end beyond the metric's
-    range truncated at it (``t_truncated`` says which: low, high or both); ``boot_*`` the stored
-    bootstrap interval and its parameters, empty for results stored before them. No cell holds a
-    value the metric cannot take."""
+    """The board as CSV, the intervals named by their kind as in the API (issue 25, item 5):
+    ``t_ci_low``/``t_ci_high`` the 95% Student t interval with an end beyond the metric's range
+    truncated at it (``t_ci_truncated`` says which: low, high or both); ``boot_ci_*`` the stored
+    bootstrap interval, its method (bca or percentile) and its B, empty for results stored before
+    them. No cell holds a value the metric cannot take. Means and interval ends are written as
+    the API holds them (full precision: no rounding)."""
     limits = _limits(doc)
     rows = []
     for r in doc["rows"]:
@@ -47,8 +50,8 @@ def board_csv(doc: dict[str, Any]) -> str:
                 else (None, None, None, None))
         rows.append([r["rank"], r["run"], r["team"], r["mean"], v["t_low"], v["t_high"], r["n_topics"],
                      r["baseline"], r.get("groups", ""), truncated_ends(v), *boot])
-    return _csv(["rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "baseline", "groups",
-                 "t_truncated", "boot_low", "boot_high", "boot_method", "boot_resamples"], rows)
+    return _csv(["rank", "run", "team", "mean", "t_ci_low", "t_ci_high", "n_topics", "baseline", "groups",
+                 "t_ci_truncated", "boot_ci_low", "boot_ci_high", "boot_ci_method", "boot_ci_resamples"], rows)
 
 
 def board_latex(doc: dict[str, Any]) -> str:
@@ -68,8 +71,11 @@ def board_latex(doc: dict[str, Any]) -> str:
 
     limits = _limits(doc)
     sig = doc.get("significance")
+    kinds = {interval_view(r, limits)["kind"] for r in doc["rows"]} - {None}
+    drawn_head = ("Bootstrap interval" if kinds == {"bootstrap"} else "t interval" if kinds == {"t"}
+                  else "Interval")
     lines = ["\\begin{tabular}{rllrll}", "\\hline",
-             f"Rank & Run & Team & {esc(doc['metric'])} & Interval & 95\\% t interval \\\\", "\\hline"]
+             f"Rank & Run & Team & {esc(doc['metric'])} & {drawn_head} & 95\\% t interval \\\\", "\\hline"]
     truncated = False
     for r in doc["rows"]:
         v = interval_view(r, limits)
@@ -87,10 +93,10 @@ def board_latex(doc: dict[str, Any]) -> str:
         rng = f"[{low:g}, {high:g}]" if math.isfinite(high) else f"[{low:g}, \\infty)"
         note += f" $^\\dagger$ t interval truncated at the metric's range ${rng}$."
     if sig:
-        b = f", $B = {sig['resamples']}$" if sig.get("resamples") else ""
+        b = f", the test's $B = {sig['resamples']}$" if sig.get("resamples") else ""
+        correction = correction_name(sig["test"], sig.get("correction"))
         note += (f" Runs that share a superscript letter are not significantly different ({esc(sig['test'])}{b}, "
-                 f"$\\alpha = {sig['alpha']}$, correction {esc(sig['correction'] or 'none')}); runs with no letter "
-                 "in common are.")
+                 f"$\\alpha = {sig['alpha']}$, correction: {esc(correction)}); runs with no letter in common are.")
     note = note.replace("%", "\\%")  # the label's "95%"; its math ($^\\dagger$, the range) stays
     lines.append(f"\\par\\smallskip{{\\footnotesize {note}}}")
     return "\n".join(lines) + "\n"

@@ -220,27 +220,34 @@ def gain_curve_chart(series: dict[str, dict[str, Sequence[float]]], depth: int, 
     return _cached("curves", [data, depth, log_base], draw, "DCG and nDCG curves against the ideal and the best run")
 
 
-def difference_chart(differences: dict[str, float], a: str, b: str, metric: str) -> str:
-    """Per-topic differences a - b, sorted: wins above the axis, losses below."""
+def difference_chart(differences: dict[str, float], a: str, b: str, metric: str,
+                     missing: Sequence[str] = ()) -> str:
+    """Per-topic differences a - b, sorted: wins above the axis, losses below; a topic of
+    ``missing`` (a run has no line for it: no win or loss) grey with crosses, "(missing)" in its
+    label."""
     items = sorted(differences.items(), key=lambda kv: -kv[1])
+    gone = set(missing)
 
     def draw() -> Figure:
         n = max(len(items), 1)
         fig = _figure(min(max(6.0, 0.2 * n + 1.5), 14.0), 3.0)
         ax = fig.add_subplot()
-        colours = [OKABE_ITO["blue"] if v > 0 else OKABE_ITO["orange"] for _, v in items]
-        hatches = ["" if v > 0 else "//" for _, v in items]
+        colours = ["#bbbbbb" if t in gone else OKABE_ITO["blue"] if v > 0 else OKABE_ITO["orange"] for t, v in items]
+        hatches = ["xx" if t in gone else "" if v > 0 else "//" for t, v in items]
         bars = ax.bar(range(len(items)), [v for _, v in items], color=colours, edgecolor="#333333", linewidth=0.4)
         for bar, hatch in zip(bars, hatches):
             bar.set_hatch(hatch)
         ax.axhline(0, color="#333333", linewidth=0.8)
-        ax.set_xticks(range(len(items)), [t for t, _ in items], rotation=90, fontsize=7)
+        ax.set_xticks(range(len(items)), [f"{t} (missing)" if t in gone else t for t, _ in items], rotation=90,
+                      fontsize=7)
         ax.set_xlabel("topic (sorted by difference)")
         ax.set_ylabel(f"{metric}: {a} − {b}")
         ax.set_xlim(-0.6, len(items) - 0.4)
         return fig
 
-    return _cached("diff", [items, a, b, metric], draw, f"per-topic {metric} differences of {a} minus {b}")
+    return _cached("diff", [items, a, b, metric, sorted(gone)], draw,
+                   f"per-topic {metric} differences of {a} minus {b}" + (
+                       f" ({len(gone)} topics missing from a run, marked)" if gone else ""))
 
 
 #: The heat map's colour bins of p: each decade below 0.05 gets its own colour, so small

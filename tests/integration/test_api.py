@@ -36,8 +36,12 @@ def test_flow_leaderboard_and_corrected_qrels(world: World) -> None:
     public = c.get(f"/api/collections/{world.cid}/leaderboard?metric=AP").json()
     assert public["metric"] == "AP" and len(public["rows"]) == 3
     csv_text = c.get(f"/api/collections/{world.cid}/leaderboard?format=csv").text
-    assert csv_text.splitlines()[0] == ("rank,run,team,mean,ci_low,ci_high,n_topics,baseline,groups,"
-                                        "t_truncated,boot_low,boot_high,boot_method,boot_resamples")
+    assert csv_text.splitlines()[0] == ("rank,run,team,mean,t_ci_low,t_ci_high,n_topics,baseline,groups,"
+                                        "t_ci_truncated,boot_ci_low,boot_ci_high,boot_ci_method,boot_ci_resamples")
+    # the API names the intervals as the CSV does (and keeps the old names frozen snapshots hold)
+    row = public["rows"][0]
+    assert (row["t_ci_low"], row["t_ci_high"], row["boot_ci_low"], row["boot_ci_method"]) == (
+        row["ci_low"], row["ci_high"], row["boot_low"], row["boot_method"])
     # corrected qrels: a new version, re-evaluated, the leaderboard follows
     corrected = world.qrels.replace(" L0\n", " L1\n", 5)
     r = c.post(f"/api/collections/{world.cid}/qrels", content=corrected, headers=auth(t["organiser"]))

@@ -166,14 +166,16 @@ def test_files_never_print_an_impossible_value(world: World, bounded: int) -> No
     csv_text = c.get(f"/c/{bounded}/board.csv", params={"metric": "RR"}).text
     lines = [line.split(",") for line in csv_text.strip().splitlines()]
     header, rows = lines[0], {r[1]: dict(zip(lines[0], r)) for r in lines[1:]}
-    assert header[4:6] == ["ci_low", "ci_high"] and "t_truncated" in header
-    assert rows["HIGH"]["ci_high"] == "1.0" and rows["HIGH"]["t_truncated"] == "high"
-    assert rows["LOW"]["ci_low"] == "0.0" and rows["LOW"]["t_truncated"] == "low"
+    assert header[4:6] == ["t_ci_low", "t_ci_high"] and "t_ci_truncated" in header  # named by kind (issue 25.5)
+    assert rows["HIGH"]["t_ci_high"] == "1.0" and rows["HIGH"]["t_ci_truncated"] == "high"
+    assert rows["LOW"]["t_ci_low"] == "0.0" and rows["LOW"]["t_ci_truncated"] == "low"
+    assert {r["boot_ci_method"] for r in rows.values()} == {"bca"} and {r["boot_ci_resamples"] for r in rows.values()} == {"1000"}
     for r in rows.values():
-        for key in ("mean", "ci_low", "ci_high", "boot_low", "boot_high"):
+        for key in ("mean", "t_ci_low", "t_ci_high", "boot_ci_low", "boot_ci_high"):
             assert 0.0 <= float(r[key]) <= 1.0, (key, r)
     tex = c.get(f"/c/{bounded}/board.tex", params={"metric": "RR"}).text
     assert "1.1776" not in tex and "$^\\dagger$" in tex and "95\\% BCa bootstrap interval, B = 1000" in tex
+    assert "& Bootstrap interval & 95\\% t interval" in tex and "correction: none: unadjusted" in tex
     assert all(0.0 <= x <= 1.0 for x in _numbers(tex.split("\\end{tabular}")[0]))
 
 

@@ -230,6 +230,8 @@ def test_topics_a_run_never_submitted_are_no_wins_or_losses(world: World) -> Non
     assert "17 wins, 0 ties, 0 losses for D over the 17 topics both runs submitted; 2 topics missing from a run " \
            "are not counted (2 missing from D" in text
     assert "goes the other way" not in text and 'class="other-way"' not in page
+    chart = re.search(r"<svg.*?</svg>", page, flags=re.DOTALL).group(0)  # the bars marked too
+    assert "T18 (missing)" in chart and "T19 (missing)" in chart and "T01 (missing)" not in chart
     for t in ("T18", "T19"):
         row = re.search(rf'<tr data-topic="{t}" data-state="missing">.*?</tr>', page).group(0)
         assert "(missing from the run)" in row and "not counted: missing from D" in visible_text(row)

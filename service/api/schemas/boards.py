@@ -17,20 +17,28 @@ class BoardRow(Response, kw_only=True):
     run: str
     team: str
     mean: float | None
-    ci_low: Annotated[float | None, Meta(description=(
+    t_ci_low: Annotated[float | None, Meta(description=(
         "Lower end of the 95% Student t interval of the mean over the run's scored topics, as computed: it can "
         "lie outside the metric's range (the board's bounds), which the portal then shows truncated. Null with "
         "fewer than two topics."))] = None
-    ci_high: Annotated[float | None, Meta(description="Upper end of the 95% t interval (see ci_low).")] = None
-    boot_low: Annotated[float | None, Meta(description=(
-        "Lower end of the 95% bootstrap interval of the mean over the same topics (method boot_method, "
-        "boot_resamples resamples, a fixed seed); always within the metric's range. Null for results stored "
+    t_ci_high: Annotated[float | None, Meta(description="Upper end of the 95% t interval (see t_ci_low).")] = None
+    boot_ci_low: Annotated[float | None, Meta(description=(
+        "Lower end of the 95% bootstrap interval of the mean over the same topics (method boot_ci_method, "
+        "boot_ci_resamples resamples, a fixed seed); always within the metric's range. Null for results stored "
         "before bootstrap intervals were, or with fewer than two topics: the board then draws the t interval."
         ))] = None
-    boot_high: Annotated[float | None, Meta(description="Upper end of the bootstrap interval (see boot_low).")] = None
-    boot_method: Annotated[str | None, Meta(description="bca (bias-corrected and accelerated) or percentile.",
-                                            examples=["bca"])] = None
-    boot_resamples: Annotated[int | None, Meta(description="Bootstrap resamples B.", examples=[1000])] = None
+    boot_ci_high: Annotated[float | None, Meta(description="Upper end of the bootstrap interval (see boot_ci_low).")] \
+        = None
+    boot_ci_method: Annotated[str | None, Meta(description="bca (bias-corrected and accelerated) or percentile.",
+                                               examples=["bca"])] = None
+    boot_ci_resamples: Annotated[int | None, Meta(description="The bootstrap interval's B (not the test's).",
+                                                  examples=[1000])] = None
+    ci_low: Annotated[float | None, Meta(description="The same as t_ci_low (the name frozen snapshots hold).")] = None
+    ci_high: Annotated[float | None, Meta(description="The same as t_ci_high.")] = None
+    boot_low: Annotated[float | None, Meta(description="The same as boot_ci_low.")] = None
+    boot_high: Annotated[float | None, Meta(description="The same as boot_ci_high.")] = None
+    boot_method: Annotated[str | None, Meta(description="The same as boot_ci_method.")] = None
+    boot_resamples: Annotated[int | None, Meta(description="The same as boot_ci_resamples.")] = None
     n_topics: int
     baseline: bool = False
     judged_at_10: Annotated[float | None, Meta(description="Share of the top 10 documents judged.")] = None

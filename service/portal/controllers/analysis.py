@@ -32,9 +32,11 @@ class AnalysisController(Controller):
             board = [r["run"] for r in boards.leaderboard_doc(s, coll, me, matrix["metric"])["rows"]]
             index = {r: i for i, r in enumerate(matrix["runs"])}
             order = [r for r in board if r in index] + [r for r in matrix["runs"] if r not in set(board)]
-            p = [[matrix["p_adjusted"][index[x]][index[y]] for y in order] for x in order]
-            raw = [[matrix["p"][index[x]][index[y]] for y in order] for x in order]
-            matrix = {**matrix, "runs": order, "p_adjusted": p, "p": raw}
+            # every per-pair matrix in that order (p, p_adjusted and the Monte Carlo fields when stored)
+            matrix = {**matrix, "runs": order, **{
+                key: [[matrix[key][index[x]][index[y]] for y in order] for x in order]
+                for key in ("p", "p_adjusted", "undecided", "resamples_matrix", "mc_se") if matrix.get(key)}}
+            p = matrix["p_adjusted"]
             # the test as stored with the matrix: its name, B, alpha, correction and topics
             stored = run_results.stored_test(s, coll, me, matrix["metric"], test or None)
             chart = charts.p_value_heatmap(order, p, matrix["alpha"], matrix["metric"], matrix["test"],

@@ -88,7 +88,8 @@ class RunController(Controller):
             if a == b:
                 raise BadRequest("choose two different runs")
             doc = run_results.compare(page.session, coll, page.me, a, b, metric or None)
-            chart = charts.difference_chart(doc["differences"], doc["a"], doc["b"], doc["metric"])
+            chart = charts.difference_chart(doc["differences"], doc["a"], doc["b"], doc["metric"],
+                                            missing=sorted(set().union(*doc["missing"].values())))
         first = a if a is not None else (runs[0].id if runs else None)
         b_default = next((r.id for r in runs if r.id != first), None)  # B defaults to another run than A
         cfg = coll.current_config

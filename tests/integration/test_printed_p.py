@@ -1,0 +1,69 @@
+"""A p-value just below alpha is printed below alpha on every page and in every answer that shows
+it (issue 25, item 3): the stored test's p of every pair of the world's nDCG@10 test is set to
+0.049995 (raw and adjusted), and the compare page, the significance page (its table) and the API
+are read. Before, the compare page printed "p = 0.0500" and the matrix a bold "0.050".
+
+The world (conftest.py): a private collection "task" with three runs, tested with the default test
+on nDCG@10, without a correction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from sqlalchemy import select
+
+from service.evaluation import reading
+from service.store.arrays import pack, unpack
+from service.store.models import Significance
+from tests.integration.conftest import World, auth
+from tests.integration.test_compare_page import compare_page, visible_text
+from tests.integration.test_portal import as_role
+
+P = 0.049995  # below alpha = 0.05; "%.4f" gives "0.0500", "%.3f" gives "0.050"
+
+
+def _clear_caches() -> None:
+    """Stored tests are decoded once per process (keyed by database and row): the rows change here."""
+    reading._SIG_CACHE.clear()
+    reading._RAW_P_CACHE.clear()
+    reading._ANNOTATION_CACHE.clear()
+
+
+@pytest.fixture
+def near_alpha(world: World) -> Iterator[World]:
+    with world.factory() as s:
+        rows = s.scalars(select(Significance).where(Significance.collection_id == world.cid,
+                                                    Significance.metric == "nDCG@10")).all()
+        assert rows
+        for row in rows:
+            n = unpack(row.p_adjusted).size
+            row.p = pack(np.full(n, P))
+            row.p_adjusted = pack(np.full(n, P))
+        s.commit()
+    _clear_caches()
+    try:
+        yield world
+    finally:
+        _clear_caches()
+
+
+def test_a_p_just_below_alpha_is_printed_below_alpha_everywhere(near_alpha: World) -> None:
+    world = near_alpha
+    a, b = world.run_ids["RUN-01"], world.run_ids["RUN-02"]
+    doc = world.client.get(f"/api/collections/{world.cid}/compare", params={"a": a, "b": b, "metric": "nDCG@10"},
+                           headers=auth(world.tokens["organiser"])).json()
+    assert doc["p"] == doc["p_adjusted"] == P  # the API keeps the full float
+    text = visible_text(compare_page(world, a, b))
+    assert "p = 0.04999 (correction: none: unadjusted)" in text
+    assert "the difference is significant at α = 0.05" in text
+    page = world.client.get(f"/c/{world.cid}/significance", params={"metric": "nDCG@10"},
+                            headers=as_role(world, "organiser")).text
+    table = re.search(r'<table id="p-matrix">.*?</table>', page, flags=re.DOTALL).group(0)
+    assert table.count("<strong>0.04999</strong>") == 6  # every off-diagonal cell of 3 runs, bold: below alpha
+    p_line = text[text.index("Stored test:"):text.index("the difference is")]
+    for shown in (p_line, visible_text(table)):  # where the page prints p: no "0.05", "0.050", "0.0500"
+        assert not re.search(r"0\.050*(?!\d)", shown.replace("α = 0.05", "")), shown
