@@ -235,6 +235,47 @@ def test_only_the_collections_organisers_compare(world: World) -> None:
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_a_version_judging_fewer_topics_is_compared_on_the_topics_both_judged(world: World) -> None:
+    """Issue 25, item 8, database mode: a second version judging some of the topics only (an
+    assessor's subset) is compared on those; the runs' means are the evaluator's over them, the
+    others are listed as judged by a only, and the portal says how many were left out."""
+    from service.formats.readers import parse_qrels, parse_run
+    from service.metrics.scoring import EvalSettings, evaluate
+
+    topics = sorted({line.split()[0] for line in world.qrels.splitlines() if line.split()})
+    kept = topics[::2]
+    second = "".join(line + "\n" for line in _changed(world.qrels, share=0.3, seed=5).splitlines()
+                     if line.split() and line.split()[0] in kept)
+    c, org = world.client, auth(world.tokens["organiser"])
+    assert c.post(f"/api/collections/{world.cid}/qrels", content=second, headers=org).status_code == 201
+    r = c.get(f"/api/collections/{world.cid}/qrels/compare?a=1&b=2", headers=org)
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    ja, jb = _judged(world.qrels), _judged(second)
+
+    def relevant(judged: dict[tuple[str, str], int], topic: str) -> bool:
+        return any(lv >= 1 for (t, _), lv in judged.items() if t == topic)
+
+    common = [t for t in kept if relevant(ja, t) or relevant(jb, t)]
+    ct = doc["compared_topics"]
+    assert ct["compared"] == len(common) and sorted(ct["only_a"]) == sorted(set(topics) - set(kept))
+    assert ct["only_b"] == [] and ct["left_out"] == len(topics) - len(common)
+    runs = [parse_run(text.encode(), tag) for tag, text in world.runs.items()]
+    count = EvalSettings(no_relevant="count")
+    ea = evaluate(parse_qrels(world.qrels.encode(), "a"), runs, ["nDCG@10"], count)
+    eb = evaluate(parse_qrels(second.encode(), "b"), runs, ["nDCG@10"], count)
+    for row in doc["runs"]:
+        assert row["mean_a"] == pytest.approx(np.mean([ea.value(row["run"], "nDCG@10", t) for t in common]), abs=1e-12)
+        assert row["mean_b"] == pytest.approx(np.mean([eb.value(row["run"], "nDCG@10", t) for t in common]), abs=1e-12)
+    assert doc["bland_altman"]["topics"] == len(common)
+    assert sorted(t["topic"] for t in doc["topics"]["disagreeing"]) == sorted(common)
+    c.cookies.clear()
+    assert c.post("/login", data={"token": world.tokens["organiser"]}, follow_redirects=False).status_code == 303
+    page = c.get(f"/c/{world.cid}/qrels/compare?a=1&b=2")
+    assert page.status_code == 200 and f"{len(topics) - len(common)} left out" in page.text
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_bad_inputs_are_clear_errors(world: World) -> None:
     from service.evaluation.judge_comparison import score_figures
 
