@@ -55,7 +55,12 @@ class Significance(Request, kw_only=True, omit_defaults=True):
 
     test: Annotated[Literal["bootstrap", "t", "wilcoxon", "sign", "randomisation", "tukey", "friedman"], Meta(
         description="Sakai's paired bootstrap by default.")] = "bootstrap"
-    resamples: Annotated[int, Meta(ge=1, le=100_000, description="B, resamples of resampling tests.")] = 1000
+    resamples: Annotated[int, Meta(ge=1, le=100_000, description=(
+        "B, resamples of resampling tests: the first stage of the sequential rule (docs/statistics.md, "
+        "'Monte Carlo precision')."))] = 10_000
+    max_resamples: Annotated[int, Meta(ge=1, le=100_000_000, description=(
+        "The sequential rule's cap: a pair whose verdict still straddles alpha is resampled up to this many "
+        "times, else reported undecided at its B. At least resamples."))] = 10_000_000
     alpha: Annotated[float, Meta(gt=0, lt=1, description="Significance level.")] = 0.05
     correction: Annotated[Literal["none", "holm", "bh"], Meta(
         description="Multiple-comparison correction of the p-values.")] = "none"

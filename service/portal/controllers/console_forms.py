@@ -37,6 +37,7 @@ LABELS = {"description": "Description", "official_metric": "Official metric", "m
           "no_relevant": "A topic without relevant documents", "depth": "Evaluation depth",
           "max_level": "Highest relevance level", "test": "Test", "resamples": "Resamples (B)",
           "alpha": "Significance level (alpha)", "correction": "Multiple-comparison correction", "seed": "Seed",
+          "max_resamples": "Most resamples per pair (sequential rule)",
           "level": "Level", "label": "Label", "gain": "Gain", "significance.metrics": "Metrics tested"}
 # The form's own wording where the schema's (written for the API: "null") does not fit a form.
 HELP = {"hidden_topics": "Topic ids (one per line) scored for the organisers only until the split is revealed.",
