@@ -274,7 +274,7 @@ def p_value_heatmap(runs: Sequence[str], p: Sequence[Sequence[float | None]], al
     """Every run pair's p-value as the stored test computed it; cells below alpha are marked with a
     dot. The title names the test, B (when it resamples), alpha and the correction as stored with
     the test; the colour scale is binned (0.001, 0.01, alpha, 0.1, 0.2, 0.5) with alpha marked."""
-    from service.metrics.stats.differences import comparisons, correction_tag, named_test, p_value_label
+    from service.metrics.stats.differences import adjusted, comparisons, correction_tag, named_test, p_value_label
 
     data = [list(runs), [list(r) for r in p], alpha, metric, test, correction, resamples]
     label = p_value_label(test, correction, comparisons(len(runs)))
@@ -296,7 +296,7 @@ def p_value_heatmap(runs: Sequence[str], p: Sequence[Sequence[float | None]], al
         ys, xs = np.nonzero(m < alpha)
         if len(xs) and n <= 60:
             ax.scatter(xs, ys, s=max(4, 60 - n), color="white", edgecolors="black", linewidths=0.4,
-                       label=f"significant (p < {alpha:g})")
+                       label=f"significant ({'adjusted ' if adjusted(test, correction) else ''}p < {alpha:g})")
             # Above the matrix, clear of the rotated run names under it.
             ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), frameon=False, fontsize=8, borderaxespad=0.2)
         fontsize = 8 if n <= 30 else 6 if n <= 60 else 4
