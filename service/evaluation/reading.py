@@ -143,6 +143,9 @@ class StoredTest:
     #: (None for a test stored before letters were: they are computed when read).
     letters: list[list[int]] | None = None
     row_id: int | None = None  # the stored row (its unadjusted p are read from it on demand: :func:`raw_p`)
+    #: Condensed as ``p_condensed``: the pairs whose verdict is undecided at their B (issue 25, item 1;
+    #: None for exact tests and rows stored before migration 0020). Boards count them as not significant.
+    undecided: np.ndarray | None = None
     index: dict[str, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -168,6 +171,18 @@ class StoredTest:
         k = i * (2 * m - i - 1) // 2 + j - i - 1
         values = self.p_condensed if condensed is None else condensed
         return np.where(i == j, 1.0, values[np.where(i == j, 0, k)])
+
+    def different(self, positions: np.ndarray) -> np.ndarray:
+        """(k, k) bool: the pair's settled verdict is significant (adjusted p < alpha and not
+        undecided at its B); False on the diagonal."""
+        out = self.matrix(positions) < self.alpha
+        if self.undecided is not None and self.undecided.any():
+            pos = np.asarray(positions, dtype=np.int64)
+            i, j = np.minimum.outer(pos, pos), np.maximum.outer(pos, pos)
+            m = len(self.runs)
+            k = np.where(i == j, 0, i * (2 * m - i - 1) // 2 + j - i - 1)
+            out &= ~np.where(i == j, False, self.undecided[k])
+        return out
 
     @property
     def adjusted(self) -> bool:
@@ -201,7 +216,8 @@ def significance_for(s: Session, coll, metric: str, test: str | None = None,  # 
     if cached is None:  # stored matrices never change: decode each once per process
         # only what boards read: not the diff, statistic and unadjusted p arrays (megabytes at 1,000 runs)
         row = s.execute(select(Significance.id, Significance.run_ids, Significance.params, Significance.test,
-                               Significance.n_topics, Significance.p_adjusted, Significance.letters)
+                               Significance.n_topics, Significance.p_adjusted, Significance.letters,
+                               Significance.undecided)
                         .where(Significance.id == row_id)).one()
         cached = _stored_test(s, row, config.significance)
         if len(_SIG_CACHE) > 64:
@@ -221,6 +237,7 @@ def _stored_test(s: Session, row: Any, configured: dict[str, Any]) -> StoredTest
     resamples = params.get("resamples") if row.test in ("bootstrap", "randomisation", "tukey") else None
     return StoredTest(runs=names, p_condensed=unpack(row.p_adjusted), letters=row.letters,
                       row_id=getattr(row, "id", None),
+                      undecided=None if getattr(row, "undecided", None) is None else unpack(row.undecided) > 0.5,
                       alpha=float(params.get("alpha", configured.get("alpha", 0.05))), test=row.test,
                       correction=str(params.get("correction", "none")),
                       resamples=int(resamples) if resamples is not None else None, n_topics=int(row.n_topics or 0),
@@ -277,7 +294,7 @@ def _annotate(rows: list[LeaderboardRow], sig: StoredTest | None, pairs: bool = 
     if not on_board:
         return out
     positions = np.array([sig.index[rows[k].run] for k in on_board])
-    different = sig.matrix(positions) < sig.alpha
+    different = sig.different(positions)  # settled verdicts: an undecided pair is not significant
     np.fill_diagonal(different, False)
     means = np.array([rows[k].mean for k in on_board])
     order = np.arange(len(on_board))

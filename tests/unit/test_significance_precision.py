@@ -278,3 +278,30 @@ def test_compare_t_prints_the_t_interval_without_a_bootstrap(capsys, tmp_path: P
         high_key = next(k for k in header if k.endswith("ci_high") and k != "ci_high")
         assert float(f[low_key]) == pytest.approx(ci.low, abs=1e-6)
         assert float(f[high_key]) == pytest.approx(ci.high, abs=1e-6)
+
+
+def test_undecided_pairs_count_as_not_significant_in_letters_and_on_boards() -> None:
+    from dataclasses import replace
+
+    from service.evaluation.reading import StoredTest
+    from service.evaluation.significance_tests import stored_letters
+    from service.metrics.stats.letters import members
+
+    x = np.c_[np.full(20, 0.9), np.full(20, 0.1), np.linspace(0.0, 1.0, 20)]
+    x[0, 0] = 0.8  # runs 0 and 1 differ on every topic: significant
+    res = pairwise(x, ["A", "B", "C"], "randomisation", resamples=2000, seed=0)
+    k = res.pair("A", "B")
+    assert res.significant[k]
+    apart = stored_letters(res, x)
+    assert not any({0, 1} <= set(letter) for letter in apart)
+    undecided = np.zeros(len(res.p), dtype=bool)
+    undecided[k] = True
+    held = replace(res, undecided=undecided)
+    assert not held.significant[k] and held.verdicts()[k] == "undecided"
+    assert any({0, 1} <= set(letter) for letter in stored_letters(held, x))  # they may share a letter
+    sig = StoredTest(runs=["A", "B", "C"], p_condensed=res.p_adjusted, alpha=0.05, test="randomisation",
+                     correction="none", resamples=2000, undecided=undecided)
+    d = sig.different(np.arange(3))
+    assert not d[0, 1] and not d[1, 0] and not d.diagonal().any()
+    assert d[0, 2] == (res.p_adjusted[res.pair("A", "C")] < 0.05)
+    assert members(1 | 2) == [0, 1]
