@@ -67,3 +67,20 @@ def test_a_p_just_below_alpha_is_printed_below_alpha_everywhere(near_alpha: Worl
     p_line = text[text.index("Stored test:"):text.index("the difference is")]
     for shown in (p_line, visible_text(table)):  # where the page prints p: no "0.05", "0.050", "0.0500"
         assert not re.search(r"0\.050*(?!\d)", shown.replace("α = 0.05", "")), shown
+
+
+def test_the_metric_analysis_says_its_counts_are_unadjusted_beside_the_boards_test(world: World) -> None:
+    """Issue 25, item 4: discriminative power counts pairs at alpha without a correction; the page
+    says so and gives the board's stored test's count, after its correction, beside it."""
+    c, admin = world.client, auth(world.tokens["organiser"])
+    assert c.patch(f"/api/collections/{world.cid}", json={"significance": {"test": "t", "correction": "holm"}},
+                   headers=admin).status_code == 200
+    page = c.get(f"/c/{world.cid}/analysis", headers=as_role(world, "organiser")).text
+    text = visible_text(page)
+    assert "Significant pairs (unadjusted)" in text and "each pair unadjusted" in text
+    matrix = c.get(f"/api/collections/{world.cid}/significance", params={"metric": "nDCG@10"}, headers=admin).json()
+    assert matrix["correction_name"] == "Holm"
+    pairs = [(i, j) for i in range(3) for j in range(i + 1, 3)]
+    significant = sum(matrix["p_adjusted"][i][j] < matrix["alpha"] for i, j in pairs)
+    row = re.search(r'<tr data-metric="nDCG@10">.*?</tr>', page, flags=re.DOTALL).group(0)
+    assert f"{significant} of 3 significant (t, α = 0.05, correction: Holm" in visible_text(row)
