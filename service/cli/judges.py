@@ -354,7 +354,10 @@ def write_comparison(doc: dict[str, Any], out: TextIO, topics: int = 10) -> None
           f"({ba['direction']}), 95% limits {_f(ba['lower'])} to {_f(ba['upper'])}\n")
     sig = doc["significance"]
     if sig is not None:
-        w(f"Significance ({sig['test_a']['test']}): {sig['pairs']} pairs, {_f(sig['agreement'], 3)} keep their "
+        from service.metrics.stats.presentation import correction_name
+
+        named = correction_name(sig["test_a"]["test"], sig["test_a"].get("correction"))
+        w(f"Significance ({sig['test_a']['test']}, alpha {sig['test_a']['alpha']}, correction: {named}): {sig['pairs']} pairs, {_f(sig['agreement'], 3)} keep their "
           f"verdict; {sig['kept_significant']} stay significant, {sig['lost']} lost, {sig['gained']} gained, "
           f"{sig['flipped']} flipped ({sig['significant_a']} significant under a, {sig['significant_b']} under b)\n")
     else:

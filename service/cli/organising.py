@@ -153,18 +153,19 @@ def _leaderboard_arguments(lb: argparse.ArgumentParser) -> None:
 
 @command("leaderboard", "the stored leaderboard (never computed here)", _leaderboard_arguments)
 def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
-    from service.evaluation.board_intervals import bounds_of, interval_view, truncated_ends
+    from service.evaluation.board_intervals import bounds_of, interval_fields, interval_view, truncated_ends
     from service.evaluation.reading import leaderboard
 
     with sessions(database_url())() as s:
         metric, rows = leaderboard(s, args.collection, args.metric)
     if args.format == "json":
-        return write_json({"collection": args.collection, "metric": metric, "rows": [r.__dict__ for r in rows]}, out)
-    # As the board's CSV: ci_low/ci_high are the t interval with an end beyond the metric's range
-    # shown at the bound (t_truncated says which); boot_* the stored bootstrap interval. The JSON
-    # keeps the raw figures.
-    out.write("rank\trun\tteam\tmean\tci_low\tci_high\tn_topics\tqrels_version\tt_truncated\tboot_low\t"
-              "boot_high\tboot_method\tboot_resamples\n")
+        return write_json({"collection": args.collection, "metric": metric,
+                           "rows": [{**r.__dict__, **interval_fields(r.__dict__)} for r in rows]}, out)
+    # As the board's CSV (the same names): t_ci_* the t interval with an end beyond the metric's
+    # range shown at the bound (t_ci_truncated says which); boot_ci_* the stored bootstrap interval,
+    # its method and B. The JSON keeps the raw figures.
+    out.write("rank\trun\tteam\tmean\tt_ci_low\tt_ci_high\tn_topics\tqrels_version\tt_ci_truncated\t"
+              "boot_ci_low\tboot_ci_high\tboot_ci_method\tboot_ci_resamples\n")
 
     def num(v: float | None) -> str:
         return "" if v is None else f"{v:.6f}"

@@ -207,6 +207,7 @@ def test_every_figure_agrees_with_an_independent_computation(world: World) -> No
     page = c.get(f"/c/{world.cid}/qrels/compare")  # by default the last two versions, the official metric
     assert page.status_code == 200 and page.text.count("<h1") == 1
     assert 'id="confusion"' in page.text and f"{overall['kappa']:.3f}" in page.text
+    assert "tests (α = 0.05, correction: none: unadjusted)" in page.text  # the correction named (issue 25, item 4)
     assert 'id="compared-topics"' in page.text and f"compared on the {ct['compared']} topic(s)" in page.text
     assert f"/c/{world.cid}/qrels/compare" in c.get(f"/c/{world.cid}/qrels").text
     csv_text = c.get(f"/c/{world.cid}/qrels/compare.csv?a=1&b=2")
@@ -363,6 +364,8 @@ def test_cli_file_mode_agrees_with_the_database_mode(world: World, tmp_path: Pat
         text = buf.getvalue()
         assert "Label agreement" in text and "Kendall tau-b" in text and "disagree most" in text
         assert f"{db['labels']['overall']['kappa']:.4f}" in text
+        if db["significance"] is not None:  # the correction named (issue 25, item 4)
+            assert "alpha 0.05, correction: none: unadjusted)" in text
 
 
 # --------------------------------------------------------------------------- several assessors (issue 25, item 9)

@@ -526,6 +526,8 @@ def test_versions_are_bounded_per_team_in_all_and_within_a_window(world: World) 
     assert r.status_code == 409 and "3 versions of judgment sets, the limit of this track (3)" in r.text, r.text
     page = world.client.get(f"/c/{world.cid}/judges", headers=as_role(world, "alpha")).text
     assert "Versions: 3 of the 3 in all, 0 of the 2 allowed within 1 hours." in page
+    # the board's interval named by its kind and B (issue 25, item 5)
+    assert "with a 95% bootstrap percentile interval, B = 1000 over topics." in page
     r = world.client.put(f"/api/collections/{world.cid}/judge-track", json={"window_hours": 0},
                          headers=auth(world.tokens["organiser"]))
     assert r.status_code == 422 and "window_hours" in r.text

@@ -256,8 +256,8 @@ def test_embedded_default_commands(tmp_path: Path) -> None:
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait()
     rows = [line.split("\t") for line in cli("leaderboard", "--collection", "demo").strip().splitlines()]
-    assert rows[0] == ["rank", "run", "team", "mean", "ci_low", "ci_high", "n_topics", "qrels_version", "t_truncated",
-                       "boot_low", "boot_high", "boot_method", "boot_resamples"]
+    assert rows[0] == ["rank", "run", "team", "mean", "t_ci_low", "t_ci_high", "n_topics", "qrels_version",
+                       "t_ci_truncated", "boot_ci_low", "boot_ci_high", "boot_ci_method", "boot_ci_resamples"]
     assert all(0.0 <= float(r[i]) <= 1.0 for r in rows[1:] for i in (4, 5, 9, 10))  # AP's range, never beyond
     assert {r[11] for r in rows[1:]} == {"bca"}
     assert [r[1] for r in rows[1:3]] == ["RUN-01", "RUN-02"] and len(rows) == 9
