@@ -156,7 +156,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     from service.metrics.stats.anova import run_intervals
     from service.metrics.stats.common import as_score_matrix
     from service.metrics.stats.pairwise import pair_effects, pair_t_intervals, pairwise
-    from service.metrics.stats.presentation import correction_name, format_p, interval_name
+    from service.metrics.stats.presentation import correction_name, format_p_many, interval_name
 
     metrics, tables, runs, topics = _score_tables_with_topics(args)
     if len(runs) < 2:
@@ -222,11 +222,13 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
                                  "p_adjusted", "significant", f"diff_{pair_kind}_ci_low", f"diff_{pair_kind}_ci_high",
                                  "effect_size")) + "\n")
     for metric, res, _, eff in report:
-        rows = (f"{ra}\t{rb}\t{metric}\t{res.test}\t{ma:.6f}\t{mb:.6f}\t{d:.6f}\t{st:.6f}\t{format_p(p, a, 4)}\t"
-                f"{format_p(pa, a, 4)}\t{_verdict_cell(verdict, b)}\t{lo:.6f}\t{hi:.6f}\t{es:.6f}\n"
-                for ra, rb, ma, mb, d, st, p, pa, _, verdict, lo, hi, es, b in _pair_rows(res, eff))
-        while chunk := "".join(islice(rows, 65536)):  # one write per 65,536 pairs, not one per pair
-            out.write(chunk)
+        pairs = _pair_rows(res, eff)
+        while block := list(islice(pairs, 65536)):  # one write per 65,536 pairs, not one per pair
+            ps, pas = (format_p_many([row[k] for row in block], a, 4) for k in (6, 7))  # the texts of format_p
+            out.write("".join(
+                f"{ra}\t{rb}\t{metric}\t{res.test}\t{ma:.6f}\t{mb:.6f}\t{d:.6f}\t{st:.6f}\t{p}\t{pa}\t"
+                f"{_verdict_cell(verdict, b)}\t{lo:.6f}\t{hi:.6f}\t{es:.6f}\n"
+                for (ra, rb, ma, mb, d, st, _, _, _, verdict, lo, hi, es, b), p, pa in zip(block, ps, pas)))
     out.write(f"# p: raw; p_adjusted: correction {correction_name(args.test, args.correction)}; significant: "
               f"p_adjusted < alpha = {a:g}; both printed with the digits that show their side of alpha\n")
     out.writelines(f"# {name}\n" for name in intervals.values())

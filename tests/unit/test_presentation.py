@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from service.metrics.stats.presentation import (
     correction_name,
     format_p,
+    format_p_many,
     interval_name,
     p_floor,
     read_p,
@@ -92,3 +93,11 @@ def test_names() -> None:
     assert verdict_words(0.049995, 0.05) == "significant at α = 0.05"
     assert verdict_words(0.05, 0.05) == "not significant at α = 0.05"
     assert verdict_words(0.05, 0.05, verdict="undecided", resamples=100000).startswith("undecided at B = 100000")
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.one_of(st.floats(min_value=0.0, max_value=1.0), st.just(float("nan")),
+                                 st.floats(min_value=0.049, max_value=0.051)), max_size=50),
+       alpha=ALPHAS, decimals=st.integers(1, 5))
+def test_format_p_many_gives_format_ps_texts(values: list[float], alpha: float, decimals: int) -> None:
+    assert format_p_many(values, alpha, decimals) == [format_p(v, alpha, decimals) for v in values]

@@ -17,6 +17,8 @@ printed the same way everywhere.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from functools import lru_cache
 
 #: The corrections' names and the tests that need none (as ``differences`` has them; this module
 #: imports nothing of the core, which prints through it: a test checks they agree).
@@ -26,8 +28,10 @@ FAMILY_WISE_TESTS = frozenset({"tukey", "friedman"})
 P_FLOOR = 0.001
 #: The fewest decimals a p-value is printed with (more when needed to keep it on its side of alpha).
 P_DECIMALS = 3
+_TENTHS = {d: 10.0 ** -(d - 1) for d in range(20)}  # below it, d decimals show fewer than 2 digits
 
 
+@lru_cache(maxsize=64)
 def p_floor(alpha: float) -> float:
     """The bound under which p is printed as "< bound": 0.001, or the largest power of ten at or
     below alpha when alpha is smaller, so that "< bound" is always below alpha."""
@@ -57,13 +61,31 @@ def format_p(p: float | None, alpha: float, decimals: int = P_DECIMALS, missing:
     if p < floor:
         return f"< {_bound_text(floor)}"
     below, equal = p < alpha, p == alpha
-    digits = max(decimals, 1 - math.floor(math.log10(p)) if p > 0 else decimals)
-    for d in range(digits, 18):
+    # two significant digits at least: more decimals only below 10^-(decimals - 1)
+    digits = decimals if p >= _TENTHS.get(decimals, 10.0 ** (1 - decimals)) else max(decimals, 1 - math.floor(math.log10(p)))
+    text = f"{p:.{digits}f}"  # the common case, far from alpha: one format, one parse
+    shown = float(text)
+    if (shown < alpha) == below and (shown == alpha) == equal:
+        return text
+    for d in range(digits + 1, 18):
         text = f"{p:.{d}f}"
         shown = float(text)
         if (shown < alpha) == below and (shown == alpha) == equal:
             return text
     return repr(p)  # 17 significant digits tell any two doubles apart
+
+
+def format_p_many(values: Sequence[float], alpha: float, decimals: int = P_DECIMALS, missing: str = "–") -> list[str]:
+    """:func:`format_p` of each value, the same texts, faster for many (``cranfield compare``'s
+    half a million pairs): a p at least 10^-decimals away from alpha, with two significant digits
+    at ``decimals`` and above the floor, cannot round onto or across alpha, so it is formatted
+    once without the check."""
+    floor = p_floor(alpha)
+    safe_from = max(floor, _TENTHS.get(decimals, 10.0 ** (1 - decimals)))
+    margin = 10.0 ** -decimals
+    spec = f".{decimals}f"
+    return [format(p, spec) if p >= safe_from and abs(p - alpha) > margin else format_p(p, alpha, decimals, missing)
+            for p in (float(v) for v in values)]
 
 
 def read_p(text: str) -> tuple[float, bool]:
