@@ -150,6 +150,12 @@ def _int(name: str, default: int, minimum: int) -> int:
     return value
 
 
+def max_upload() -> int:
+    """CRANFIELD_MAX_UPLOAD alone: the API's largest body, and the bound on the uncompressed
+    size of a gzipped file read locally (the CLI sets it in ``service.formats.compressed``)."""
+    return _int("CRANFIELD_MAX_UPLOAD", 256 * 1024 * 1024, minimum=1)
+
+
 def _float(name: str, default: float, minimum: float, *, strict: bool = False) -> float:
     """A finite number >= ``minimum`` (> ``minimum`` if ``strict``)."""
     text = _env(name, str(default))
@@ -192,7 +198,7 @@ def load_settings() -> Settings:
             session_grace=_float("CRANFIELD_SESSION_GRACE", 24 * 3600, minimum=0),
         ),
         web=WebSettings(
-            max_upload=_int("CRANFIELD_MAX_UPLOAD", 256 * 1024 * 1024, minimum=1),
+            max_upload=max_upload(),
             board_cache_seconds=_float("CRANFIELD_BOARD_CACHE_SECONDS", 1.0, minimum=0),
             session_cookie_lifetime=_int("CRANFIELD_SESSION_LIFETIME", 14 * 24 * 3600, minimum=1),
             api_threads=_int("CRANFIELD_API_THREADS", 16, minimum=1),

@@ -53,6 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     tune_allocator()
     try:
+        from service.config import max_upload
+        from service.formats.compressed import set_local_limit
+
+        set_local_limit(max_upload())  # a gzipped file read here is bounded as an upload is
         # every command prints through the one sanitiser: stored text is shown, never run
         return handler_for(args.command)(args, SafeOutput(sys.stdout))  # type: ignore[arg-type]
     except InvalidMeasure as exc:

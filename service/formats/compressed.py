@@ -40,20 +40,21 @@ def is_gzip(data: bytes | bytearray | memoryview) -> bool:
     return bytes(data[:2]) == GZIP_MAGIC
 
 
+#: The bound on a local file's uncompressed size; the CLI sets it from CRANFIELD_MAX_UPLOAD
+#: (``service.config.max_upload``) before it reads anything: the core reads no settings.
+_local_limit = DEFAULT_LIMIT
+
+
+def set_local_limit(limit: int) -> None:
+    global _local_limit
+    if limit < 1:
+        raise ValueError("the limit must be at least one byte")
+    _local_limit = limit
+
+
 def local_limit() -> int:
-    """The bound on a local file's uncompressed size: ``CRANFIELD_MAX_UPLOAD`` as the service
-    reads it (service/config.py; the core reads the variable itself, as it imports no settings)."""
-    text = os.environ.get("CRANFIELD_MAX_UPLOAD", "").strip()
-    if not text:
-        return DEFAULT_LIMIT
-    try:
-        value = int(text)
-    except ValueError:
-        raise InvalidInput("CRANFIELD_MAX_UPLOAD", None, f"{text!r} is not an integer (default {DEFAULT_LIMIT})") \
-            from None
-    if value < 1:
-        raise InvalidInput("CRANFIELD_MAX_UPLOAD", None, f"{text!r}: must be at least 1 (default {DEFAULT_LIMIT})")
-    return value
+    """The bound on a local file's uncompressed size (:func:`set_local_limit`)."""
+    return _local_limit
 
 
 def gunzip(data: bytes | bytearray, source: str, limit: int) -> bytes | bytearray:
