@@ -229,7 +229,11 @@ def difference_document(d: PairedDifference, topic_of: dict[str, str] | None = N
         return v if math.isfinite(v) else None
 
     boot = d.bootstrap
+    # The intervals under the names the board, its CSV and the CLI use (t_ci_*, boot_ci_*);
+    # t_low/t_high and the "bootstrap" object stay for the clients written before them.
     return {"mean": d.mean, "n_topics": d.n, "level": d.level, "t_low": d.t_low, "t_high": d.t_high,
+            "t_ci_low": d.t_low, "t_ci_high": d.t_high, "boot_ci_low": real(float(boot.low)),
+            "boot_ci_high": real(float(boot.high)), "boot_ci_method": boot.method, "boot_ci_resamples": boot.resamples,
             "t_statistic": real(d.t), "effect_size": real(d.effect_size),
             "bootstrap": {"low": real(float(boot.low)), "high": real(float(boot.high)), "method": boot.method,
                           "method_name": bootstrap_method_name(boot.method), "level": boot.level,

@@ -71,6 +71,10 @@ def test_the_compare_page_shows_the_difference_the_effect_size_and_the_test_as_s
     assert (d["t_low"], d["t_high"]) == (pytest.approx(ci.low, abs=1e-12), pytest.approx(ci.high, abs=1e-12))
     assert d["n_topics"] == n and d["mean"] == pytest.approx(sum(doc["differences"].values()) / n, abs=1e-12)
     assert d["bootstrap"]["method"] == "bca" and d["bootstrap"]["resamples"] == 10000 and d["bootstrap"]["seed"] == 0
+    # the intervals under the board's names too (issue 25, item 5)
+    assert (d["t_ci_low"], d["t_ci_high"]) == (d["t_low"], d["t_high"])
+    assert (d["boot_ci_low"], d["boot_ci_high"], d["boot_ci_method"], d["boot_ci_resamples"]) == (
+        d["bootstrap"]["low"], d["bootstrap"]["high"], "bca", 10000)
     assert api_compare(world, a, b) == doc  # the configured seed: a reload gives the same numbers
 
     page = compare_page(world, a, b)

@@ -356,8 +356,17 @@ class PairDifference(Response, kw_only=True):
     mean: float
     n_topics: int
     level: float
-    t_low: Annotated[float, Meta(description="Student t interval of the mean difference (n - 1 df).")]
-    t_high: float
+    t_low: Annotated[float, Meta(description="The same as t_ci_low.")]
+    t_high: Annotated[float, Meta(description="The same as t_ci_high.")]
+    t_ci_low: Annotated[float, Meta(description="Student t interval of the mean difference (n - 1 df), as the "
+                                                "board's t_ci_low.")]
+    t_ci_high: float
+    boot_ci_low: Annotated[float | None, Meta(description="Bootstrap interval of the mean difference (its kind in "
+                                                          "boot_ci_method, its B in boot_ci_resamples), as the "
+                                                          "board's boot_ci_low; the same as bootstrap.low.")]
+    boot_ci_high: float | None
+    boot_ci_method: Annotated[str, Meta(description="bca or percentile.")]
+    boot_ci_resamples: Annotated[int, Meta(description="B of the interval (the collection's significance resamples).")]
     t_statistic: Annotated[float | None, Meta(description="mean / (sd / sqrt(n)); null when infinite.")] = None
     effect_size: Annotated[float | None, Meta(description="mean(d) / sd(d), the standardised effect size "
                                                           "`cranfield compare` prints; null when infinite.")] = None
