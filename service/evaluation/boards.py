@@ -318,10 +318,12 @@ def board_test_counts(s: Session, coll: Collection, me: Principal, metric: str) 
     if sig is None:
         return None
     raw = raw_p(s, sig)
+    # A pair undecided at its B is not counted significant, as the board's letters count it.
+    settled = np.ones(sig.p_condensed.size, dtype=bool) if sig.undecided is None else ~sig.undecided.astype(bool)
     return {"test": sig.test, "alpha": sig.alpha, "correction": sig.correction,
             "correction_name": correction_name(sig.test, sig.correction), "resamples": sig.resamples,
-            "pairs": int(sig.p_condensed.size), "significant": int((sig.p_condensed < sig.alpha).sum()),
-            "significant_unadjusted": int((raw < sig.alpha).sum())}
+            "pairs": int(sig.p_condensed.size), "significant": int(((sig.p_condensed < sig.alpha) & settled).sum()),
+            "undecided": int((~settled).sum()), "significant_unadjusted": int((raw < sig.alpha).sum())}
 
 
 def stored_tests(s: Session, coll: Collection) -> list[str]:

@@ -85,3 +85,20 @@ def test_the_metric_analysis_says_its_counts_are_unadjusted_beside_the_boards_te
     significant = sum(matrix["p_adjusted"][i][j] < matrix["alpha"] for i, j in pairs)
     row = re.search(r'<tr data-metric="nDCG@10">.*?</tr>', page, flags=re.DOTALL).group(0)
     assert f"{significant} of 3 significant (t, α = 0.05, correction: Holm" in visible_text(row)
+
+
+def test_an_undecided_pair_is_not_counted_significant_on_the_metric_analysis(near_alpha: World) -> None:
+    """Issue 25, item 1: a pair whose Monte Carlo verdict is undecided at its B counts as not
+    significant in the board test's count, as in the board's letters, and the page says how many
+    are undecided. Here every pair's p is just below alpha (significant) and one is marked undecided."""
+    world = near_alpha
+    with world.factory() as s:
+        row = s.scalars(select(Significance).where(Significance.collection_id == world.cid,
+                                                   Significance.metric == "nDCG@10", Significance.subset == "all")).one()
+        assert row.test == "bootstrap" and unpack(row.p_adjusted).size == 3
+        row.undecided = pack(np.array([0.0, 1.0, 0.0]))
+        s.commit()
+    _clear_caches()
+    page = world.client.get(f"/c/{world.cid}/analysis", headers=as_role(world, "organiser")).text
+    row_html = re.search(r'<tr data-metric="nDCG@10">.*?</tr>', page, flags=re.DOTALL).group(0)
+    assert "2 of 3 significant, 1 undecided (bootstrap" in visible_text(row_html)
