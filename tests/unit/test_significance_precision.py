@@ -312,3 +312,52 @@ def test_undecided_pairs_count_as_not_significant_in_letters_and_on_boards() -> 
     assert not d[0, 1] and not d[1, 0] and not d.diagonal().any()
     assert d[0, 2] == (res.p_adjusted[res.pair("A", "C")] < 0.05)
     assert members(1 | 2) == [0, 1]
+
+
+def test_the_difference_required_skips_degenerate_resamples_as_the_asl_does() -> None:
+    """Sakai's difference required: per pair, |mean*| of the resample with the k-th largest |t*|
+    (k = ceil(B alpha)); with degenerate resamples (no t*) the k-th largest among the informative
+    ones, k from their number, as the ASL counts them; checked against a loop, one resample at a
+    time, on the issue's 10-of-10 pair (about 35% degenerate) beside two ordinary runs."""
+    import math
+
+    from service.metrics.stats.meta import discriminative_power
+    from service.metrics.stats.pairwise import resampling_counts
+
+    a, b = NEIGHBOURS["10 of 10"]
+    c = np.array([0.7, 0.2, 0.9, 0.4, 0.6, 0.3, 0.8, 0.5, 0.1, 0.65])
+    x = np.column_stack([a, b, c])
+    resamples, alpha = 2000, 0.05
+    got = discriminative_power(x, alpha=alpha, resamples=resamples, seed=4)
+    counts = resampling_counts(10, resamples, np.random.default_rng(4))
+    expected = []
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        w = (x[:, i] - x[:, j]) - (x[:, i] - x[:, j]).mean()
+        w[np.abs(w) <= 1e-12 * np.abs(x[:, i] - x[:, j]).max()] = 0.0
+        found = []  # (|t*|, row, |mean*|) of the informative resamples
+        for row, cnt in enumerate(counts):
+            s = np.repeat(w, cnt.astype(int))
+            m, sd = s.mean(), s.std(ddof=1)
+            if sd <= 1e-9 * max(abs(m), 1e-300):
+                if m != 0:
+                    continue  # degenerate
+                t = 0.0
+            else:
+                t = abs(m) / (sd / np.sqrt(10))
+            found.append((t, row, abs(m)))
+        k = max(1, math.ceil(len(found) * alpha))
+        found.sort(key=lambda f: (-f[0], f[1]))
+        expected.append(found[k - 1][2])
+        if (i, j) == (0, 1):
+            assert len(found) < 0.8 * resamples  # the degenerate resamples were there
+    assert got.difference_required == pytest.approx(max(expected), rel=1e-9)
+    # pair by pair (the maximum above could hide the degenerate pair)
+    from service.metrics.stats.meta import _required
+    from service.metrics.stats.pairwise import Differences, bootstrap_blocks
+
+    pairs = np.array([0, 0, 1]), np.array([1, 2, 2])
+    blocks = list(bootstrap_blocks(Differences(x, *pairs), counts))
+    t_star = np.concatenate([blk.abs_t_star for blk in blocks], axis=1)
+    mean_star = np.concatenate([blk.mean_star for blk in blocks], axis=1)
+    assert _required(t_star, mean_star, alpha, max(1, math.ceil(resamples * alpha))) == pytest.approx(expected,
+                                                                                                       rel=1e-9)

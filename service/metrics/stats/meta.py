@@ -82,13 +82,36 @@ def discriminative_power(
     for blk in bootstrap_blocks(Differences(x, a, b), counts, block_bytes, reuse=True):
         if asl is None:
             p[blk.lo : blk.hi] = blk.p()  # over the informative resamples, as pairwise
-        chosen = kth_largest_index(blk.abs_t_star, k)
-        required[blk.lo : blk.hi] = np.abs(blk.mean_star[chosen, np.arange(chosen.shape[0])])
+        required[blk.lo : blk.hi] = _required(blk.abs_t_star, blk.mean_star, alpha, k)
     significant = int((p < alpha).sum())
+    defined = required[~np.isnan(required)]
     return DiscriminativePower(
         alpha=alpha, power=significant / len(a), significant_pairs=significant, pairs=len(a),
-        difference_required=float(required.max()), asl=p, resamples=resamples,
+        difference_required=float(defined.max()) if defined.size else math.nan, asl=p, resamples=resamples,
     )
+
+
+def _required(abs_t_star: np.ndarray, mean_star: np.ndarray, alpha: float, k: int) -> np.ndarray:
+    """Per pair, |mean*| of the resample with the k-th largest |t*| among its informative
+    resamples (finite t*; k = ceil(B_informative alpha)), as the ASL counts only those (a
+    degenerate resample has no t*: docs/statistics.md, "Degenerate resamples"). NaN for a pair
+    without an informative resample."""
+    finite = np.isfinite(abs_t_star)
+    informative = finite.sum(axis=0)
+    full = informative == abs_t_star.shape[0]
+    cols = np.arange(abs_t_star.shape[1])
+    if full.all():
+        chosen = kth_largest_index(abs_t_star, k)
+        return np.abs(mean_star[chosen, cols])
+    key = np.where(finite, abs_t_star, -1.0)  # the degenerate ones last, never chosen
+    out = np.full(abs_t_star.shape[1], np.nan)
+    if full.any():
+        chosen = kth_largest_index(key[:, full], k)
+        out[full] = np.abs(mean_star[chosen, cols[full]])
+    for col in np.flatnonzero(~full & (informative > 0)).tolist():
+        row = kth_largest_index(key[:, col:col + 1], max(1, math.ceil(int(informative[col]) * alpha)))[0]
+        out[col] = abs(mean_star[row, col])
+    return out
 
 
 def kth_largest_index(key: np.ndarray, k: int) -> np.ndarray:
