@@ -50,7 +50,7 @@ from service.evaluation.access import Principal
 from service.evaluation.memory import guarded
 from service.evaluation.planning import ACTIVE, PENDING, job_key
 from service.evaluation.results import current_result
-from service.evaluation.setup import add_qrels, audit, official_set
+from service.evaluation.setup import add_qrels, audit, max_level, official_set
 from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, patiently
 from service.formats.readers import parse_qrels, qrels_records
 from service.metrics import parse_measure
@@ -231,7 +231,6 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
     on the first submission, with the provenance in ``fields``), which every run is evaluated
     under in the background. A refused upload stores nothing: no version number, no limit used.
     ``source`` names the file in every error (the client's file name)."""
-    from service.evaluation.judging import max_level
 
     idempotency.check_key(idempotency_key)
     with factory() as s:

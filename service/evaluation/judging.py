@@ -34,10 +34,10 @@ from service.evaluation.setup import (
     ParsedQrels,
     add_qrels,
     audit,
-    judged_top_level,
     load_qrels,
     load_run,
     load_sampled_qrels,
+    max_level,
     official_set,
 )
 from service.evaluation.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, patiently
@@ -69,19 +69,6 @@ MAX_SEED = 2**31 - 1
 
 
 # ------------------------------------------------------------------------------ pools
-def max_level(s: Session, coll: Collection) -> int:
-    """The top judgment level H of the collection: declared (evaluation.max_level, or the
-    configured levels), else the current qrels' top level, else 3."""
-    cfg = coll.current_config
-    if cfg is not None and cfg.evaluation.get("max_level") is not None:
-        return int(cfg.evaluation["max_level"])
-    if cfg is not None and cfg.levels:
-        return max(int(level["level"]) for level in cfg.levels)
-    if coll.current_qrels is not None:
-        return max(3, judged_top_level(coll.current_qrels))
-    return 3
-
-
 def pooled_runs(s: Session, coll: Collection, selection: str, max_priority: int | None) -> list[Run]:
     """The runs a pool is made of: all, each team's primary runs, or each team's first
     ``max_priority`` runs in judging order (the priorities the team set, lowest first, then

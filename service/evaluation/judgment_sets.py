@@ -189,28 +189,6 @@ def create(s: Session, coll: Collection, me: Principal, name: str, fields: Mappi
     return js
 
 
-def update(s: Session, coll: Collection, me: Principal, name: str, fields: Mapping[str, Any]) -> Outcome[dict[str, Any]]:
-    """Change a set's notes, provenance, rule or auto_evaluate (organisers). A new rule
-    re-derives the levels of every document with assessors' labels: a new version."""
-    policy.require(policy.may_upload_qrels(me, coll), me, f"changing the judgment sets of collection {coll.id}")
-    collections.lock(s, coll.id)
-    js = get(s, coll, name, me)
-    values = check_fields(fields)
-    old_rule = js.rule
-    for key, value in values.items():
-        setattr(js, key, value)
-    audit(s, me.name, "judgment_set.update", coll.id, name=name, **{k: v for k, v in values.items()
-                                                                   if k in ("rule", "auto_evaluate", "source")})
-    followups: tuple[Any, ...] = ()
-    version = None
-    if js.rule != old_rule:
-        from service.evaluation.labels import rederive
-
-        outcome = rederive(s, coll, js, me, reason=f"rule {old_rule} -> {js.rule}")
-        version, followups = outcome.result, outcome.followups
-    return Outcome({**set_doc(s, coll, js), "new_version": version}, followups)
-
-
 def evaluation_followups(s: Session, coll: Collection, js: JudgmentSet, version: QrelsVersion,
                          previous_id: int | None, kind: str = "qrels", force: bool = False) -> tuple[Any, ...]:
     """Plan the evaluation of every run on a set's new version: always for the official set (the

@@ -25,7 +25,7 @@ from service.errors import InvalidInput
 from service.evaluation import collections, idempotency, judgment_sets, policy
 from service.evaluation.access import Principal
 from service.evaluation.memory import guarded
-from service.evaluation.setup import add_qrels, audit, count_limits, load_qrels
+from service.evaluation.setup import add_qrels, audit, count_limits, load_qrels, max_level
 from service.evaluation.work import Outcome
 from service.formats.labels import parse_labels
 from service.formats.types import Qrels
@@ -107,8 +107,6 @@ def upload(factory: sessionmaker[Session], me_of: Any, cid: int, set_name: str, 
     """An organiser's label file (``topic docno assessor level``) into a set: validated before
     anything is stored (every line; topics of the collection, levels within its scale), kept, the touched
     documents re-derived into a new version, which is evaluated as the set says."""
-    from service.evaluation.judging import max_level
-
     idempotency.check_key(idempotency_key)
     with factory() as s:
         me = me_of(s)
@@ -211,3 +209,24 @@ def agreement(s: Session, coll: Collection, me: Principal, set_name: str) -> dic
         doc["notes"].insert(0, f"judgment set {js.name} keeps no assessor's labels: upload a label file "
                                "(topic docno assessor level) into it")
     return {"collection": coll.id, "judgment_set": js.name, **doc}
+
+
+def update_set(s: Session, coll: Collection, me: Principal, name: str, fields: Mapping[str, Any]) -> Outcome[dict[str, Any]]:
+    """Change a set's notes, provenance, rule or auto_evaluate (organisers). A new rule
+    re-derives the levels of every document with assessors' labels: a new version (here, beside
+    the labels, so that judgment_sets needs nothing of this module)."""
+    policy.require(policy.may_upload_qrels(me, coll), me, f"changing the judgment sets of collection {coll.id}")
+    collections.lock(s, coll.id)
+    js = judgment_sets.get(s, coll, name, me)
+    values = judgment_sets.check_fields(fields)
+    old_rule = js.rule
+    for key, value in values.items():
+        setattr(js, key, value)
+    audit(s, me.name, "judgment_set.update", coll.id, name=name, **{k: v for k, v in values.items()
+                                                                   if k in ("rule", "auto_evaluate", "source")})
+    followups: tuple[Any, ...] = ()
+    version = None
+    if js.rule != old_rule:
+        outcome = rederive(s, coll, js, me, reason=f"rule {old_rule} -> {js.rule}")
+        version, followups = outcome.result, outcome.followups
+    return Outcome({**judgment_sets.set_doc(s, coll, js), "new_version": version}, followups)

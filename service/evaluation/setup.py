@@ -441,6 +441,19 @@ def judged_top_level(version: QrelsVersion) -> int:
     return max([0, *(int(level) for counts in version.level_counts.values() for level in counts)])
 
 
+def max_level(s: Session, coll: Collection) -> int:
+    """The top judgment level H of the collection: declared (evaluation.max_level, or the
+    configured levels), else the current qrels' top level, else 3."""
+    cfg = coll.current_config
+    if cfg is not None and cfg.evaluation.get("max_level") is not None:
+        return int(cfg.evaluation["max_level"])
+    if cfg is not None and cfg.levels:
+        return max(int(level["level"]) for level in cfg.levels)
+    if coll.current_qrels is not None:
+        return max(3, judged_top_level(coll.current_qrels))
+    return 3
+
+
 def load_qrels(version: QrelsVersion) -> Qrels:
     """The stored upload, parsed again (the bytes were validated when stored), as ad hoc qrels:
     for a diversity or sampled version its flattened view (what its judgment rows hold)."""

@@ -420,7 +420,7 @@ def test_the_judges_track_settings_submissions_and_board(world: World) -> None:
     board = page(world, "organiser", path).text
     assert sorted(re.findall(r'<tr data-set="([^"]+)"', board)) == ["alpha-a1", "beta-a1"] and "(version 4)" in board
     assert 'id="board-computed"' in board and "Judges ranked by kendall with the official set (AP)" in board
-    assert "90% interval" in board and re.search(r"[+-]\d\.\d{4} \((more lenient|stricter|no bias)\)", board)
+    assert "90% percentile interval, B = " in board and re.search(r"[+-]\d\.\d{4} \((more lenient|stricter|no bias)\)", board)
     r = post(world, "organiser", f"{path}/board")
     assert r.status_code == 303 and "done=current" in r.headers["location"]
     # a new version: its evaluation computes the board again

@@ -97,7 +97,7 @@ class JudgmentSetsController(Controller):
         """Change a set's provenance, notes, rule or automatic evaluation (organisers). A new
         rule re-derives every document with assessors' labels: a new version (`new_version`),
         evaluated as the set says."""
-        return out(JudgmentSetOut, uow.collect(judgment_sets.update(uow.session, coll, me, name, present(data))))
+        return out(JudgmentSetOut, uow.collect(labels.update_set(uow.session, coll, me, name, present(data))))
 
     @post("/{name:str}/evaluate", operation_id="evaluateJudgmentSet", summary="Evaluate the runs under a set",
           sync_to_thread=True, status_code=202, responses=errors(*WRITE_ERRORS))

@@ -178,7 +178,7 @@ def _change_rule(page: Page, coll: Collection, form: PostedForm) -> Redirect | T
     if not changes:
         return _listing_page(page, coll, Refusal(400, "choose a new rule, or whether new versions are evaluated "
                                                       "automatically"), form.fields)
-    doc, refused = attempt(page.uow, lambda: judgment_sets.update(page.session, coll, page.me, form.text("set"),
+    doc, refused = attempt(page.uow, lambda: labels.update_set(page.session, coll, page.me, form.text("set"),
                                                                   changes))
     if doc is None:
         return _listing_page(page, coll, refused, form.fields)
