@@ -96,6 +96,32 @@ def complete_version_id(s: Session, coll) -> int | None:  # type: ignore[no-unty
     return done if done is not None else coll.current_qrels_id
 
 
+@dataclass(frozen=True)
+class StoredScores:
+    """One run's stored scores of one metric: per topic (in the stored order) and the means."""
+
+    topics: list[str]
+    values: np.ndarray  # float64, NaN where the run was not scored on the topic
+    mean: float | None
+    public_mean: float | None  # over the visible topics of an unrevealed split
+
+
+def stored_scores(s: Session, coll: Any, run_ids: list[int], metrics: list[str],
+                  version_id: int | None = None) -> dict[tuple[int, str], StoredScores]:
+    """The one query for stored per-topic scores: (run id, metric) -> :class:`StoredScores`
+    of ``run_ids`` and ``metrics`` (canonical names) under the collection's complete current
+    results (:func:`complete_version_id`), or under ``version_id`` with the current
+    configuration. A pair without stored scores is absent."""
+    if not run_ids or not metrics:
+        return {}
+    version = complete_version_id(s, coll) if version_id is None else version_id
+    return {(run_id, metric): StoredScores(list(topics), unpack(blob), mean, public_mean)
+            for run_id, metric, topics, blob, mean, public_mean in s.execute(
+                select(RunEvaluation.run_id, Score.metric, RunEvaluation.topics, Score.values, Score.mean,
+                       Score.public_mean).join(Score)
+                .where(RunEvaluation.run_id.in_(run_ids), current_result(coll, version), Score.metric.in_(metrics)))}
+
+
 def jobs(s: Session, collection: str | None = None) -> list[dict[str, Any]]:
     q = select(Job).order_by(Job.id)
     if collection:

@@ -13,7 +13,7 @@ from service.errors import NotFound
 from service.evaluation import boards, collections, policy, submissions
 from service.evaluation.access import Principal
 from service.evaluation.board_intervals import bounds_of, interval_label, interval_view
-from service.evaluation.reading import StoredTest, complete_version_id, raw_p, significance_for
+from service.evaluation.reading import StoredTest, complete_version_id, raw_p, significance_for, stored_scores
 from service.evaluation.results import current_result
 from service.metrics import parse_measure
 from service.metrics.stats.differences import (
@@ -39,23 +39,18 @@ def _hidden_from(me: Principal, coll: Collection) -> frozenset[str]:
 
 def per_topic(s: Session, coll: Collection, runs: list[Run], metric: str | None,
               hide: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
-    from service.store.arrays import unpack
-    from service.store.models import RunEvaluation, Score
-
     name = str(parse_measure(metric)) if metric else coll.current_config.official_metric
     version_id = complete_version_id(s, coll)
-    current = current_result(coll, version_id)
     number = boards.version_number(s, version_id)
     out: dict[str, Any] = {"metric": name, "qrels_version": number,
                            "judgment_set": boards.set_of_version(s, coll, number), "runs": {}}
+    found = stored_scores(s, coll, [row.id for row in runs], [name], version_id)
     for row in runs:
-        found = s.execute(select(RunEvaluation.topics, Score.values, Score.mean).join(Score).where(
-            RunEvaluation.run_id == row.id, current, Score.metric == name)).first()
-        if found is None:
+        got = found.get((row.id, name))
+        if got is None:
             raise NotFound(f"no stored {name} scores for run {row.id} (not evaluated yet?)")
-        values = unpack(found.values)
-        out["runs"][row.tag] = {"mean": found.mean if not hide else None, "per_topic": {
-            t: (None if v != v else float(v)) for t, v in zip(found.topics, values.tolist()) if t not in hide}}
+        out["runs"][row.tag] = {"mean": got.mean if not hide else None, "per_topic": {
+            t: (None if v != v else float(v)) for t, v in zip(got.topics, got.values.tolist()) if t not in hide}}
     return out
 
 
@@ -74,19 +69,13 @@ def run_scores_trec(s: Session, rid: int, me: Principal, metric: str | None = No
     on (``missing: skip``) has no line, as in trec_eval; hidden topics of an unrevealed split
     are left out for those who may not see them, and the means are then the visible topics'.
     The same access as :func:`run_scores`."""
-    from service.store.arrays import unpack
-    from service.store.models import RunEvaluation, Score
-
     row, coll = submissions.get(s, rid, me)
     policy.require(policy.may_see_run_topics(me, row, coll), me, f"the per-topic scores of run {rid}")
     cfg = coll.current_config
     names = [str(parse_measure(metric))] if metric else list(cfg.metrics)
     hide = _hidden_from(me, coll)
-    found = {m: (topics, unpack(blob).tolist(), public_mean if hide else mean)
-             for topics, m, blob, mean, public_mean in s.execute(
-                 select(RunEvaluation.topics, Score.metric, Score.values, Score.mean, Score.public_mean).join(Score)
-                 .where(RunEvaluation.run_id == row.id, current_result(coll, complete_version_id(s, coll)),
-                        Score.metric.in_(names)))}
+    found = {m: (got.topics, got.values.tolist(), got.public_mean if hide else got.mean)
+             for (_, m), got in stored_scores(s, coll, [row.id], names).items()}
     if metric and names[0] not in found:
         raise NotFound(f"no stored {names[0]} scores for run {rid} (not evaluated yet, or not a metric of "
                        f"the collection: {', '.join(cfg.metrics)})")

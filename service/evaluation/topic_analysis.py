@@ -17,18 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.evaluation import policy
 from service.evaluation.access import Principal
 from service.evaluation.boards import RunFilter, board_rows, run_meta
-from service.evaluation.reading import complete_version_id
 from service.evaluation.reading import leaderboard as read_leaderboard
-from service.evaluation.results import current_result
+from service.evaluation.reading import stored_scores
 from service.evaluation.teams import team_name
-from service.store.arrays import unpack
-from service.store.models import Collection, RunEvaluation, Score
+from service.store.models import Collection
 
 
 @dataclass(frozen=True)
@@ -59,16 +56,12 @@ def topic_scores(s: Session, coll: Collection, me: Principal, metric: str | None
     ids = {meta[r.run].id: r.run for r in visible}
     values: dict[str, dict[str, float | None]] = {}
     topics: dict[str, None] = {}
-    if ids:
-        for run_id, stored_topics, blob in s.execute(
-                select(RunEvaluation.run_id, RunEvaluation.topics, Score.values).join(Score).where(
-                    RunEvaluation.run_id.in_(list(ids)), current_result(coll, complete_version_id(s, coll)),
-                    Score.metric == name)):
-            per = values.setdefault(ids[run_id], {})
-            for t, v in zip(stored_topics, unpack(blob).tolist()):
-                if t not in hide:
-                    topics.setdefault(t)
-                    per[t] = None if math.isnan(v) else float(v)
+    for (run_id, _), got in stored_scores(s, coll, list(ids), [name]).items():
+        per = values.setdefault(ids[run_id], {})
+        for t, v in zip(got.topics, got.values.tolist()):
+            if t not in hide:
+                topics.setdefault(t)
+                per[t] = None if math.isnan(v) else float(v)
     return TopicScores(name, runs, list(topics), values, "team" if among == "team" else "all", public,
                        visible[0].qrels_version if visible else None)
 
