@@ -32,6 +32,8 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
+from service.metrics.stats.common import paired_scores
+
 Weights = Literal["none", "linear", "quadratic"]
 AlphaLevel = Literal["nominal", "ordinal", "interval", "ratio"]
 ALPHA_LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
@@ -446,13 +448,7 @@ def bland_altman(reference: Sequence[float] | np.ndarray, other: Sequence[float]
     with the t interval of the bias. Items with a NaN on either side are left out."""
     if not 0 < level < 1:
         raise ValueError("level must lie strictly between 0 and 1")
-    r = np.asarray(reference, dtype=np.float64)
-    o = np.asarray(other, dtype=np.float64)
-    if r.ndim != 1 or r.shape != o.shape:
-        raise ValueError(f"reference and other must be two score vectors of the same length, got {r.shape} "
-                         f"and {o.shape}")
-    if np.isinf(r).any() or np.isinf(o).any():
-        raise ValueError("scores contain infinite values")
+    r, o = paired_scores(reference, other, 1)
     keep = ~(np.isnan(r) | np.isnan(o))
     d = o[keep] - r[keep]
     avg = (o[keep] + r[keep]) / 2.0

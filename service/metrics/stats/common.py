@@ -72,6 +72,21 @@ def as_score_matrix(
     return ScoreMatrix(x, names, int((~complete).sum()))
 
 
+def paired_scores(reference: object, other: object, ndim: int,
+                  names: tuple[str, str] = ("reference", "other")) -> tuple[np.ndarray, np.ndarray]:
+    """The agreement measures' one check of their two inputs: float64 arrays of the same shape,
+    ``ndim`` 1 (two score vectors, e.g. the runs' means under two judgment sets) or 2 (two
+    (topics, runs) matrices); NaN allowed (left out by the caller), infinities refused."""
+    x = np.asarray(reference, dtype=np.float64)
+    y = np.asarray(other, dtype=np.float64)
+    if x.ndim != ndim or x.shape != y.shape:
+        what = "score vectors of the same length" if ndim == 1 else "(topics, runs) matrices of the same shape"
+        raise ValueError(f"{names[0]} and {names[1]} must be two {what}, got {x.shape} and {y.shape}")
+    if np.isinf(x).any() or np.isinf(y).any():
+        raise ValueError("scores contain infinite values")
+    return x, y
+
+
 def pair_indices(n_runs: int) -> tuple[np.ndarray, np.ndarray]:
     """(a, b) for every pair a < b, in row-major order."""
     a, b = np.triu_indices(n_runs, k=1)

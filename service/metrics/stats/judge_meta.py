@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from service.metrics.stats import rank_agreement as ra
-from service.metrics.stats.common import as_rng
+from service.metrics.stats.common import as_rng, paired_scores
 
 MEASURES: tuple[str, ...] = ("kendall", "tau_ap", "tau_ap_b", "spearman", "pearson", "tau_top_k")
 
@@ -91,17 +91,11 @@ def _validate(reference: np.ndarray, candidate: np.ndarray, measure: str, resamp
               top_k: int) -> tuple[np.ndarray, np.ndarray]:
     if measure not in MEASURES:
         raise ValueError(f"unknown measure {measure!r}: the measures are {', '.join(MEASURES)}")
-    x = np.asarray(reference, dtype=np.float64)
-    y = np.asarray(candidate, dtype=np.float64)
-    if x.ndim != 2 or x.shape != y.shape:
-        raise ValueError(f"reference and candidate must be two (topics, runs) matrices of the same shape, got "
-                         f"{x.shape} and {y.shape}")
+    x, y = paired_scores(reference, candidate, 2, ("reference", "candidate"))
     if x.shape[0] < 1:
         raise ValueError("need at least one topic")
     if x.shape[1] < 2:
         raise ValueError(f"need at least two runs to rank, got {x.shape[1]}")
-    if np.isinf(x).any() or np.isinf(y).any():
-        raise ValueError("scores contain infinite values")
     if isinstance(resamples, bool) or int(resamples) != resamples or resamples < 1:
         raise ValueError("resamples must be a positive integer")
     if not 0 < level < 1:

@@ -34,7 +34,7 @@ from typing import Literal
 
 import numpy as np
 
-from service.metrics.stats.common import pair_indices
+from service.metrics.stats.common import pair_indices, paired_scores
 from service.metrics.stats.meta import kendall_tau
 
 #: Largest number of cells of a (rows, runs) comparison block built at once by tau_AP.
@@ -284,15 +284,9 @@ def ranking_agreement(reference: Sequence[float] | np.ndarray, other: Sequence[f
     """Every system-ranking agreement figure of two score vectors of the same runs (the runs'
     means under the reference set and under the compared one). Runs with a NaN under either set
     are left out (``dropped``); the notes say why a NaN figure is undefined."""
-    r = np.asarray(reference, dtype=np.float64)
-    o = np.asarray(other, dtype=np.float64)
-    if r.ndim != 1 or r.shape != o.shape:
-        raise ValueError(f"reference and other must be two score vectors of the same length, got {r.shape} "
-                         f"and {o.shape}")
+    r, o = paired_scores(reference, other, 1)
     if runs is not None and len(runs) != r.shape[0]:
         raise ValueError(f"{len(runs)} run names for {r.shape[0]} scores")
-    if np.isinf(r).any() or np.isinf(o).any():
-        raise ValueError("scores contain infinite values")
     if top_k < 1:
         raise ValueError("top_k must be at least 1")
     keep = ~(np.isnan(r) | np.isnan(o))
@@ -471,13 +465,7 @@ def topic_correlation(reference: np.ndarray, other: np.ndarray, *, topics: Seque
     scores much higher or lower. Ties, and topics whose statistic is NaN (placed last), are
     ordered by |topic_mean_difference| (larger first), then by input order.
     """
-    x = np.asarray(reference, dtype=np.float64)
-    y = np.asarray(other, dtype=np.float64)
-    if x.ndim != 2 or x.shape != y.shape:
-        raise ValueError(f"reference and other must be two (topics, runs) matrices of the same shape, got "
-                         f"{x.shape} and {y.shape}")
-    if np.isinf(x).any() or np.isinf(y).any():
-        raise ValueError("scores contain infinite values")
+    x, y = paired_scores(reference, other, 2)
     if by not in ("tau", "mean"):
         raise ValueError(f"by is 'tau' or 'mean', got {by!r}")
     t, m = x.shape
