@@ -33,6 +33,7 @@ import platform
 import resource
 import shutil
 import subprocess
+import tempfile
 import sys
 import time
 from collections import defaultdict
@@ -345,17 +346,40 @@ def cranfield_command() -> list[str]:
     return [sys.executable, "-m", "service.cli"]
 
 
-def run_process(cmd: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds (user + system), stdout) of one child process; fails loudly."""
+#: Runs a command and writes its peak resident set (KiB) to the file named first. A wrapper,
+#: because Linux carries ru_maxrss across fork and exec: a process started from this one (600
+#: MB of peers' data) would report at least this one's size; the wrapper's own child starts
+#: from the wrapper's few MB.
+PEAK_WRAPPER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def run_process(cmd: list[str]) -> tuple[float, float, str, float]:
+    """(wall seconds, CPU seconds (user + system, the process and the workers it waited for),
+    stdout, peak RSS in MB) of one child process; fails loudly. The peak is ru_maxrss from
+    wait4: the largest resident set of the process or of any worker it forked and waited for
+    (the maximum over the tree, not the sum: ``cranfield eval``'s workers hold a group of runs
+    each, the parent the qrels and the scores)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t0
+    with tempfile.NamedTemporaryFile("r") as peak_file:
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", PEAK_WRAPPER, peak_file.name, *cmd], cwd=ROOT,
+                              capture_output=True, text=True, check=False)
+        wall = time.perf_counter() - t0
+        peak_kib = float(peak_file.read() or "nan")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:4])} ... failed ({done.returncode}):\n{done.stderr[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, done.stdout
+    return wall, cpu, done.stdout, peak_kib / 1024
 
 
 def whole_processes(label: str, qrels_path: Path, run_paths: list[Path], repeat: int,
@@ -372,13 +396,15 @@ def whole_processes(label: str, qrels_path: Path, run_paths: list[Path], repeat:
         tools["pytrec_eval (all runs first)"] = [sys.executable, "-c", PYTREC_SCRIPT, "all", *files]
     wall: dict[str, list[float]] = defaultdict(list)
     cpu: dict[str, list[float]] = defaultdict(list)
+    peak: dict[str, list[float]] = defaultdict(list)
     reads: list[float] = []
     qrels_reads: list[float] = []
     for rep in range(repeat):
         for name, cmd in tools.items():
-            w, c, out = run_process(cmd)
+            w, c, out, mb = run_process(cmd)
             wall[name].append(w)
             cpu[name].append(c)
+            peak[name].append(mb)
             if name == "cranfield read only":
                 runs_s, qrels_s = (float(x) for x in out.split())
                 reads.append(runs_s)
@@ -386,11 +412,12 @@ def whole_processes(label: str, qrels_path: Path, run_paths: list[Path], repeat:
         print(f"  [{label} whole processes, repeat {rep + 1}] "
               + ", ".join(f"{n} {wall[n][-1]:.2f} s" for n in tools), flush=True)
     lines = [(f"whole processes, {label}: {len(run_paths)} runs, {size / 1e6:.0f} MB; best of {repeat}, "
-              "alternating (wall s; CPU s = user + system of the child)"),
-             f"  {'process':<30} {'best wall s':>11} {'its CPU s':>10}   all walls"]
+              "alternating (wall s; CPU s = user + system of the child and its workers; peak MB = the "
+              "largest resident set of the process or of one of its workers, the most of any repeat)"),
+             f"  {'process':<30} {'best wall s':>11} {'its CPU s':>10} {'peak MB':>8}   all walls"]
     for name in tools:
         i = min(range(repeat), key=lambda j: wall[name][j])
-        lines.append(f"  {name:<30} {wall[name][i]:>11.2f} {cpu[name][i]:>10.2f}   "
+        lines.append(f"  {name:<30} {wall[name][i]:>11.2f} {cpu[name][i]:>10.2f} {max(peak[name]):>8.0f}   "
                      + ", ".join(f"{w:.2f}" for w in wall[name]))
     best_read = min(reads)
     lines.append(f"  reading runs in a fresh process (inside 'cranfield read only'): best {best_read:.2f} s = "
