@@ -343,6 +343,13 @@ def compare_versions(s: Session, coll: Collection, me: Principal, a: int, b: int
         i, j = pair_indices(len(runs))
         p_a = np.array([math.nan if (p := test_a.p(runs[x], runs[y])) is None else p for x, y in zip(i, j)])
         p_b = np.array([math.nan if (p := test_b.p(runs[x], runs[y])) is None else p for x, y in zip(i, j)])
+        # A pair undecided at its B under either test has no verdict to compare: left out, counted.
+        undecided = np.array([test_a.is_undecided(runs[x], runs[y]) or test_b.is_undecided(runs[x], runs[y])
+                              for x, y in zip(i, j)], dtype=bool)
+        if undecided.any():
+            p_a[undecided] = p_b[undecided] = math.nan
+            notes.append(f"{int(undecided.sum())} pair(s) undecided at their B under a stored test (issue 25) "
+                         "are left out of the verdicts compared")
         significance = {**significance_figures(runs, means_a, means_b, p_a, p_b, test_a.alpha, test_b.alpha),
                         "test_a": _test_doc(test_a), "test_b": _test_doc(test_b)}
         if compared["left_out"] or compared["zero_a"] or compared["zero_b"]:

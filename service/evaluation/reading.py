@@ -188,6 +188,14 @@ class StoredTest:
         values = self.p_condensed if condensed is None else condensed
         return float(values[i * (2 * m - i - 1) // 2 + j - i - 1])
 
+    def is_undecided(self, a: str, b: str) -> bool:
+        """Whether the pair (a, b)'s verdict is undecided at its B (issue 25, item 1)."""
+        i, j = self.index.get(a), self.index.get(b)
+        if self.undecided is None or i is None or j is None or i == j:
+            return False
+        i, j = min(i, j), max(i, j)
+        return bool(self.undecided[i * (2 * len(self.runs) - i - 1) // 2 + j - i - 1])
+
     def matrix(self, positions: np.ndarray, condensed: np.ndarray | None = None) -> np.ndarray:
         """The (k, k) matrix of p-values among the runs at ``positions`` (1 on the diagonal): the
         adjusted ones, or those of ``condensed`` (the raw p of :func:`raw_p`)."""

@@ -436,3 +436,34 @@ def test_the_agreement_of_a_sets_assessors_in_every_door(world: World) -> None:
     assert f"{doc['alpha']['ordinal']:.3f}" in page.text and 'id="pairs"' in page.text
     assert page.text.count("<tr data-assessor=") == 8
     assert f"/c/{cid}/judgment-sets/round/agreement" in c.get(f"/c/{cid}/judgment-sets/round").text
+
+
+def test_a_pair_undecided_under_a_stored_test_is_left_out_of_the_verdicts_compared(world: World) -> None:
+    """Issue 25, item 1: a pair whose stored verdict is undecided at its B has no verdict to
+    compare; the comparison leaves it out (counted as untested) and says so."""
+    from sqlalchemy import select
+
+    from service.evaluation import reading
+    from service.store.arrays import pack, unpack
+    from service.store.models import QrelsVersion, Significance
+
+    _upload_second(world)
+    with world.factory() as s:
+        first = s.scalars(select(QrelsVersion.id).where(QrelsVersion.collection_id == world.cid,
+                                                        QrelsVersion.version == 1)).one()
+        rows = s.scalars(select(Significance).where(Significance.qrels_version_id == first,
+                                                    Significance.metric == "nDCG@10")).all()
+        assert rows
+        for row in rows:
+            n = unpack(row.p_adjusted).size
+            row.undecided = pack(np.array([1.0] + [0.0] * (n - 1)))  # the first pair, (0, 1)
+        s.commit()
+    reading._SIG_CACHE.clear()
+    try:
+        doc = world.client.get(f"/api/collections/{world.cid}/qrels/compare?a=1&b=2",
+                               headers=auth(world.tokens["organiser"])).json()
+    finally:
+        reading._SIG_CACHE.clear()
+    sig = doc["significance"]
+    assert sig["untested"] == 1 and sig["pairs"] == 2
+    assert any("1 pair(s) undecided at their B" in note for note in doc["notes"]), doc["notes"]
