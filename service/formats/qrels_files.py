@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from service.errors import InvalidInput, InvalidMeasure
 from service.formats.diversity import IntentQrels, parse_diversity_qrels, parse_intent_probabilities
-from service.formats.readers import parse_qrels
+from service.formats.readers import first_data_line, parse_qrels
 from service.formats.sampled import SampledQrels, parse_sampled_qrels
 from service.formats.types import Qrels
 
@@ -68,22 +68,6 @@ class Judgments:
     qrels: Qrels
     extra: IntentQrels | SampledQrels | None = None
     detected: bool = False  # the format was detected (auto), not named
-
-
-def first_data_line(data: bytes | bytearray) -> list[bytes] | None:
-    """The tokens of the first data line among the file's first 64 KB (None: none there)."""
-    head = bytes(data[:1 << 16])
-    cut = len(data) > len(head)
-    if head.startswith(b"\xef\xbb\xbf"):
-        head = head[3:]
-    lines = head.splitlines()
-    if cut:
-        lines = lines[:-1]  # the last one may be cut
-    for line in lines:
-        tokens = line.split()
-        if tokens and not tokens[0].startswith(b"#"):
-            return tokens
-    return None
 
 
 def detect(data: bytes | bytearray, needs: frozenset[str], probabilities: bool) -> str:

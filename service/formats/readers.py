@@ -124,8 +124,9 @@ def _equal_neighbours(codes: np.ndarray, docnos: np.ndarray) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def _first_line_columns(data: bytes) -> int | None:
-    """The token count of the first data line among the file's first 64 KB (None: none there)."""
+def first_data_line(data: bytes | bytearray) -> list[bytes] | None:
+    """The tokens of the first data line among the file's first 64 KB (None: none there): what
+    format hints and detection look at."""
     head = bytes(data[:1 << 16])
     cut = len(data) > len(head)  # (measured before a BOM is taken off: a short file's last line is whole)
     if head.startswith(b"\xef\xbb\xbf"):
@@ -136,7 +137,7 @@ def _first_line_columns(data: bytes) -> int | None:
     for line in lines:
         tokens = line.split()
         if tokens and not tokens[0].startswith(b"#"):
-            return len(tokens)
+            return tokens
     return None
 
 
@@ -144,7 +145,8 @@ def _qrels_table(data: bytes, source: str, fmt: QrelsFormat) -> tuple[TokenTable
     table = None
     if fmt == "auto":
         # The usual file: its first line's column count, and every line's: one tokenisation.
-        hint = _first_line_columns(data)
+        first = first_data_line(data)
+        hint = None if first is None else len(first)
         if hint in (3, 4):
             try:
                 table = tokenize(data, source, hint, exact=True)

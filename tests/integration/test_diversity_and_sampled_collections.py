@@ -217,6 +217,19 @@ def ranked(text: str, tag: str) -> dict[str, list[str]]:
     return parse_run(text.encode(), tag, order="score").to_rankings()
 
 
+def diversity_peers(g: Any) -> Iterator[tuple[str, dict[str, list[str]], dict[str, Any], Any]]:
+    """Per run of the generated diversity collection ``g``: (tag, its ranking, pyndeval's
+    per-topic figures of the NDEVAL measures, the core's D#-nDCG@10), ndeval's qrels in its order."""
+    peer_rows = sorted(g.rows, key=lambda row: (int(row[1]), row[0], row[2]))
+    evaluator = pyndeval.RelevanceEvaluator(peer_rows, list(NDEVAL.values()))
+    core = DiversityEvaluator(parse_diversity_qrels(g.qrels.encode(), "qrels", "trec"))
+    for tag, text in g.runs.items():
+        ranking = ranked(text, tag)
+        peer = evaluator.evaluate([(t, d, float(len(docs) - n)) for t, docs in ranking.items()
+                                   for n, d in enumerate(docs)])
+        yield tag, ranking, peer, core.evaluate(ranking, ["D#-nDCG@10"])
+
+
 def record(name: str, worst: float) -> None:
     SEEN[name] = max(SEEN.get(name, 0.0), worst)
 
@@ -253,16 +266,9 @@ def test_a_diversity_collection_is_evaluated_stored_tested_and_shown(inline: tup
     assert board["significance"] is not None
 
     # every stored per-topic value against pyndeval (ndeval) and D#-nDCG against the core
-    peer_rows = sorted(g.rows, key=lambda row: (int(row[1]), row[0], row[2]))
-    evaluator = pyndeval.RelevanceEvaluator(peer_rows, list(NDEVAL.values()))
-    core = DiversityEvaluator(parse_diversity_qrels(g.qrels.encode(), "qrels", "trec"))
     evaluated = [t for t in sorted(flat) if any(v >= 1 for v in flat[t].values())]
     compared = 0
-    for tag, text in g.runs.items():
-        ranking = ranked(text, tag)
-        peer = evaluator.evaluate([(t, d, float(len(docs) - n)) for t, docs in ranking.items()
-                                   for n, d in enumerate(docs)])
-        ours = core.evaluate(ranking, ["D#-nDCG@10"])
+    for tag, ranking, peer, ours in diversity_peers(g):
         for metric in DIVERSITY_METRICS:
             stored = scores(client, org, ids[tag], metric)
             assert sorted(stored) == evaluated  # D08 (nothing relevant) is skipped, as ndeval does

@@ -30,6 +30,7 @@ from tests.integration.test_diversity_and_sampled_collections import (
     NDEVAL,
     _collection,
     diversity_collection,
+    diversity_peers,
     ntcir_version,
     ranked,
     sampled_collection,
@@ -104,15 +105,8 @@ def test_diversity_qrels_in_file_mode_as_in_the_service_and_ndeval(
     detected = cli_eval(capsys, qrels, runs, metrics)  # auto: four columns and an intent-aware metric
     assert cli_eval(capsys, qrels_gz, runs_gz, metrics, "--qrels-format", "diversity-trec") == detected
 
-    peer_rows = sorted(g.rows, key=lambda row: (int(row[1]), row[0], row[2]))
-    evaluator = pyndeval.RelevanceEvaluator(peer_rows, list(NDEVAL.values()))
-    core = DiversityEvaluator(parse_diversity_qrels(g.qrels.encode(), "qrels", "trec"))
     compared = 0
-    for tag, text in g.runs.items():
-        ranking = ranked(text, tag)
-        peer = evaluator.evaluate([(t, d, float(len(docs) - n)) for t, docs in ranking.items()
-                                   for n, d in enumerate(docs)])
-        ours = core.evaluate(ranking, ["D#-nDCG@10"])
+    for tag, ranking, peer, ours in diversity_peers(g):
         for metric in metrics:
             printed = detected[tag][metric]
             assert_same(scores(client, org, ids[tag], metric), printed, f"{tag} {metric}: service vs CLI")
