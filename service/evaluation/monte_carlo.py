@@ -66,18 +66,12 @@ def precision(s: Session, sig: Any) -> Precision:
     return out
 
 
-def condensed_index(m: int, i: int, j: int) -> int:
-    i, j = min(i, j), max(i, j)
-    return i * (2 * m - i - 1) // 2 + j - i - 1
-
-
 def pair_precision(s: Session, sig: Any, a: str, b: str) -> dict[str, Any] | None:
     """The pair (a, b)'s B, Monte Carlo SE, undecided flag and verdict ("significant", "not
     significant", "undecided"); None if either run was not tested."""
-    i, j = sig.index.get(a), sig.index.get(b)
-    if i is None or j is None or i == j:
+    k = sig.pair(a, b)
+    if k is None:
         return None
-    k = condensed_index(len(sig.runs), i, j)
     prec = precision(s, sig)
     undecided = bool(prec.undecided[k])
     p = float(sig.p_condensed[k])
@@ -93,11 +87,7 @@ def matrix_fields(s: Session, sig: Any, positions: np.ndarray) -> dict[str, Any]
     (False on the diagonal), the bootstrap's ``degenerate`` resamples (None for other tests), with
     the rule they were stored under."""
     prec = precision(s, sig)
-    pos = np.asarray(positions, dtype=np.int64)
-    i, j = np.minimum.outer(pos, pos), np.maximum.outer(pos, pos)
-    m = len(sig.runs)
-    k = np.where(i == j, 0, i * (2 * m - i - 1) // 2 + j - i - 1)
-    diag = i == j
+    k, diag = sig.positions(positions)
 
     def pick(values: np.ndarray, fill: Any) -> list[Any]:
         return np.where(diag, fill, values[k]).tolist()

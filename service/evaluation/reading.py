@@ -14,6 +14,7 @@ from service.evaluation.planning import params_hash
 from service.evaluation.results import current_result, tested_under
 from service.evaluation.setup import get_collection
 from service.metrics import parse_measure
+from service.metrics.stats.common import condensed_index
 from service.metrics.stats.letters import compact_letters, label_letters, sweep_letters
 from service.store.arrays import unpack
 from service.store.db import as_utc
@@ -177,45 +178,42 @@ class StoredTest:
     def __post_init__(self) -> None:
         object.__setattr__(self, "index", {r: i for i, r in enumerate(self.runs)})
 
+    def pair(self, a: str, b: str) -> int | None:
+        """The pair (a, b)'s position in the condensed arrays; None if either run was not tested."""
+        i, j = self.index.get(a), self.index.get(b)
+        return None if i is None or j is None or i == j else int(condensed_index(len(self.runs), i, j))
+
     def p(self, a: str, b: str, condensed: np.ndarray | None = None) -> float | None:
         """The adjusted p of the pair (a, b) in either order (or its value in ``condensed``, the
         raw p of :func:`raw_p`); None if either run was not tested."""
-        i, j = self.index.get(a), self.index.get(b)
-        if i is None or j is None or i == j:
-            return None
-        i, j = min(i, j), max(i, j)
-        m = len(self.runs)
-        values = self.p_condensed if condensed is None else condensed
-        return float(values[i * (2 * m - i - 1) // 2 + j - i - 1])
+        k = self.pair(a, b)
+        return None if k is None else float((self.p_condensed if condensed is None else condensed)[k])
 
     def is_undecided(self, a: str, b: str) -> bool:
         """Whether the pair (a, b)'s verdict is undecided at its B (issue 25, item 1)."""
-        i, j = self.index.get(a), self.index.get(b)
-        if self.undecided is None or i is None or j is None or i == j:
-            return False
-        i, j = min(i, j), max(i, j)
-        return bool(self.undecided[i * (2 * len(self.runs) - i - 1) // 2 + j - i - 1])
+        k = self.pair(a, b)
+        return self.undecided is not None and k is not None and bool(self.undecided[k])
+
+    def positions(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(k, k) condensed positions of the pairs among the runs at ``positions`` (0 on the
+        diagonal) and the diagonal's mask."""
+        pos = np.asarray(positions, dtype=np.int64)
+        diag = pos[:, None] == pos[None, :]
+        return np.where(diag, 0, condensed_index(len(self.runs), pos[:, None], pos[None, :])), diag
 
     def matrix(self, positions: np.ndarray, condensed: np.ndarray | None = None) -> np.ndarray:
         """The (k, k) matrix of p-values among the runs at ``positions`` (1 on the diagonal): the
         adjusted ones, or those of ``condensed`` (the raw p of :func:`raw_p`)."""
-        pos = np.asarray(positions, dtype=np.int64)
-        i, j = np.minimum.outer(pos, pos), np.maximum.outer(pos, pos)
-        m = len(self.runs)
-        k = i * (2 * m - i - 1) // 2 + j - i - 1
-        values = self.p_condensed if condensed is None else condensed
-        return np.where(i == j, 1.0, values[np.where(i == j, 0, k)])
+        k, diag = self.positions(positions)
+        return np.where(diag, 1.0, (self.p_condensed if condensed is None else condensed)[k])
 
     def different(self, positions: np.ndarray) -> np.ndarray:
         """(k, k) bool: the pair's settled verdict is significant (adjusted p < alpha and not
         undecided at its B); False on the diagonal."""
         out = self.matrix(positions) < self.alpha
         if self.undecided is not None and self.undecided.any():
-            pos = np.asarray(positions, dtype=np.int64)
-            i, j = np.minimum.outer(pos, pos), np.maximum.outer(pos, pos)
-            m = len(self.runs)
-            k = np.where(i == j, 0, i * (2 * m - i - 1) // 2 + j - i - 1)
-            out &= ~np.where(i == j, False, self.undecided[k])
+            k, diag = self.positions(positions)
+            out &= ~np.where(diag, False, self.undecided[k])
         return out
 
     @property

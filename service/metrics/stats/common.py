@@ -11,6 +11,7 @@ baseline run, ``baseline_pairs``), made a block of pairs at a time
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -85,6 +86,13 @@ def paired_scores(reference: object, other: object, ndim: int,
     if np.isinf(x).any() or np.isinf(y).any():
         raise ValueError("scores contain infinite values")
     return x, y
+
+
+def condensed_index(n_runs: int, i: Any, j: Any) -> Any:
+    """The position of the pair (i, j), in either order, among :func:`pair_indices`' pairs of
+    ``n_runs`` runs (ints or arrays of them; i != j)."""
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    return lo * (2 * n_runs - lo - 1) // 2 + hi - lo - 1
 
 
 def pair_indices(n_runs: int) -> tuple[np.ndarray, np.ndarray]:
