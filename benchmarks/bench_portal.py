@@ -34,7 +34,7 @@ def main() -> None:
     from litestar.testing import TestClient
 
     from service.api.app import create_app
-    from service.evaluation import analyses, judging
+    from service.evaluation import analyses, pools
     from service.evaluation.access import Principal, create_token
     from service.evaluation.planning import plan_job
     from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection
@@ -88,7 +88,7 @@ def main() -> None:
     from service.store.models import Collection, Pool
 
     t = time.perf_counter()
-    pid = judging.create_pool(factory, lambda s: me, cid, 20)
+    pid = pools.create_pool(factory, lambda s: me, cid, 20)
     pooled = time.perf_counter() - t
     with transaction(factory) as s:
         size = s.get(Pool, pid).size

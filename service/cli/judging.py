@@ -30,7 +30,7 @@ def _pool_arguments(pl: argparse.ArgumentParser) -> None:
                  "and write one file per topic for the assessors", _pool_arguments)
 def cmd_pool(args: argparse.Namespace, out: TextIO) -> int:
     from service.errors import BadRequest
-    from service.evaluation import judging
+    from service.evaluation import assessments, pools
     from service.evaluation.setup import get_collection
     from service.store.models import Pool
 
@@ -39,19 +39,19 @@ def cmd_pool(args: argparse.Namespace, out: TextIO) -> int:
     selection = "primary" if args.primary_only else "priority" if args.max_priority is not None else "all"
     if args.seed is not None and args.strata is None:
         raise BadRequest("--seed is for a stratified pool (--strata)")
-    strata = judging.parse_strata(args.strata) if args.strata is not None else None
+    strata = pools.parse_strata(args.strata) if args.strata is not None else None
     with sessions(url)() as s:
         cid = get_collection(s, args.collection).id
-    pid = judging.create_pool(sessions(url), lambda s: me, cid, args.depth, selection, args.max_priority,
+    pid = pools.create_pool(sessions(url), lambda s: me, cid, args.depth, selection, args.max_priority,
                               kind="stratified" if strata else "depth", strata=strata, seed=args.seed)
     with sessions(url)() as s:
         pool = s.get(Pool, pid)
-        doc = judging.pool_doc(s, pool, me)
+        doc = pools.pool_doc(s, pool, me)
         folder = Path(args.out) / f"pool-{pool.number}"
         folder.mkdir(parents=True, exist_ok=True)
         for topic, counts in pool.counts.items():
             if counts["new"]:
-                (folder / f"{topic}.txt").write_text(judging.assessment_file(s, pool.id, me, topic))
+                (folder / f"{topic}.txt").write_text(assessments.assessment_file(s, pool.id, me, topic))
         (folder / "pool.json").write_text(json.dumps(doc, indent=2, default=str))
     if doc["kind"] == "stratified":
         layers = ", ".join(f"{st['first_rank']}-{st['last_rank']} at {st['rate']:g}: {st['sampled']} of "
@@ -78,9 +78,9 @@ def _judgments_arguments(jd: argparse.ArgumentParser) -> None:
 
 @command("judgments", "judgments of a pool", _judgments_arguments)
 def cmd_judgments_add(args: argparse.Namespace, out: TextIO) -> int:
-    from service.evaluation import judging
+    from service.evaluation import judgments
 
-    outcome = judging.submit_judgments(sessions(database_url()), lambda s: cli_principal(), args.pool,
+    outcome = judgments.submit_judgments(sessions(database_url()), lambda s: cli_principal(), args.pool,
                                        read_bytes(args.file), source=args.file)
     doc = outcome.result
     send(outcome.followups)

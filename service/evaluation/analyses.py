@@ -8,7 +8,7 @@ a worker computes it (``compute``) from the stored runs and judgments with the c
 transaction. The API only reads it.
 
 An ``Analysis`` row is also the record of other work done in the background (pool builds,
-:mod:`service.evaluation.judging`): :func:`claim`, :func:`renewal` and :func:`claimed` are its
+:mod:`service.evaluation.pools`): :func:`claim`, :func:`renewal` and :func:`claimed` are its
 protocol. Claiming is conditional (queued -> running, counting the attempt, with a lease its
 heartbeat renews), and only the holder of the latest claim stores a result, so a retried or
 duplicated task does nothing twice; a row whose lease expired (a dead attempt) is taken over
@@ -37,7 +37,7 @@ from service.store.models import Analysis, Collection, CollectionConfig, Pool, Q
 
 KIND = "reusability"
 REDUCTION = "reduction"
-POOL = "pool"  # a pool build (service.evaluation.judging.request_pool)
+POOL = "pool"  # a pool build (service.evaluation.pools.request_pool)
 DEFAULT_DEPTH = 100  # without a pool: the depth taken as pooled (TREC's usual)
 DEFAULT_KEPT = (90, 70, 50, 30, 10)  # percent of the judgments kept (Buckley & Voorhees; Sakai)
 

@@ -167,7 +167,7 @@ def pool_file(s: Session, coll: Collection, me: Principal) -> str:
     stratum or inclusion probability, no rank, no pooled document left undrawn, and an order that
     is the documents' own, so it tells nothing of the runs or of a draw's seed. Organisers
     always; enrolled teams while the track is open (``policy.may_download_judge_pool``)."""
-    from service.evaluation.judging import document_lines
+    from service.evaluation.assessments import document_lines
 
     policy.require(policy.may_download_judge_pool(me, coll), me, f"the judges track's pool of collection {coll.id}")
     found = to_judge(s, coll)

@@ -5,7 +5,7 @@ assessor who labels a document again replaces its own label. A set's version is 
 judgments with the level of every labelled document re-derived from all its labels by the
 set's rule (:mod:`service.metrics.judgment_rules`: latest, majority, mean, max, min), so
 documents judged by an uploaded qrels file and never labelled keep their level. Labels come
-from two doors: an assessor's pool judgments (:func:`service.evaluation.judging.submit_judgments`,
+from two doors: an assessor's pool judgments (:func:`service.evaluation.judgments.submit_judgments`,
 into the official set) and an organiser's label file (``topic docno assessor level`` lines,
 :func:`upload`). Changing a set's rule re-derives every labelled document (:func:`rederive`).
 With the rule ``latest`` and one label per document this is exactly the overlay of the newest

@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.evaluation import analyses, evaluating, judge_track, judging, significance_tests
+from service.evaluation import analyses, evaluating, judge_track, pools, significance_tests
 from service.evaluation.work import Followup, Limits, TaskName
 
 __all__ = ["USE_CASES", "Limits", "UseCase", "run_here", "use_case"]
@@ -26,7 +26,7 @@ USE_CASES: Mapping[TaskName, UseCase] = MappingProxyType({
     TaskName.RUN_TESTS: lambda factory, id_, limits: significance_tests.run_tests(factory, id_, limits),
     TaskName.RUN_ANALYSIS: lambda factory, id_, limits: analyses.compute(factory, id_, limits.max_attempts,
                                                                          limits.lease),
-    TaskName.BUILD_POOL: lambda factory, id_, limits: judging.build_pool(factory, id_, limits.max_attempts,
+    TaskName.BUILD_POOL: lambda factory, id_, limits: pools.build_pool(factory, id_, limits.max_attempts,
                                                                          limits.lease),
     TaskName.RANK_JUDGES: lambda factory, id_, limits: judge_track.compute(factory, id_, limits.max_attempts,
                                                                            limits.lease),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from service.evaluation import analyses, idempotency, judging
+from service.evaluation import analyses, idempotency, judgments, pools
 from service.evaluation.access import Principal
 from service.evaluation.work import TaskName
 from service.store.db import transaction
@@ -58,15 +58,15 @@ def test_concurrent_uploads_keep_each_others_judgments(world: World, backend: Ba
         if not state["inner"]:
             state["inner"] = True
             monkeypatch.setattr(idempotency, "transaction", real)
-            judging.submit_judgments(factory, lambda _: ADMIN, pool["id"], second.encode())
+            judgments.submit_judgments(factory, lambda _: ADMIN, pool["id"], second.encode())
         return real(f)
 
     monkeypatch.setattr(idempotency, "transaction", transaction_after_a_competitor)
-    doc = judging.submit_judgments(factory, lambda _: ADMIN, pool["id"], first.encode()).result
+    doc = judgments.submit_judgments(factory, lambda _: ADMIN, pool["id"], first.encode()).result
     assert doc["qrels_version"] == 3
     with factory() as s:
         coll = s.get(Collection, world.cid)
-        judged = judging.load_qrels(coll.current_qrels).to_mapping()
+        judged = pools.load_qrels(coll.current_qrels).to_mapping()
     assert all(judged["0001"][line.split()[1]] == 2 for line in first.splitlines())
     assert all(judged["0002"][line.split()[1]] == 1 for line in second.splitlines())
 
@@ -110,17 +110,17 @@ def test_a_pool_is_refused_when_the_qrels_change_while_it_is_built(world: World,
     from service.evaluation.qrels import upload as upload_qrels
 
     factory = backend.factory()
-    real = judging.transaction
+    real = pools.transaction
 
     def transaction_after_a_new_version(f):  # type: ignore[no-untyped-def]
-        monkeypatch.setattr(judging, "transaction", real)
+        monkeypatch.setattr(pools, "transaction", real)
         upload_qrels(factory, lambda _: ADMIN, world.cid, world.qrels.encode())  # version 2 arrives meanwhile
         return real(f)
 
-    monkeypatch.setattr(judging, "transaction", transaction_after_a_new_version)
+    monkeypatch.setattr(pools, "transaction", transaction_after_a_new_version)
     with pytest.raises(Conflict, match="qrels changed"):
-        judging.create_pool(factory, lambda _: ADMIN, world.cid, 10)
-    pool_id = judging.create_pool(factory, lambda _: ADMIN, world.cid, 10)  # built again on version 2
+        pools.create_pool(factory, lambda _: ADMIN, world.cid, 10)
+    pool_id = pools.create_pool(factory, lambda _: ADMIN, world.cid, 10)  # built again on version 2
     with factory() as s:
         from service.store.models import Pool, QrelsVersion
 
@@ -137,15 +137,15 @@ def test_a_pool_build_fails_with_the_reason_when_the_qrels_change_before_the_wor
     with factory() as s:
         before = s.scalar(select(func.count()).select_from(Pool))
     with transaction(factory) as s:
-        outcome = judging.request_pool(s, s.get(Collection, world.cid), ADMIN, 10)
+        outcome = pools.request_pool(s, s.get(Collection, world.cid), ADMIN, 10)
     assert outcome.result["status"] == "pending" and outcome.result["pool"] is None
     assert [(f.task, f.id) for f in outcome.followups] == [(TaskName.BUILD_POOL, outcome.result["id"])]
     upload_qrels(factory, lambda _: ADMIN, world.cid, world.qrels.encode())  # version 2 before the worker runs
     run_inline(factory, outcome.followups)
     with factory() as s:
-        doc = judging.pool_request_doc(s, outcome.result["id"], ADMIN)
+        doc = pools.pool_request_doc(s, outcome.result["id"], ADMIN)
         assert s.scalar(select(func.count()).select_from(Pool)) == before
-    assert doc["status"] == "failed" and doc["error"] == judging.QRELS_CHANGED and doc["pool"] is None
+    assert doc["status"] == "failed" and doc["error"] == pools.QRELS_CHANGED and doc["pool"] is None
     assert doc["finished_at"] is not None and doc["params"] == {"depth": 10, "selection": "all", "max_priority": None}
     org = auth(world.tokens["organiser"])
     r = world.client.get(f"/api/pool-builds/{doc['id']}", headers=org)
@@ -163,13 +163,13 @@ def test_a_pool_build_stores_one_pool_under_duplicate_deliveries_and_a_lost_work
     with factory() as s:
         before = s.scalar(select(func.count()).select_from(Pool))
     with transaction(factory) as s:
-        outcome = judging.request_pool(s, s.get(Collection, world.cid), ADMIN, 10, "priority", 1)
+        outcome = pools.request_pool(s, s.get(Collection, world.cid), ADMIN, 10, "priority", 1)
     bid = outcome.result["id"]
     assert analyses.claim(factory, bid, 3, (analyses.KIND, analyses.REDUCTION)) is None  # not an analysis's task
     assert analyses.claim(factory, bid, 3, (analyses.POOL,)) == 1  # a worker claims it, then is lost
-    assert judging.build_pool(factory, bid) == []  # a duplicate delivery: not queued, does nothing
+    assert pools.build_pool(factory, bid) == []  # a duplicate delivery: not queued, does nothing
     with factory() as s:
-        assert judging.pool_request_doc(s, bid, ADMIN)["status"] == "running"
+        assert pools.pool_request_doc(s, bid, ADMIN)["status"] == "running"
     with transaction(factory) as s:  # ... long ago
         row = s.get(Analysis, bid)
         row.started_at = row.created_at
@@ -177,13 +177,13 @@ def test_a_pool_build_stores_one_pool_under_duplicate_deliveries_and_a_lost_work
     assert [(f.task, f.id) for f in followups] == [(TaskName.BUILD_POOL, bid)]
     run_here(factory, followups + followups)  # sent twice: the second delivery finds it done
     with factory() as s:
-        doc = judging.pool_request_doc(s, bid, ADMIN)
+        doc = pools.pool_request_doc(s, bid, ADMIN)
         assert doc["status"] == "done" and s.scalar(select(func.count()).select_from(Pool)) == before + 1
         pool = s.get(Pool, doc["pool"])
         assert (pool.selection, pool.max_priority, pool.depth) == ("priority", 1, 10)
         assert analyses.claimed(s, bid, 1) is None  # the lost worker's claim can no longer store
-        assert [b["id"] for b in judging.pool_builds(s, s.get(Collection, world.cid), ADMIN)][0] == bid
-    assert judging.build_pool(factory, bid) == []  # a late redelivery: nothing more
+        assert [b["id"] for b in pools.pool_builds(s, s.get(Collection, world.cid), ADMIN)][0] == bid
+    assert pools.build_pool(factory, bid) == []  # a late redelivery: nothing more
 
 
 def test_a_pool_request_is_checked_as_the_synchronous_build_is(world: World, backend: Backend) -> None:
@@ -195,15 +195,15 @@ def test_a_pool_request_is_checked_as_the_synchronous_build_is(world: World, bac
     with transaction(factory) as s:
         coll = s.get(Collection, world.cid)
         with pytest.raises(InvalidMeasure, match="depth is a positive integer"):
-            judging.request_pool(s, coll, ADMIN, 0)
+            pools.request_pool(s, coll, ADMIN, 0)
         with pytest.raises(InvalidMeasure, match="selection is one of"):
-            judging.request_pool(s, coll, ADMIN, 5, "some")
+            pools.request_pool(s, coll, ADMIN, 5, "some")
         with pytest.raises(InvalidMeasure, match="max_priority"):
-            judging.request_pool(s, coll, ADMIN, 5, "priority")
+            pools.request_pool(s, coll, ADMIN, 5, "priority")
         with pytest.raises(Conflict, match="no run matches"):
-            judging.request_pool(s, coll, ADMIN, 5, "primary")
+            pools.request_pool(s, coll, ADMIN, 5, "primary")
         with pytest.raises(Forbidden):
-            judging.request_pool(s, coll, Principal(role="participant", name="p"), 5)
+            pools.request_pool(s, coll, Principal(role="participant", name="p"), 5)
         assert s.scalar(select(func.count()).select_from(Analysis)) == 0
     r = world.client.post(f"/api/collections/{world.cid}/pools", json={"depth": 0},
                           headers=auth(world.tokens["organiser"]))

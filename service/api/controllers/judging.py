@@ -25,7 +25,7 @@ from service.api.schemas.judging import (
     PoolRequestOut,
 )
 from service.api.uploads import read_body
-from service.evaluation import judging
+from service.evaluation import assessments, judgments, pools
 from service.http.admission import OWN_TRANSACTIONS
 
 # A topic id as a path parameter of type path (it may contain "/"); it arrives with a leading "/".
@@ -51,7 +51,7 @@ class PoolsController(Controller):
         if data.max_priority is not None and selection == "all":
             selection = "priority"
         strata = [list(s) for s in data.strata] if data.strata is not None else None
-        return out(PoolRequestOut, uow.collect(judging.request_pool(
+        return out(PoolRequestOut, uow.collect(pools.request_pool(
             uow.session, coll, me, data.depth, selection, data.max_priority, kind=data.kind, strata=strata,
             seed=data.seed)))
 
@@ -59,20 +59,20 @@ class PoolsController(Controller):
          responses=errors(401, 403, 404, 422))
     def pool_build(self, aid: AnalysisId, uow: Uow, me: Caller) -> PoolRequestOut:
         """A requested pool: pending, running, done (with the pool's id) or failed (with why)."""
-        return out(PoolRequestOut, judging.pool_request_doc(uow.session, aid, me))
+        return out(PoolRequestOut, pools.pool_request_doc(uow.session, aid, me))
 
     @get("/api/collections/{cid:int}/pools", operation_id="listPools", summary="List pools", sync_to_thread=True,
          responses=errors(401, 403, 404, 422))
     def list_all(self, coll: Coll, uow: Uow, me: Caller) -> PoolList:
         """The collection's pools with their runs and sizes (organisers)."""
-        return out(PoolList, {"items": judging.pools_of(uow.session, coll, me)})
+        return out(PoolList, {"items": pools.pools_of(uow.session, coll, me)})
 
     @get("/api/pools/{pid:int}", operation_id="getPool", summary="Read a pool", sync_to_thread=True,
          responses=errors(401, 403, 404, 422))
     def read(self, pid: PoolId, uow: Uow, me: Caller) -> PoolOut:
         """One pool (organisers)."""
         s = uow.session
-        return out(PoolOut, judging.pool_doc(s, judging.get_pool(s, pid, me), me))
+        return out(PoolOut, pools.pool_doc(s, pools.get_pool(s, pid, me), me))
 
     # {topic:path}: a topic id may contain "/" (as is, or percent-encoded as in the assessors' list)
     @get("/api/pools/{pid:int}/topics/{topic:path}", operation_id="downloadAssessment",
@@ -82,7 +82,7 @@ class PoolsController(Controller):
         """`topic docno` lines in a seeded random order (never rank order), for the topic's
         assessor or the organisers; return it with a level appended to each line. A
         stratified pool lists its sampled documents only."""
-        return Response(judging.assessment_file(uow.session, pid, me, topic.removeprefix("/")),
+        return Response(assessments.assessment_file(uow.session, pid, me, topic.removeprefix("/")),
                         media_type="text/plain")
 
     @post("/api/pools/{pid:int}/judgments", opt={OWN_TRANSACTIONS: True},  # its own transactions, no slot
@@ -98,7 +98,7 @@ class PoolsController(Controller):
         a retried upload is answered as the first one was."""
         body = await read_body(request, state["max_body"])
         outcome = await anyio.to_thread.run_sync(
-            lambda: judging.submit_judgments(uow.factory, lambda _: me, pid, body, idempotency_key=idempotency_key),
+            lambda: judgments.submit_judgments(uow.factory, lambda _: me, pid, body, idempotency_key=idempotency_key),
             limiter=state.get("upload_threads"))
         return out(JudgmentsAccepted, uow.collect(outcome))
 
@@ -112,17 +112,17 @@ class AssessorsController(Controller):
          responses=errors(401, 403))
     def assessments(self, uow: Uow, me: Caller) -> AssessmentList:
         """An assessor's topics per pool with how many documents are judged (no runs, no scores)."""
-        return out(AssessmentList, {"items": judging.assessments(uow.session, me)})
+        return out(AssessmentList, {"items": assessments.assessments(uow.session, me)})
 
     @get("/api/collections/{cid:int}/assessors", operation_id="listAssessors", summary="List assessors",
          sync_to_thread=True, responses=errors(401, 403, 404, 422))
     def assessors(self, coll: Coll, uow: Uow, me: Caller) -> AssessorList:
         """The collection's assessor tokens and their topics (organisers)."""
-        return out(AssessorList, {"items": judging.assignments(uow.session, coll, me)})
+        return out(AssessorList, {"items": assessments.assignments(uow.session, coll, me)})
 
     @put("/api/collections/{cid:int}/assessors/{tid:int}", operation_id="assignTopics", summary="Assign topics",
          sync_to_thread=True, responses=errors(*WRITE_ERRORS))
     def assign(self, coll: Coll, tid: TokenId, data: JSONBody[AssignmentIn], uow: Uow,
                me: Caller) -> AssignmentOut:
         """Replace an assessor token's topics in the collection (organisers)."""
-        return AssignmentOut(token_id=tid, topics=judging.set_assignment(uow.session, coll, me, tid, data.topics))
+        return AssignmentOut(token_id=tid, topics=assessments.set_assignment(uow.session, coll, me, tid, data.topics))

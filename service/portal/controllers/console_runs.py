@@ -17,7 +17,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from service.errors import BadRequest, NotFound
-from service.evaluation import judging, policy, submissions, teams
+from service.evaluation import assessments, policy, submissions, teams
 from service.evaluation.work import Outcome
 from service.portal.controllers.console import organised, yes_or_no
 from service.portal.forms import PostedForm
@@ -107,7 +107,7 @@ class ConsoleRunsController(Controller):
         """Replace the assessor's topics in this collection (``topics``: ids separated by spaces)."""
         coll = page.collection(cid)
         chosen = form.text("topics").replace(",", " ").split()
-        done, refused = attempt(page.uow, lambda: Outcome(judging.set_assignment(page.session, coll, page.me, tid,
+        done, refused = attempt(page.uow, lambda: Outcome(assessments.set_assignment(page.session, coll, page.me, tid,
                                                                                  chosen)))
         if done is None:
             return _assessors_page(page, coll, refused, None)
@@ -133,4 +133,4 @@ def _assessors_page(page: Page, coll: Collection, refused: Refusal | None, creat
     s, me = page.session, page.me
     policy.require(policy.may_manage_pools(me, coll), me, f"the assessors of collection {coll.id}")
     return page.show(coll, "console_assessors.html", status=refused.status if refused else 200, error=refused,
-                     assessors=judging.assignments(s, coll, me), created=created)
+                     assessors=assessments.assignments(s, coll, me), created=created)

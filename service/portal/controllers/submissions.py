@@ -14,7 +14,7 @@ from litestar.response import Redirect, Template
 from sqlalchemy import select
 
 from service.errors import NotFound
-from service.evaluation import boards, jobs, judging, policy, submissions, teams
+from service.evaluation import boards, jobs, policy, pools, submissions, teams
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, Refusal, attempt, see_other
 from service.store.models import Collection, Topic
@@ -75,7 +75,7 @@ class SubmissionController(Controller):
             newest = jobs.of_collection(s, coll, me)
             doc["job"] = newest[0] if newest else None
         if policy.may_manage_pools(me, coll):
-            doc["pool_builds"] = judging.pool_builds(s, coll, me)
+            doc["pool_builds"] = pools.pool_builds(s, coll, me)
         return doc
 
 
