@@ -1,0 +1,353 @@
+"""A job's tests: pairwise significance on the stored scores, the meta-evaluation of the
+collection's metrics, and the rank changes between two qrels versions.
+
+The tests of a collection's current key (qrels version, configuration, evaluator version)
+run in *rounds*: :func:`run_tests` runs once a job has no pending item (see
+:mod:`service.evaluation.computing.planning`), and one round serves every job of the key that is
+waiting for its tests ("testing"), so that a burst of submissions (one job each) costs one
+round, not one per submission:
+
+- Its message is sent with a debounce delay (``CRANFIELD_TESTS_DEBOUNCE``), and a round does
+  not start while another job of the key still has pending items or entered "testing" later
+  (that job's own message comes later; a live round chains to the jobs it did not cover),
+  unless the oldest waiting job has waited ``Limits.tests_max_wait``.
+- The round claims every waiting job of the key under the collection's row lock (conditional
+  UPDATE of ``tests_attempts``, the claim's token, and ``tests_queued_at`` set to the lease's
+  expiry, in the future while the round lives), renews that lease from a heartbeat, computes
+  with no transaction open, and stores every test matrix and each job's report in one
+  transaction, conditional on still holding every claim. It always finishes its jobs: a
+  metric whose test cannot run is reported in ``job.report``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.evaluation.computing.planning import PENDING, TEST_PARAMS, params_hash, runs_hash, tests_followup
+from service.evaluation.computing.work import Followup, Heartbeat, LeaseLost, Limits, patiently
+from service.evaluation.organising.setup import EVALUATOR_VERSION, unavailable_metrics
+from service.evaluation.publishing.results import evaluated_under, json_safe, tested_under
+from service.metrics.pooling import competition_ranks
+from service.metrics.stats.letters import letter_columns, members
+from service.metrics.stats.meta import MetaEvaluation, meta_evaluation
+from service.metrics.stats.pairwise import PairwiseResult, pairwise
+from service.metrics.stats.sequential import MAX_RESAMPLES
+from service.store.arrays import pack, unpack
+from service.store.db import as_utc, transaction
+from service.store.models import (
+    Collection,
+    CollectionConfig,
+    Job,
+    JobItem,
+    QrelsVersion,
+    Run,
+    RunEvaluation,
+    Score,
+    Significance,
+    utcnow,
+)
+
+#: Per metric: (run ids, topics, (topics, runs) matrix of per-topic scores).
+ScoreTables = dict[str, tuple[list[int], list[str], np.ndarray]]
+LONG_AGO = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def tests_gave_up(attempts: int) -> str:
+    return f"the significance tests did not complete after {attempts} attempts"
+
+
+def same_key(job: Job) -> tuple[Any, ...]:
+    """WHERE conditions on ``Job``: the jobs whose tests one round runs (those of ``job``'s key)."""
+    return (Job.collection_id == job.collection_id, Job.qrels_version_id == job.qrels_version_id,
+            Job.config_id == job.config_id, Job.evaluator_version == job.evaluator_version)
+
+
+def mark(job: Job) -> datetime:
+    """A waiting job's ``tests_queued_at``: when its tests were last sent, or (in the future)
+    until when the round that claimed them lives."""
+    return as_utc(job.tests_queued_at) or LONG_AGO
+
+
+def pending_elsewhere(s: Session, job: Job) -> bool:
+    """Whether another job of the key still has queued or evaluating items."""
+    return bool(s.scalar(select(func.count()).select_from(JobItem).join(Job).where(
+        *same_key(job), Job.id != job.id, Job.status == "running", JobItem.status.in_(PENDING))))
+
+
+@dataclass(frozen=True)
+class _Round:
+    jobs: dict[int, int]  # job id -> its tests_attempts under this round's claim
+    collection_id: int
+    qrels_id: int
+    config_id: int
+
+
+def run_tests(factory: sessionmaker[Session], job_id: int, limits: Limits = Limits()) -> list[Followup]:
+    """One round of the tests of ``job_id``'s key: the pairwise significance tests of the
+    configured metrics, the meta-evaluation and, per job, the rank-change report."""
+    claim = _claim_round(factory, job_id, limits)
+    if not isinstance(claim, _Round):
+        return claim
+    heartbeat = Heartbeat(_renewal(factory, claim, limits.lease), limits.lease)
+    try:
+        with heartbeat:
+            inputs = patiently(lambda: _read(factory, claim), heartbeat)
+            with heartbeat.guarded():
+                results, errors, meta = _compute(*inputs)
+            return patiently(lambda: _store(factory, claim, inputs[0], results, errors, meta), heartbeat)
+    except LeaseLost:
+        return []  # the round was taken over; the later one stores
+
+
+def _claim_round(factory: sessionmaker[Session], job_id: int, limits: Limits) -> _Round | list[Followup]:
+    """Claim the tests of every waiting job of the key, unless the round should wait (see
+    the module's docstring); jobs whose earlier rounds all died are failed instead."""
+    with transaction(factory) as s:
+        collection_id = s.scalar(select(Job.collection_id).where(Job.id == job_id))
+        if collection_id is None:
+            return []
+        s.execute(select(Collection.id).where(Collection.id == collection_id).with_for_update())
+        job = s.get(Job, job_id, populate_existing=True)
+        if job is None or job.status != "testing":
+            return []  # a duplicate, or finished by another job's round
+        now = utcnow()
+        waiting = list(s.scalars(select(Job).where(*same_key(job), Job.status == "testing")
+                                 .execution_options(populate_existing=True)))
+        if any(mark(j) > now for j in waiting):
+            return []  # a round is alive: it covers this job or chains to it when it ends
+        if min(mark(j) for j in waiting) > now - timedelta(seconds=limits.tests_max_wait):
+            if any(mark(j) > mark(job) for j in waiting) or pending_elsewhere(s, job):
+                return []  # a later job's message (or its last item) starts the round
+        expires = now + timedelta(seconds=limits.lease)
+        covered: dict[int, int] = {}
+        for j in waiting:
+            if j.tests_attempts >= limits.max_attempts:
+                s.execute(update(Job).where(Job.id == j.id, Job.status == "testing",
+                                            Job.tests_attempts == j.tests_attempts)
+                          .values(status="failed", finished_at=now, error=tests_gave_up(j.tests_attempts))
+                          .execution_options(synchronize_session=False))
+                continue
+            if s.execute(update(Job).where(Job.id == j.id, Job.status == "testing",
+                                           Job.tests_attempts == j.tests_attempts)
+                         .values(tests_attempts=j.tests_attempts + 1, tests_queued_at=expires)
+                         .execution_options(synchronize_session=False)).rowcount:
+                covered[j.id] = j.tests_attempts + 1
+        if not covered:
+            return []
+        return _Round(covered, job.collection_id, job.qrels_version_id, job.config_id)
+
+
+def _holding(job_id: int, attempt: int) -> tuple[Any, ...]:
+    return (Job.id == job_id, Job.status == "testing", Job.tests_attempts == attempt)
+
+
+def _renewal(factory: sessionmaker[Session], claim: _Round, lease: float):  # type: ignore[no-untyped-def]
+    def renew() -> bool:
+        with transaction(factory) as s:
+            expires = utcnow() + timedelta(seconds=lease)
+            held = [s.execute(update(Job).where(*_holding(j, a)).values(tests_queued_at=expires)
+                              .execution_options(synchronize_session=False)).rowcount for j, a in claim.jobs.items()]
+            return all(held)
+    return renew
+
+
+def _read(factory: sessionmaker[Session], claim: _Round) -> tuple[dict[str, Any], ScoreTables, ScoreTables]:
+    with factory() as s:
+        config = s.get(CollectionConfig, claim.config_id)
+        assert config is not None
+        sig = dict(config.significance)
+        # Every metric of the collection is tested unless the organisers named some.
+        metrics = list(sig.get("metrics") or config.metrics)
+        all_tables = stored_scores(s, claim.collection_id, claim.qrels_id, config.settings_hash, list(config.metrics))
+        # the tested metrics' tables are the same objects when they are among the collection's (read once)
+        missing = [m for m in metrics if m not in all_tables]
+        tables = {**{m: all_tables[m] for m in metrics if m in all_tables},
+                  **(stored_scores(s, claim.collection_id, claim.qrels_id, config.settings_hash, missing)
+                     if missing else {})}
+        settings = {"sig": sig, "metrics": metrics, "settings_hash": config.settings_hash,
+                    "hidden": set(config.evaluation.get("hidden_topics") or []), "all_metrics": list(all_tables)}
+    return settings, tables, all_tables
+
+
+def _compute(settings: dict[str, Any], tables: ScoreTables,
+             all_tables: ScoreTables) -> tuple[list[Any], dict[str, str], MetaEvaluation]:
+    sig, hidden = settings["sig"], settings["hidden"]
+    results, errors = [], {}
+    for metric in settings["metrics"]:
+        run_ids, topics, matrix = tables.get(metric, ([], [], np.zeros((0, 0))))
+        if len(run_ids) < 2:
+            errors[metric] = f"{len(run_ids)} evaluated run(s): nothing to compare"
+            continue
+        subsets = [("all", matrix)]
+        if hidden:  # the public leaderboard's test, on the visible topics only
+            subsets.append(("public", matrix[[t not in hidden for t in topics]]))
+        for subset, x in subsets:
+            try:
+                # resampling tests settle each verdict sequentially (issue 25, item 1; docs/statistics.md)
+                res = pairwise(x, [str(r) for r in run_ids], sig["test"], resamples=int(sig["resamples"]),
+                               alpha=float(sig["alpha"]), correction=sig["correction"], seed=int(sig["seed"]),
+                               sequential=True, max_resamples=int(sig.get("max_resamples") or MAX_RESAMPLES))
+            except ValueError as exc:
+                errors[metric if subset == "all" else f"{metric} (visible topics)"] = str(exc)
+                continue
+            results.append((metric, run_ids, res, subset, stored_letters(res, x)))
+    # The bootstrap's ASLs of a metric tested on all topics are the meta-evaluation's own: not counted twice.
+    asl = {metric: res.p for metric, _, res, subset, _ in results
+           if subset == "all" and res.test == "bootstrap"
+           and tables[metric][2] is all_tables.get(metric, (0, 0, None))[2]}
+    meta = meta_evaluation({m: (ids, matrix) for m, (ids, _, matrix) in all_tables.items()},
+                           alpha=float(sig["alpha"]), resamples=int(sig["resamples"]), seed=int(sig["seed"]), asl=asl)
+    return results, errors, meta
+
+
+def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, Any], results: list[Any],
+           errors: dict[str, str], meta: MetaEvaluation) -> list[Followup]:
+    """Store the round's matrices and finish its jobs, if it still holds every claim; then
+    chain a round for the jobs of the key that started waiting after this one was claimed."""
+    sig, settings_hash = settings["sig"], settings["settings_hash"]
+    phash = params_hash(sig)
+    try:
+        with transaction(factory) as s:
+            s.execute(select(Collection.id).where(Collection.id == claim.collection_id).with_for_update())
+            jobs = [s.get(Job, j, populate_existing=True) for j in claim.jobs]
+            if any(job is None or job.status != "testing" or job.tests_attempts != claim.jobs[job.id]
+                   for job in jobs):
+                return []  # taken over by a later round, which stores instead
+            for metric, run_ids, res, subset, letters in results:
+                rhash = runs_hash(run_ids)
+                exists = s.scalar(select(Significance.id).where(
+                    tested_under(claim.qrels_id, settings_hash), Significance.metric == metric,
+                    Significance.test == res.test, Significance.runs_hash == rhash,
+                    Significance.params_hash == phash, Significance.subset == subset))
+                if exists is None:
+                    # A test of the same key over an earlier set of runs is superseded: boards read the
+                    # newest, and at 1,000 runs each one is megabytes per metric (docs/statistics.md).
+                    s.execute(delete(Significance).where(
+                        tested_under(claim.qrels_id, settings_hash), Significance.metric == metric,
+                        Significance.test == res.test, Significance.params_hash == phash,
+                        Significance.subset == subset, Significance.runs_hash != rhash)
+                        .execution_options(synchronize_session=False))
+                    s.add(Significance(
+                        collection_id=claim.collection_id, qrels_version_id=claim.qrels_id, metric=metric,
+                        test=res.test, subset=subset, settings_hash=settings_hash,
+                        evaluator_version=EVALUATOR_VERSION, runs_hash=rhash, params_hash=phash,
+                        params={k: sig.get(k) for k in TEST_PARAMS}, run_ids=list(run_ids), n_topics=res.n_topics,
+                        diff=pack(res.diff), statistic=pack(res.statistic), p=pack(res.p),
+                        p_adjusted=pack(res.p_adjusted), letters=letters, **monte_carlo_columns(res)))
+            config = s.get(CollectionConfig, claim.config_id)
+            meta_doc = meta_document(meta, settings["all_metrics"])
+            version = s.get(QrelsVersion, claim.qrels_id)
+            # metrics the version's format cannot score (NaN on every topic), each with why
+            warnings = unavailable_metrics(config.metrics, version.format if version is not None else "adhoc")
+            now = utcnow()
+            for job in jobs:
+                report = rank_changes(s, job, config) if job.previous_qrels_id else {}
+                if errors:
+                    report = {**report, "test_errors": errors}
+                if warnings:
+                    report = {**report, "warnings": warnings}
+                report = {**report, "meta": meta_doc}
+                job.report = json_safe(report)
+                job.error = "; ".join(filter(None, [
+                    f"{job.failed} of {job.total} runs failed; see their status" if job.failed else "",
+                    "tests not run for " + ", ".join(errors) if errors else "",
+                    ", ".join(warnings) + " not computed on this qrels version's format (see the report's warnings)"
+                    if warnings else ""]))
+                job.status, job.finished_at = "done", now
+            s.flush()
+            later = s.scalars(select(Job.id).where(*same_key(jobs[0]), Job.status == "testing")
+                              .order_by(Job.tests_queued_at.desc(), Job.id.desc())).first()
+            return [tests_followup(s, later)] if later is not None else []
+    except IntegrityError:
+        return []  # a concurrent round stored the same matrices and finished the jobs
+
+
+def monte_carlo_columns(res: PairwiseResult) -> dict[str, bytes | None]:
+    """A resampling test's per-pair B, Monte Carlo SE, undecided flags (1.0/0.0) and the bootstrap's
+    degenerate resamples, packed for the Significance row; None for an exact test."""
+    if res.pair_resamples is None:
+        return {"resamples": None, "mc_se": None, "undecided": None, "degenerate": None}
+    undecided = res.undecided if res.undecided is not None else np.zeros(len(res.p), dtype=bool)
+    return {"resamples": pack(res.pair_resamples), "mc_se": pack(res.mc_se if res.mc_se is not None else
+                                                                  np.zeros(len(res.p))),
+            "undecided": pack(undecided.astype(np.float64)),
+            "degenerate": pack(res.degenerate) if res.degenerate is not None else None}
+
+
+def stored_letters(res: PairwiseResult, scores: np.ndarray) -> list[list[int]]:
+    """The compact letter display of a test (letters as positions in its runs), taken and
+    labelled best mean first, as boards show it (see :mod:`service.metrics.stats.letters`).
+    Settled verdicts only: an undecided pair counts as not significantly different (its runs
+    may share a letter), the conservative reading (docs/statistics.md)."""
+    with np.errstate(invalid="ignore"):
+        means = np.nan_to_num(np.nanmean(scores, axis=0), nan=-np.inf)
+    order = np.argsort(-means, kind="stable")
+    columns = letter_columns(res.significant_matrix(), order)
+    return [members(c) for c in columns]
+
+
+def meta_document(meta: MetaEvaluation, metrics: Iterable[str]) -> dict[str, Any]:
+    """The meta-evaluation as a job's report stores it (what the meta-evaluation view reads):
+    per metric (in ``metrics``' order) its power and ASL curve or the error, tau per pair."""
+    power: dict[str, Any] = {}
+    for metric in metrics:
+        if metric in meta.errors:
+            power[metric] = {"error": meta.errors[metric]}
+        elif metric in meta.power:
+            p = meta.power[metric]
+            power[metric] = {"power": p.power, "significant_pairs": p.significant_pairs, "pairs": p.pairs,
+                             "difference_required": p.difference_required,
+                             "asl_curve": [[i, asl] for i, asl in p.asl_curve]}
+    out: dict[str, Any] = {"alpha": meta.alpha, "resamples": meta.resamples, "power": power,
+                           "tau": {f"{a} | {b}": tau for (a, b), tau in meta.tau.items()}}
+    if meta.tau_significant_above is not None:
+        out["tau_significant_above"] = meta.tau_significant_above
+    return out
+
+
+def stored_scores(s: Session, collection_id: int, qrels_id: int, settings: str, metrics: list[str]) -> ScoreTables:
+    """(run ids, topics, (topics, runs) matrix) of each metric, from the stored results."""
+    q = (select(RunEvaluation.run_id, RunEvaluation.topics, Score.metric, Score.values)
+         .join(Score).join(Run, Run.id == RunEvaluation.run_id)
+         .where(Run.collection_id == collection_id, evaluated_under(qrels_id, settings), Score.metric.in_(metrics))
+         .order_by(RunEvaluation.run_id))
+    out: dict[str, tuple[list[int], list[str], list[np.ndarray]]] = {}
+    for run_id, topics, metric, blob in s.execute(q):
+        ids, tops, cols = out.setdefault(metric, ([], list(topics), []))
+        ids.append(run_id)
+        cols.append(unpack(blob))
+    return {m: (ids, tops, np.column_stack(cols)) for m, (ids, tops, cols) in out.items()}
+
+
+def rank_changes(s: Session, job: Job, config: CollectionConfig) -> dict[str, Any]:
+    """Each run's old and new rank and mean on the official metric, between two qrels versions."""
+    metric = config.official_metric
+
+    def ranking(qrels_id: int, current: bool) -> dict[int, float]:
+        q = (select(RunEvaluation.run_id, Score.mean).join(Score).join(Run, Run.id == RunEvaluation.run_id)
+             .where(Run.collection_id == job.collection_id, Score.metric == metric, Score.mean.is_not(None))
+             .order_by(RunEvaluation.computed_at))
+        # the new version's results under the job's settings; the old version's, whatever made them
+        q = q.where(evaluated_under(qrels_id, config.settings_hash) if current
+                    else RunEvaluation.qrels_version_id == qrels_id)
+        return {run_id: mean for run_id, mean in s.execute(q)}  # the latest evaluation wins
+
+    assert job.previous_qrels_id is not None
+    old, new = ranking(job.previous_qrels_id, False), ranking(job.qrels_version_id, True)
+    old_rank, new_rank = competition_ranks(old), competition_ranks(new)  # 1, 2, 2, 4
+    tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(set(old) | set(new)))).all())
+    rows = [{"run": tags[r], "old_rank": old_rank.get(r), "new_rank": new_rank.get(r),
+             "old_mean": old.get(r), "new_mean": new.get(r)}
+            for r in sorted(set(old) | set(new), key=lambda r: (new_rank.get(r, 10**9), tags[r]))]
+    old_v = s.get(QrelsVersion, job.previous_qrels_id)
+    new_v = s.get(QrelsVersion, job.qrels_version_id)
+    return {"metric": metric, "old_qrels_version": old_v.version if old_v else None,
+            "new_qrels_version": new_v.version if new_v else None, "runs": rows}
