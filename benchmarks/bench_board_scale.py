@@ -107,11 +107,11 @@ def _maxrss_mb() -> float:
 
 def child_setup(a: dict) -> dict:
     """Store a generated collection and evaluate every run with the workers' use case."""
-    from service.evaluation.access import Principal  # noqa: F401  (imports as the API has them)
-    from service.evaluation.planning import plan_job
-    from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection
-    from service.evaluation.task_table import use_case
-    from service.evaluation.work import Limits, TaskName
+    from service.evaluation.computing.planning import plan_job
+    from service.evaluation.computing.task_table import use_case
+    from service.evaluation.computing.work import Limits, TaskName
+    from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection
+    from service.evaluation.permissions.access import Principal  # noqa: F401  (imports as the API has them)
     from service.sample import CollectionSpec, generate
     from service.store.db import session_factory, transaction
     from service.store.migrate import upgrade
@@ -148,7 +148,7 @@ def child_setup(a: dict) -> dict:
 
 def _wrap_parts(parts: list[dict]) -> None:
     """Time (and record ru_maxrss after) each part of a round by wrapping the module's names."""
-    from service.evaluation import significance_tests as st
+    from service.evaluation.computing import significance_tests as st
 
     def wrap(name: str, label) -> None:  # type: ignore[no-untyped-def]
         inner = getattr(st, name)
@@ -173,7 +173,7 @@ def child_tests(a: dict) -> dict:
     """One test round, as the worker runs it."""
     from sqlalchemy import select
 
-    from service.evaluation import significance_tests as st
+    from service.evaluation.computing import significance_tests as st
     from service.store.db import session_factory
     from service.store.models import Job, Significance
 
@@ -238,8 +238,10 @@ def child_read(a: dict) -> dict:
 
     from service.api.schemas import out
     from service.api.schemas.boards import Leaderboard, SignificanceMatrix
-    from service.evaluation import boards, collections, policy
-    from service.evaluation.access import Principal
+    from service.evaluation.organising import collections
+    from service.evaluation.permissions import policy
+    from service.evaluation.permissions.access import Principal
+    from service.evaluation.publishing import boards
     from service.store.db import session_factory
     from service.store.models import Collection
 
@@ -319,7 +321,7 @@ def child_http(a: dict) -> dict:
     from litestar.testing import TestClient
 
     from service.api.app import create_app
-    from service.evaluation.access import create_token
+    from service.evaluation.permissions.access import create_token
     from service.store.db import session_factory, transaction
 
     factory = session_factory(a["url"])
@@ -347,7 +349,7 @@ def child_profile(a: dict) -> dict:
     """cProfile or tracemalloc over the round's read and computation (nothing is stored)."""
     from sqlalchemy import select
 
-    from service.evaluation import significance_tests as st
+    from service.evaluation.computing import significance_tests as st
     from service.store.db import session_factory
     from service.store.models import Job
 

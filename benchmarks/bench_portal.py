@@ -34,10 +34,11 @@ def main() -> None:
     from litestar.testing import TestClient
 
     from service.api.app import create_app
-    from service.evaluation import analyses, pools
-    from service.evaluation.access import Principal, create_token
-    from service.evaluation.planning import plan_job
-    from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection
+    from service.evaluation.analysing import analyses
+    from service.evaluation.computing.planning import plan_job
+    from service.evaluation.judging import pools
+    from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection
+    from service.evaluation.permissions.access import Principal, create_token
     from service.sample import CollectionSpec, generate
     from service.store.db import session_factory, transaction
     from service.store.migrate import upgrade

@@ -235,7 +235,7 @@ def _api_client(path: str, database_url: str | None):  # type: ignore[no-untyped
     from litestar.testing import TestClient
 
     from service.api.app import create_app
-    from service.evaluation.access import create_token
+    from service.evaluation.permissions.access import create_token
     from service.store.db import session_factory, transaction
     from service.store.migrate import upgrade
 

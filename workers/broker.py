@@ -15,7 +15,7 @@ reach Redis, so asking it for connection parameters raises redis-py's own
 ``ConnectionError``, which every caller already treats as a recoverable broker error. The
 messages it could not hand back are not lost: they stay in Redis' unacknowledged index (and
 return after the visibility timeout), or were lost with a Redis that keeps nothing; either way
-the sweeper re-sends queued work whose message is missing (service.evaluation.sweeping), and
+the sweeper re-sends queued work whose message is missing (service.evaluation.computing.sweeping), and
 every task is idempotent. docs/decisions.md records the choice.
 """
 

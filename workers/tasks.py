@@ -1,7 +1,7 @@
 """Thin Celery tasks: ids in, a use case of service.evaluation, follow-ups sent after commit.
 
 The tasks that take an id are registered from the one table of task names to use cases
-(:data:`service.evaluation.task_table.USE_CASES`); the periodic ones are the three below.
+(:data:`service.evaluation.computing.task_table.USE_CASES`); the periodic ones are the three below.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from celery import Celery
 from sqlalchemy.exc import OperationalError
 
 from service.config import settings
-from service.evaluation import pruning, sweeping
-from service.evaluation.task_table import USE_CASES, Limits, UseCase
-from service.evaluation.work import Followup, TaskName
+from service.evaluation.computing import pruning, sweeping
+from service.evaluation.computing.task_table import USE_CASES, Limits, UseCase
+from service.evaluation.computing.work import Followup, TaskName
 from service.store.db import session_factory
 from workers.app import app
 
@@ -44,7 +44,7 @@ def send(followups: Iterable[Followup], celery_app: Celery | None = None) -> Non
     """Enqueue follow-up work; callers invoke this only after their transaction committed.
 
     A job's tests are sent with the debounce delay (``CRANFIELD_TESTS_DEBOUNCE``): a burst of
-    jobs finishing together costs one round of tests (see service.evaluation.significance_tests).
+    jobs finishing together costs one round of tests (see service.evaluation.computing.significance_tests).
     Background work goes below the rest (:data:`BACKGROUND`).
     """
     target = celery_app or app

@@ -4,7 +4,7 @@ Revision ID: 0016
 Revises: 0015
 Create Date: 2026-11-24 05:00:00
 
-The scheduler's pruning (service/evaluation/pruning.py) deletes idempotency keys older than
+The scheduler's pruning (service/evaluation/computing/pruning.py) deletes idempotency keys older than
 the retention and portal sessions that expired or ended a grace period ago; these indexes let
 each batch find its rows without scanning the tables. A board reads each run's type and
 metadata flags; on SQLite those columns (added after the run file's blob) sit behind the

@@ -2,7 +2,7 @@
 
 On deadline day everyone refreshes the board: serving the rendered bytes for a second saves
 the database the same reads hundreds of times. A board is keyed by its *view*
-(:func:`service.evaluation.policy.board_view`: every row or the own team's, all topics or the
+(:func:`service.evaluation.permissions.policy.board_view`: every row or the own team's, all topics or the
 visible ones), decided in memory from a short-lived, session-less snapshot of the
 collection's access facts; callers with the same view share one rendering (the released board
 of a public collection is one board for every reader). When many requests miss at once, one

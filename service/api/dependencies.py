@@ -10,8 +10,8 @@ from __future__ import annotations
 from litestar.di import NamedDependency
 
 from service.api.params import CollectionId
-from service.evaluation import collections
-from service.evaluation.access import Principal
+from service.evaluation.organising import collections
+from service.evaluation.permissions.access import Principal
 from service.http.unit_of_work import UnitOfWork
 from service.store.models import Collection
 

@@ -2,7 +2,7 @@
 
 A raw body of a known length (``Content-Length``) is received into one buffer of that size,
 the only copy of the file the process makes (the readers read it in place); memory that runs
-short on the way is a 503 (or a 413, see :func:`service.evaluation.memory.refusal`), never a 500.
+short on the way is a 503 (or a 413, see :func:`service.evaluation.common.memory.refusal`), never a 500.
 
 A gzipped file (magic bytes ``1f 8b``, whatever its name) is decompressed here, streamed and
 bounded: its *uncompressed* size has the same limit as a body (413 past it, before it is
@@ -18,7 +18,7 @@ import anyio.to_thread
 from litestar import Request
 
 from service.errors import BadRequest, InvalidRequest, TooLarge
-from service.evaluation.memory import RELEASE_FROM, refusal
+from service.evaluation.common.memory import RELEASE_FROM, refusal
 from service.formats.compressed import gunzip, is_gzip
 from service.runtime import release_memory
 

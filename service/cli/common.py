@@ -65,6 +65,6 @@ def read_bytes(path: str | Path) -> bytes | bytearray:
 
 def cli_principal():  # type: ignore[no-untyped-def]
     """The CLI acts with an administrator's rights (it runs where the database is)."""
-    from service.evaluation.access import Principal
+    from service.evaluation.permissions.access import Principal
 
     return Principal(role="admin", name="cli")

@@ -25,7 +25,7 @@ from service.cli.registry import command
 from service.errors import InvalidMeasure
 
 FILE_METRIC = "AP"  # the default metric of the file mode (a collection's default official metric)
-#: The file mode's test: a collection's default stored test (service.evaluation.setup.DEFAULT_SIGNIFICANCE:
+#: The file mode's test: a collection's default stored test (service.evaluation.organising.setup.DEFAULT_SIGNIFICANCE:
 #: B = 10,000, settled sequentially up to max_resamples), so both modes give the same verdicts on the same files.
 FILE_TEST = {"test": "bootstrap", "resamples": 10_000, "seed": 0, "alpha": 0.05, "correction": "none",
              "max_resamples": 10_000_000}
@@ -106,8 +106,8 @@ def cmd_judges(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _compare_stored(args: argparse.Namespace) -> dict[str, Any]:
-    from service.evaluation.judge_comparison import compare_references
-    from service.evaluation.setup import get_collection
+    from service.evaluation.judging.judge_comparison import compare_references
+    from service.evaluation.organising.setup import get_collection
 
     with sessions(database_url())() as s:
         coll = get_collection(s, args.collection)
@@ -115,8 +115,8 @@ def _compare_stored(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _stored_listing(args: argparse.Namespace, out: TextIO) -> int:
-    from service.evaluation import judge_track, judgment_sets
-    from service.evaluation.setup import get_collection
+    from service.evaluation.judging import judge_track, judgment_sets
+    from service.evaluation.organising.setup import get_collection
 
     with sessions(database_url())() as s:
         coll = get_collection(s, args.collection)
@@ -153,7 +153,7 @@ def compare_files(qrels_a: str, qrels_b: str, run_paths: list[str], metric: str,
     import numpy as np
 
     from service.cli.common import run_files
-    from service.evaluation.judge_comparison import (
+    from service.evaluation.judging.judge_comparison import (
         judged_topics,
         label_figures,
         on_common_topics,
@@ -228,7 +228,7 @@ def _assessor_name(path: str) -> str:
 
 def assessor_agreement(args: argparse.Namespace) -> dict[str, Any]:
     """The agreement document (``labels.agreement_figures``) of a stored set or of files."""
-    from service.evaluation import labels
+    from service.evaluation.judging import labels
 
     modes = [args.collection is not None or args.judgment_set is not None, args.labels is not None,
              bool(args.qrels)]
@@ -238,7 +238,7 @@ def assessor_agreement(args: argparse.Namespace) -> dict[str, Any]:
     if modes[0]:
         if args.collection is None or args.judgment_set is None:
             raise InvalidMeasure("judges agreement --collection needs --set NAME (and the reverse)")
-        from service.evaluation.setup import get_collection
+        from service.evaluation.organising.setup import get_collection
 
         with sessions(database_url())() as s:
             coll = get_collection(s, args.collection)

@@ -30,8 +30,8 @@ def _pool_arguments(pl: argparse.ArgumentParser) -> None:
                  "and write one file per topic for the assessors", _pool_arguments)
 def cmd_pool(args: argparse.Namespace, out: TextIO) -> int:
     from service.errors import BadRequest
-    from service.evaluation import assessments, pools
-    from service.evaluation.setup import get_collection
+    from service.evaluation.judging import assessments, pools
+    from service.evaluation.organising.setup import get_collection
     from service.store.models import Pool
 
     url = database_url()
@@ -78,7 +78,7 @@ def _judgments_arguments(jd: argparse.ArgumentParser) -> None:
 
 @command("judgments", "judgments of a pool", _judgments_arguments)
 def cmd_judgments_add(args: argparse.Namespace, out: TextIO) -> int:
-    from service.evaluation import judgments
+    from service.evaluation.judging import judgments
 
     outcome = judgments.submit_judgments(sessions(database_url()), lambda s: cli_principal(), args.pool,
                                        read_bytes(args.file), source=args.file)
@@ -98,8 +98,8 @@ def _reusability_arguments(ru: argparse.ArgumentParser) -> None:
 
 @command("reusability", "pool statistics and leave-one-team-out (computed by the workers)", _reusability_arguments)
 def cmd_reusability(args: argparse.Namespace, out: TextIO) -> int:
-    from service.evaluation import analyses
-    from service.evaluation.setup import get_collection
+    from service.evaluation.analysing import analyses
+    from service.evaluation.organising.setup import get_collection
     from service.store.db import transaction
     from service.store.models import Analysis
 

@@ -35,7 +35,7 @@ def _format_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _read_qrels(path: str, fmt: str, probabilities: str | None) -> tuple[bytes, Any]:
     """The qrels file's bytes and the file read in its format (every line validated)."""
-    from service.evaluation.setup import parse_upload
+    from service.evaluation.organising.setup import parse_upload
 
     data = read_bytes(path)
     probs = read_bytes(probabilities) if probabilities else None
@@ -57,9 +57,9 @@ def _load_arguments(load: argparse.ArgumentParser) -> None:
 def cmd_load(args: argparse.Namespace, out: TextIO) -> int:
     from sqlalchemy import select
 
-    from service.evaluation.collections import lock
-    from service.evaluation.planning import plan_job
-    from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection, set_config
+    from service.evaluation.computing.planning import plan_job
+    from service.evaluation.organising.collections import lock
+    from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection, set_config
     from service.formats.readers import parse_run
     from service.metrics.scoring import DEFAULT_MEASURES
     from service.store.db import transaction
@@ -112,9 +112,9 @@ def _qrels_arguments(q: argparse.ArgumentParser) -> None:
 
 @command("qrels", "qrels versions", _qrels_arguments)
 def cmd_qrels_add(args: argparse.Namespace, out: TextIO) -> int:
-    from service.evaluation.collections import lock
-    from service.evaluation.planning import plan_job
-    from service.evaluation.setup import add_qrels, get_collection
+    from service.evaluation.computing.planning import plan_job
+    from service.evaluation.organising.collections import lock
+    from service.evaluation.organising.setup import add_qrels, get_collection
     from service.store.db import transaction
 
     data, parsed = _read_qrels(args.file, args.qrels_format, args.probabilities)
@@ -134,8 +134,8 @@ def _reevaluate_arguments(re: argparse.ArgumentParser) -> None:
 
 @command("reevaluate", "enqueue the evaluation of every run lacking current results", _reevaluate_arguments)
 def cmd_reevaluate(args: argparse.Namespace, out: TextIO) -> int:
-    from service.evaluation import console
-    from service.evaluation.setup import get_collection
+    from service.evaluation.organising import console
+    from service.evaluation.organising.setup import get_collection
     from service.store.db import transaction
 
     # The console's use case: the collection's lock, the same job, an audit entry
@@ -153,8 +153,8 @@ def _leaderboard_arguments(lb: argparse.ArgumentParser) -> None:
 
 @command("leaderboard", "the stored leaderboard (never computed here)", _leaderboard_arguments)
 def cmd_leaderboard(args: argparse.Namespace, out: TextIO) -> int:
-    from service.evaluation.board_intervals import bounds_of, interval_fields, interval_view, truncated_ends
-    from service.evaluation.reading import leaderboard
+    from service.evaluation.publishing.board_intervals import bounds_of, interval_fields, interval_view, truncated_ends
+    from service.evaluation.publishing.reading import leaderboard
 
     with sessions(database_url())() as s:
         metric, rows = leaderboard(s, args.collection, args.metric)
@@ -188,7 +188,7 @@ def _jobs_arguments(jb: argparse.ArgumentParser) -> None:
 
 @command("jobs", "evaluation jobs with status and progress", _jobs_arguments)
 def cmd_jobs(args: argparse.Namespace, out: TextIO) -> int:
-    from service.evaluation.reading import jobs
+    from service.evaluation.publishing.reading import jobs
 
     with sessions(database_url())() as s:
         rows = jobs(s, args.collection)
@@ -217,7 +217,7 @@ def _token_arguments(tok: argparse.ArgumentParser) -> None:
 def cmd_token_create(args: argparse.Namespace, out: TextIO) -> int:
     from sqlalchemy import select
 
-    from service.evaluation.access import create_token
+    from service.evaluation.permissions.access import create_token
     from service.store import migrate
     from service.store.db import transaction
     from service.store.models import Collection

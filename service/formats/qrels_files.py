@@ -2,7 +2,7 @@
 (``cranfield eval``): ad hoc, intent-aware (diversity) and stratified-sample qrels, named or
 detected.
 
-Formats (the service's upload formats, service/evaluation/setup.py ``UPLOAD_FORMATS``, and the
+Formats (the service's upload formats, service/evaluation/organising/setup.py ``UPLOAD_FORMATS``, and the
 ad hoc readers' two syntaxes)
 
 * ``adhoc``: TREC ``topic iteration docno rel`` or NTCIR ``topic docno L<n>``

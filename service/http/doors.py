@@ -1,5 +1,5 @@
 """Which door each state-changing route of the API and the portal is
-(:mod:`service.evaluation.doors`), and the guard that knocks before the route reads anything of
+(:mod:`service.evaluation.permissions.doors`), and the guard that knocks before the route reads anything of
 its request: authorise, then validate.
 
 Litestar runs a guard before it reads the query, the form or the body, so a caller who may not
@@ -19,9 +19,9 @@ from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.evaluation import doors
-from service.evaluation.access import Principal
-from service.evaluation.doors import Door
+from service.evaluation.permissions import doors
+from service.evaluation.permissions.access import Principal
+from service.evaluation.permissions.doors import Door
 
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 

@@ -54,7 +54,7 @@ def as_domain_error(exc: BaseException) -> BaseException:
         return Conflict("a concurrent change got there first; try again")
     if isinstance(exc, MemoryError):
         # The process ran short of memory (numpy's _ArrayMemoryError included): uploads say which
-        # file (service.evaluation.memory); anything else is answered here, and retried later.
+        # file (service.evaluation.common.memory); anything else is answered here, and retried later.
         log.warning("a request ran short of memory: %s", type(exc).__name__)
         return Unavailable("the server ran short of memory for this request; send it again in a minute",
                            retry_after=30)

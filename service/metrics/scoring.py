@@ -20,7 +20,7 @@ diversity metrics (alpha-nDCG, ERR-IA, D#-nDCG, ...) the intent-aware judgments
 and xinfAP / infNDCG the stratified sample (:class:`SampledQrels`, ``qrels`` being
 ``SampledQrels.to_qrels()``). The rules above (topics, missing, depth) apply to them as to
 every metric. Without the judgments a metric needs (``needs_judgments``), its value is NaN on
-every topic: the caller says why (``service.evaluation.setup.unavailable_metrics``).
+every topic: the caller says why (``service.evaluation.organising.setup.unavailable_metrics``).
 """
 
 from __future__ import annotations

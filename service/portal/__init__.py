@@ -6,7 +6,7 @@ change, the submission form checks a run file before it is sent, progress displa
 
 Layout: ``app.py`` (the router, its dependencies and its error page), ``controllers/`` (one
 Controller per family of pages), ``pages.py`` (rendering and the collection navigation, whose
-every flag is a predicate of service.evaluation.policy), ``forms.py`` (sign-in cookie, CSRF,
+every flag is a predicate of service.evaluation.permissions.policy), ``forms.py`` (sign-in cookie, CSRF,
 posted forms), ``charts.py`` (matplotlib SVG), ``templates/`` and ``static/``.
 """
 

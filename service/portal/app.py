@@ -33,8 +33,8 @@ from litestar.response import Template
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import Unauthenticated
-from service.evaluation import access
-from service.evaluation.access import Principal
+from service.evaluation.permissions import access
+from service.evaluation.permissions.access import Principal
 from service.http.problems import headers_of, problem_of
 from service.http.unit_of_work import Dispatch, unit_of_work_provider
 from service.portal.controllers.analysis import AnalysisController

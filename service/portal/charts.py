@@ -77,10 +77,10 @@ def _figure(width: float, height: float) -> Figure:
 def interval_chart(rows: Sequence[dict[str, Any]], metric: str) -> str:
     """The leaderboard's means with their 95% intervals, best run on top; baselines as squares.
 
-    The interval drawn is the board's (``service.evaluation.board_intervals``): the stored bootstrap
+    The interval drawn is the board's (``service.evaluation.publishing.board_intervals``): the stored bootstrap
     interval, else the t interval truncated at the metric's range, a truncated end marked with a
     bar at the bound. No point or line lies outside the metric's range."""
-    from service.evaluation.board_intervals import bounds_of, interval_label, interval_view
+    from service.evaluation.publishing.board_intervals import bounds_of, interval_label, interval_view
 
     limits = bounds_of(metric)
     views = [interval_view(r, limits) for r in rows]

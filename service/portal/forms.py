@@ -2,7 +2,7 @@
 handler reads from a posted form.
 
 A visitor signs in with an API token; the portal opens a server-side session for it
-(:func:`service.evaluation.access.open_session`) and keeps only the session's secret in an
+(:func:`service.evaluation.permissions.access.open_session`) and keeps only the session's secret in an
 HttpOnly, SameSite=Strict cookie, never the token. Signing out ends the session on the server,
 so a copy of the cookie stops working too. Every form that changes state carries ``csrf``, an
 HMAC of a fixed label under the session's secret: the ``form``

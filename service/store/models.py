@@ -82,7 +82,7 @@ class Collection(Base):
     )
     # A "judges" track: enrolled teams may submit judgment sets, ranked on the judge board.
     accepts_judgments: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    # The judge board's settings (metric, measure, resamples, released, ...; service.evaluation.judge_track)
+    # The judge board's settings (metric, measure, resamples, released, ...; service.evaluation.judging.judge_track)
     judge_track: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -287,7 +287,7 @@ class Score(Base):
     public_n: Mapped[int | None] = mapped_column(Integer)
     # The bootstrap interval of the mean (all topics, and the public ones of a split) with its
     # method ("bca" or "percentile") and resamples B; its level is the t interval's (95%), its seed
-    # fixed (service.evaluation.evaluating.BOOT_SEED). NULL on rows stored before revision 0012,
+    # fixed (service.evaluation.computing.evaluating.BOOT_SEED). NULL on rows stored before revision 0012,
     # and the interval's ends where it is undefined (fewer than two topics).
     boot_low: Mapped[float | None] = mapped_column(Float)
     boot_high: Mapped[float | None] = mapped_column(Float)

@@ -130,9 +130,9 @@ def create_database() -> tuple[str, str]:
 def load_evaluated(factory, qrels: str, runs: dict[str, str], metrics: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
     """Collection "task" (AP official) with ``qrels`` as version 1 and ``runs``, evaluated in
     this process (quickly, before any worker starts)."""
-    from service.evaluation.planning import plan_job
-    from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection
-    from service.evaluation.task_table import run_here
+    from service.evaluation.computing.planning import plan_job
+    from service.evaluation.computing.task_table import run_here
+    from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection
     from service.store.db import transaction
 
     with transaction(factory) as s:
@@ -374,7 +374,7 @@ def _seed_world(backend: Backend) -> _WorldSeed:
     from litestar.testing import TestClient
 
     from service.api.app import create_app
-    from service.evaluation.access import create_token
+    from service.evaluation.permissions.access import create_token
     from service.store.db import transaction
 
     factory = backend.factory()
@@ -441,7 +441,7 @@ def world(backend: Backend, templates: Templates) -> Iterator[World]:
 def run_inline(factory, followups) -> None:  # type: ignore[no-untyped-def]
     """Do what the workers' tasks do, in this process, until no follow-up remains (the one
     table of task names to use cases; an unknown task name fails loudly)."""
-    from service.evaluation.task_table import run_here
+    from service.evaluation.computing.task_table import run_here
 
     run_here(factory, followups)
 

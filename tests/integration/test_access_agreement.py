@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
-from service.evaluation import access, policy
-from service.portal.forms import COOKIE, csrf_for
 from sqlalchemy import select
 
+from service.evaluation.permissions import access, policy
+from service.portal.forms import COOKIE, csrf_for
 from service.store.models import Collection, JudgmentSet, Pool, PoolDocument, QrelsVersion, Run
 from tests.integration.conftest import World, auth
 

@@ -6,12 +6,11 @@ the migrations and the use cases are real.
 
 from __future__ import annotations
 
-
 import pytest
 from litestar.testing import TestClient
 
 from service.api.app import create_app
-from service.evaluation.access import create_token
+from service.evaluation.permissions.access import create_token
 from service.sample import generate
 from service.store.db import transaction
 from tests.integration.conftest import SPEC, Backend, World, auth, run_inline

@@ -138,7 +138,7 @@ def test_patch_tells_absent_from_null(world: World) -> None:
 
 def test_a_bug_is_a_500_with_a_request_id_not_a_400(world: World, monkeypatch: pytest.MonkeyPatch,
                                                    caplog: pytest.LogCaptureFixture) -> None:
-    from service.evaluation import collections
+    from service.evaluation.organising import collections
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("secret internals")

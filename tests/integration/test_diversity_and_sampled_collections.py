@@ -182,7 +182,7 @@ def inline(backend: Backend) -> Iterator[tuple[Any, str, Any]]:
     from litestar.testing import TestClient
 
     from service.api.app import create_app
-    from service.evaluation.access import create_token
+    from service.evaluation.permissions.access import create_token
     from service.store.db import transaction
 
     factory = backend.factory()
@@ -195,7 +195,7 @@ def inline(backend: Backend) -> Iterator[tuple[Any, str, Any]]:
 def portal_cookie(factory: Any, token: str) -> dict[str, str]:
     """A portal session of the token's holder, as the sign-in form opens one."""
     from service.config import settings
-    from service.evaluation import access
+    from service.evaluation.permissions import access
     from service.portal.forms import COOKIE
 
     with factory() as s:
@@ -404,7 +404,7 @@ def test_a_sampled_collection_with_a_real_worker(backend: Backend) -> None:
     from litestar.testing import TestClient
 
     from service.api.app import create_app
-    from service.evaluation.access import create_token
+    from service.evaluation.permissions.access import create_token
     from service.store.db import transaction
     from workers.tasks import send
 
@@ -597,7 +597,7 @@ def test_migration_0018_keeps_every_version_readable_both_ways(backend: Backend)
     versions, their judgments and scores."""
     import zlib
 
-    from service.evaluation.setup import add_qrels, ensure_collection, load_qrels
+    from service.evaluation.organising.setup import add_qrels, ensure_collection, load_qrels
     from service.formats.readers import parse_qrels
     from service.store.db import make_engine, transaction
     from service.store.migrate import downgrade, upgrade

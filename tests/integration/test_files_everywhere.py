@@ -197,7 +197,7 @@ def test_gzipped_uploads_a_bomb_and_a_corrupt_file(backend, tmp_path: Path) -> N
     from litestar.testing import TestClient
 
     from service.api.app import create_app
-    from service.evaluation.access import create_token
+    from service.evaluation.permissions.access import create_token
     from service.store.db import transaction
     from tests.integration.conftest import run_inline
 

@@ -29,7 +29,7 @@ from litestar.response import Template
 from sqlalchemy import select, text, update
 
 from service.config import settings
-from service.evaluation.exports import board_csv
+from service.evaluation.publishing.exports import board_csv
 from service.portal.app import SECURITY_HEADERS
 from service.portal.forms import COOKIE, LEGACY_COOKIE, csrf_for
 from service.store.models import ApiToken, PortalSession

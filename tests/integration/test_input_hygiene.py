@@ -24,7 +24,7 @@ from typing import Any
 
 from litestar.testing import TestClient
 
-from service.evaluation.exports import FORMULA_STARTS
+from service.evaluation.publishing.exports import FORMULA_STARTS
 from service.portal.forms import COOKIE, csrf_for
 from tests.integration.conftest import World, auth
 

@@ -69,7 +69,7 @@ def _tau_ap(x: np.ndarray, y: np.ndarray) -> float:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True)
 def test_every_figure_agrees_with_an_independent_computation(world: World) -> None:
-    from service.evaluation.reading import significance_for
+    from service.evaluation.publishing.reading import significance_for
     from service.formats.readers import parse_qrels, parse_run
     from service.metrics.scoring import EvalSettings, evaluate
     from service.store.models import Collection
@@ -278,7 +278,7 @@ def test_a_version_judging_fewer_topics_is_compared_on_the_topics_both_judged(wo
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_bad_inputs_are_clear_errors(world: World) -> None:
-    from service.evaluation.judge_comparison import score_figures
+    from service.evaluation.judging.judge_comparison import score_figures
 
     c, org = world.client, auth(world.tokens["organiser"])
     base = f"/api/collections/{world.cid}/qrels/compare"
@@ -443,7 +443,7 @@ def test_a_pair_undecided_under_a_stored_test_is_left_out_of_the_verdicts_compar
     compare; the comparison leaves it out (counted as untested) and says so."""
     from sqlalchemy import select
 
-    from service.evaluation import reading
+    from service.evaluation.publishing import reading
     from service.store.arrays import pack, unpack
     from service.store.models import QrelsVersion, Significance
 

@@ -62,7 +62,7 @@ def task(backend: Backend) -> Iterator[Task]:
     from litestar.testing import TestClient
 
     from service.api.app import create_app
-    from service.evaluation.access import create_token
+    from service.evaluation.permissions.access import create_token
     from service.store.db import transaction
     from workers.tasks import send
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from service.evaluation import analyses, idempotency, judgments, pools
-from service.evaluation.access import Principal
-from service.evaluation.work import TaskName
+from service.evaluation.analysing import analyses
+from service.evaluation.common import idempotency
+from service.evaluation.computing.work import TaskName
+from service.evaluation.judging import judgments, pools
+from service.evaluation.permissions.access import Principal
 from service.store.db import transaction
 from service.store.models import Analysis, Collection
 from tests.integration.conftest import Backend, World, auth, run_inline
@@ -107,7 +109,7 @@ def test_a_pool_is_refused_when_the_qrels_change_while_it_is_built(world: World,
     import pytest
 
     from service.errors import Conflict
-    from service.evaluation.qrels import upload as upload_qrels
+    from service.evaluation.judging.qrels import upload as upload_qrels
 
     factory = backend.factory()
     real = pools.transaction
@@ -130,7 +132,7 @@ def test_a_pool_is_refused_when_the_qrels_change_while_it_is_built(world: World,
 def test_a_pool_build_fails_with_the_reason_when_the_qrels_change_before_the_worker_builds_it(
         world: World, backend: Backend) -> None:
     """The 409 rule of the synchronous build, as a failure recorded on the build."""
-    from service.evaluation.qrels import upload as upload_qrels
+    from service.evaluation.judging.qrels import upload as upload_qrels
     from service.store.models import Pool
 
     factory = backend.factory()
@@ -156,7 +158,7 @@ def test_a_pool_build_fails_with_the_reason_when_the_qrels_change_before_the_wor
 
 def test_a_pool_build_stores_one_pool_under_duplicate_deliveries_and_a_lost_worker(world: World,
                                                                                    backend: Backend) -> None:
-    from service.evaluation.task_table import run_here
+    from service.evaluation.computing.task_table import run_here
     from service.store.models import Pool
 
     factory = backend.factory()

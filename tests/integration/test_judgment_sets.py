@@ -171,8 +171,8 @@ def test_a_set_evaluated_on_request_only(world: World) -> None:
         r = c.post(f"/api/collections/{world.cid}/qrels", params={"judgment_set": "second"},
                    content=_relabelled(world.qrels, seed=seed), headers=org)
         assert r.status_code == 201 and r.json()["job"] is not None, r.text
-    from service.evaluation.access import Principal
-    from service.evaluation.boards import rank_change_report
+    from service.evaluation.permissions.access import Principal
+    from service.evaluation.publishing.boards import rank_change_report
     from service.store.models import Collection, Job
 
     with world.factory() as s:

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select
 
-from service.evaluation.planning import plan_job
-from service.evaluation.reading import leaderboard
-from service.evaluation.setup import ConfigSpec, EVALUATOR_VERSION, add_qrels, add_run, ensure_collection
+from service.evaluation.computing.planning import plan_job
+from service.evaluation.organising.setup import EVALUATOR_VERSION, ConfigSpec, add_qrels, add_run, ensure_collection
+from service.evaluation.publishing.reading import leaderboard
 from service.formats.readers import parse_qrels, parse_run
 from service.metrics import EvalSettings, evaluate
 from service.sample import CollectionSpec, generate
@@ -81,7 +81,7 @@ def job_done(be: Backend, job_id: int) -> Job | None:
 def check_scores_equal_the_core(be: Backend, qrels_text: str, runs: dict[str, str], version: int) -> None:
     """Every stored score of the current version equals a direct evaluation by the core."""
     qrels = parse_qrels(qrels_text.encode())
-    from service.evaluation.evaluating import ALWAYS_EVALUATED
+    from service.evaluation.computing.evaluating import ALWAYS_EVALUATED
 
     core = evaluate(qrels, [parse_run(t.encode()) for t in runs.values()], [*METRICS, *ALWAYS_EVALUATED],
                     EvalSettings())
@@ -199,9 +199,9 @@ def test_a_bad_run_fails_alone_and_a_bad_upload_stores_nothing(backend: Backend)
 
 
 def test_scheduled_refresh_finds_stale_results(backend: Backend) -> None:
-    from service.evaluation.sweeping import refresh_stale
-    from service.evaluation.work import TaskName
-    from service.evaluation.setup import set_config
+    from service.evaluation.computing.sweeping import refresh_stale
+    from service.evaluation.computing.work import TaskName
+    from service.evaluation.organising.setup import set_config
 
     qrels1, runs, _ = collection()
     job1 = load(backend, qrels1, dict(list(runs.items())[:5]))

@@ -13,12 +13,12 @@ import pytest
 from sqlalchemy import delete, func, select
 
 from service.errors import InvalidMeasure
-from service.evaluation.evaluating import evaluate_item
-from service.evaluation.planning import plan_job
-from service.evaluation.significance_tests import run_tests
-from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection, set_config
-from service.evaluation.sweeping import refresh_stale, sweep
-from service.evaluation.work import Limits, TaskName
+from service.evaluation.computing.evaluating import evaluate_item
+from service.evaluation.computing.planning import plan_job
+from service.evaluation.computing.significance_tests import run_tests
+from service.evaluation.computing.sweeping import refresh_stale, sweep
+from service.evaluation.computing.work import Limits, TaskName
+from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection, set_config
 from service.store.db import transaction
 from service.store.models import Collection, Job, JobItem, Run, RunEvaluation, Score, Significance, utcnow
 from tests.integration.conftest import Backend
@@ -294,7 +294,7 @@ def test_a_failed_run_is_not_replanned_by_every_refresh(backend: Backend) -> Non
 def test_gains_are_checked_on_the_stored_level_counts_without_parsing_the_qrels(
         backend: Backend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Changing gains is a request: the judged levels come from the version's stored counts."""
-    from service.evaluation import setup as setup_module
+    from service.evaluation.organising import setup as setup_module
     from service.formats import readers
 
     with transaction(backend.factory()) as s:

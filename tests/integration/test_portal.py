@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select
 
 from service.config import settings
-from service.evaluation import access
+from service.evaluation.permissions import access
 from service.portal.forms import COOKIE, csrf_for
 from service.store.models import Pool
 from tests.integration.conftest import World, auth
@@ -478,7 +478,7 @@ def test_a_participant_enrols_its_team_with_the_button_where_enrolment_is_open(w
 
 
 def test_error_pages_come_from_the_one_error_table(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    from service.evaluation import collections
+    from service.evaluation.organising import collections
 
     c, cid, org = world.client, world.cid, as_role(world, "organiser")
     r = c.get(f"/c/{cid}/analysis")  # anonymous: sign in, then come back
@@ -591,7 +591,7 @@ def test_assessor_pages_download_and_upload(world: World) -> None:
 
 
 def test_review_fixes_significance_labels_empty_pages_compare_default_and_latex(world: World) -> None:
-    from service.evaluation.exports import board_latex
+    from service.evaluation.publishing.exports import board_latex
 
     c, cid, org = world.client, world.cid, auth(world.tokens["organiser"])
     # a board over an older test keeps that test's own alpha and correction

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from service.evaluation import reading
+from service.evaluation.publishing import reading
 from service.store.arrays import pack, unpack
 from service.store.models import Significance
 from tests.integration.conftest import World, auth

@@ -1,4 +1,4 @@
-"""The scheduler's prune of bookkeeping rows (service/evaluation/pruning.py), on SQLite and PostgreSQL:
+"""The scheduler's prune of bookkeeping rows (service/evaluation/computing/pruning.py), on SQLite and PostgreSQL:
 idempotency keys past their retention and portal sessions that ended more than a grace period
 ago are deleted, in bounded batches; everything else (a key a client may still retry under, a
 live sign-in) is kept and keeps working.
@@ -12,7 +12,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, update
 
-from service.evaluation import access, pruning
+from service.evaluation.computing import pruning
+from service.evaluation.permissions import access
 from service.store.db import transaction
 from service.store.models import IdempotencyKey, PortalSession, Run, utcnow
 from tests.integration.conftest import Backend, World, auth

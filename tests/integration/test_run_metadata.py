@@ -13,7 +13,7 @@ import itertools
 import pytest
 from sqlalchemy import func, select
 
-from service.evaluation import access, policy
+from service.evaluation.permissions import access, policy
 from service.formats import ir_metadata
 from service.store.models import Collection, Run
 from tests.integration.conftest import World, auth

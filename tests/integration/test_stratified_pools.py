@@ -52,7 +52,7 @@ def task(backend: Backend) -> Iterator[Task]:
     from litestar.testing import TestClient
 
     from service.api.app import create_app
-    from service.evaluation.access import create_token
+    from service.evaluation.permissions.access import create_token
     from service.store.db import transaction
 
     factory = backend.factory()
@@ -223,7 +223,7 @@ def test_a_stratified_pool_is_drawn_judged_and_evaluated_with_the_inferred_measu
         with task.factory() as s:
             version = s.scalar(select(QrelsVersion).where(QrelsVersion.collection_id == cid,
                                                           QrelsVersion.version == n))
-            from service.evaluation.setup import load_sampled_qrels
+            from service.evaluation.organising.setup import load_sampled_qrels
 
             assert version.format == "sampled"
             sample = load_sampled_qrels(version)
@@ -266,7 +266,7 @@ def test_topics_the_pool_does_not_judge_yet_keep_their_ad_hoc_judgments(task: Ta
     for t in TOPICS[3:]:
         expected[t] = {d: ("1", lv) for d, lv in sorted(task.truth[t].items())[:40]}
     with task.factory() as s:
-        from service.evaluation.setup import load_sampled_qrels
+        from service.evaluation.organising.setup import load_sampled_qrels
 
         version = s.scalar(select(QrelsVersion).where(QrelsVersion.collection_id == task.cid,
                                                       QrelsVersion.version == 2))
@@ -325,7 +325,7 @@ def test_who_may_request_and_read_a_stratified_pool(task: Task) -> None:
 def test_the_portal_form_and_the_command_line_build_stratified_pools(task: Task, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     from service.cli import main
     from service.config import settings
-    from service.evaluation import access
+    from service.evaluation.permissions import access
     from service.portal.forms import COOKIE, csrf_for
 
     c, cid = task.client, task.cid

@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks.upload_memory import upload_memory_multiple
 from service.config import settings
-from service.evaluation.reading import judgment_changes
+from service.evaluation.publishing.reading import judgment_changes
 from service.formats.readers import parse_qrels
 from tests.integration.conftest import Backend, World, auth
 from tests.integration.test_console import _form_values, post

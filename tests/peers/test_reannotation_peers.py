@@ -125,7 +125,7 @@ def _check_labels(figures: dict[str, Any], ja: dict[tuple[str, str], int], jb: d
                          ids=lambda p: "-".join(p) if isinstance(p, tuple) else str(p))
 def test_labels_of_each_assessor_against_nist_and_each_pair_match_scikit_learn_and_krippendorff(
         data: dict[str, Any], pair: tuple[str, str]) -> None:
-    from service.evaluation.judge_comparison import label_figures
+    from service.evaluation.judging.judge_comparison import label_figures
 
     ja, jb = data["judged"][pair[0]], data["judged"][pair[1]]
     _check_labels(label_figures(ja, jb), ja, jb)

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from service.errors import Unauthenticated
-from service.evaluation.access import Principal
+from service.evaluation.permissions.access import Principal
 from service.http.unit_of_work import ANONYMOUS, PrincipalCache, caller_from_header
 
 ALPHA = Principal(role="participant", token_id=7, team_id=3, name="alpha")

@@ -338,7 +338,7 @@ def test_common_topics_without_judged_topics_use_the_scored_ones_and_keep_missin
 def test_the_judge_board_ranks_on_the_topics_both_judged() -> None:
     """rank_judges (judge_track) compares each set with the official one on the topics both
     judged: the same figures as judge_agreement on the matrices cut by hand."""
-    from service.evaluation.judge_track import rank_judges
+    from service.evaluation.judging.judge_track import rank_judges
 
     rng = np.random.default_rng(9)
     runs = [f"r{i}" for i in range(6)]

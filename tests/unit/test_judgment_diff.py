@@ -1,4 +1,4 @@
-"""The qrels preview's and diff's comparison in arrays (``service.evaluation.judgment_diff``)
+"""The qrels preview's and diff's comparison in arrays (``service.evaluation.judging.judgment_diff``)
 against the straightforward one on dicts (``reading.judgment_changes``, what both used to list
 whole): the same counts per topic and totals, and pages that put together give the same listing
 in the same order."""
@@ -9,8 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.evaluation.judgment_diff import changes, of_qrels
-from service.evaluation.reading import judgment_changes
+from service.evaluation.judging.judgment_diff import changes, of_qrels
+from service.evaluation.publishing.reading import judgment_changes
 from service.formats.readers import parse_qrels
 
 Judged = dict[tuple[str, str], int]

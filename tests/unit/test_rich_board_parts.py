@@ -11,8 +11,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from service.errors import BadRequest
-from service.evaluation.boards import RunFilter, RunMeta, metric_column
-from service.evaluation.exports import matrix_csv, metrics_board_csv, topics_csv
+from service.evaluation.publishing.boards import RunFilter, RunMeta, metric_column
+from service.evaluation.publishing.exports import matrix_csv, metrics_board_csv, topics_csv
 from service.portal import charts
 
 

@@ -290,8 +290,8 @@ def test_compare_t_prints_the_t_interval_without_a_bootstrap(capsys, tmp_path: P
 def test_undecided_pairs_count_as_not_significant_in_letters_and_on_boards() -> None:
     from dataclasses import replace
 
-    from service.evaluation.reading import StoredTest
-    from service.evaluation.significance_tests import stored_letters
+    from service.evaluation.computing.significance_tests import stored_letters
+    from service.evaluation.publishing.reading import StoredTest
     from service.metrics.stats.letters import members
 
     x = np.c_[np.full(20, 0.9), np.full(20, 0.1), np.linspace(0.0, 1.0, 20)]

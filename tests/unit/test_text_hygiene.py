@@ -19,7 +19,7 @@ from service.cli import main
 from service.cli import remote as remote_cli
 from service.cli.output import SafeOutput
 from service.errors import BadRequest, InvalidInput, NotFound
-from service.evaluation.exports import FORMULA_STARTS, disagreeing_topics_csv
+from service.evaluation.publishing.exports import FORMULA_STARTS, disagreeing_topics_csv
 from service.formats import ir_metadata
 from service.formats.text import check_text, check_tree, terminal_safe
 
@@ -159,7 +159,7 @@ def test_every_csv_export_is_written_by_exports() -> None:
             if isinstance(node, ast.Attribute) and node.attr in ("writer", "DictWriter") and \
                     isinstance(node.value, ast.Name) and node.value.id == "csv":
                 writers.append(str(path.relative_to(REPO)))
-    assert writers and set(writers) == {"service/evaluation/exports.py"}, writers
+    assert writers and set(writers) == {"service/evaluation/publishing/exports.py"}, writers
 
 
 def test_the_qrels_comparison_csv_neutralises_formula_topic_ids() -> None:

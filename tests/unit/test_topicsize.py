@@ -381,11 +381,11 @@ def test_use_case_reads_stored_scores_and_the_macro_renders_them(  # type: ignor
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     from service.errors import Unauthenticated
-    from service.evaluation.access import Principal
-    from service.evaluation.planning import plan_job
-    from service.evaluation.setup import ConfigSpec, add_qrels, add_run, ensure_collection
-    from service.evaluation.task_table import run_here
-    from service.evaluation.topic_sizes import topic_size_table
+    from service.evaluation.analysing.topic_sizes import topic_size_table
+    from service.evaluation.computing.planning import plan_job
+    from service.evaluation.computing.task_table import run_here
+    from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection
+    from service.evaluation.permissions.access import Principal
     from service.store.db import engine_for, session_factory, transaction
     from service.store.migrate import upgrade
     from service.store.models import Collection

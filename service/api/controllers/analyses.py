@@ -13,7 +13,7 @@ from service.api.schemas.judging import (
     AnalysisOut,
     AnalysisRequest,
 )
-from service.evaluation import analyses
+from service.evaluation.analysing import analyses
 
 
 class AnalysesController(Controller):

@@ -28,9 +28,12 @@ from service.api.schemas.boards import (
     SnapshotOut,
     TopicAnalysis,
 )
-from service.evaluation import boards, collections, policy, topic_analysis
-from service.evaluation.access import Principal
-from service.evaluation.exports import board_csv, board_latex, matrix_csv, metrics_board_csv, topics_csv
+from service.evaluation.analysing import topic_analysis
+from service.evaluation.organising import collections
+from service.evaluation.permissions import policy
+from service.evaluation.permissions.access import Principal
+from service.evaluation.publishing import boards
+from service.evaluation.publishing.exports import board_csv, board_latex, matrix_csv, metrics_board_csv, topics_csv
 from service.http.unit_of_work import UnitOfWork
 from service.store.models import Collection
 

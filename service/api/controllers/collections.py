@@ -25,7 +25,7 @@ from service.api.schemas.collections import (
     TopicsIn,
     TopicsOut,
 )
-from service.evaluation import collections, console, topics
+from service.evaluation.organising import collections, console, topics
 
 AuditLimit = Annotated[int, Parameter(description="Events to return (at most 500).", ge=1, le=500)]
 

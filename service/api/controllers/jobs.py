@@ -9,7 +9,7 @@ from service.api.openapi import errors
 from service.api.params import JobId
 from service.api.schemas import out
 from service.api.schemas.runs import JobList, JobOut
-from service.evaluation import jobs
+from service.evaluation.computing import jobs
 
 
 class JobsController(Controller):

@@ -22,7 +22,7 @@ from service.api.schemas.judgment_sets import (
     JudgmentsSubmitted,
 )
 from service.api.uploads import read_body
-from service.evaluation import judge_track
+from service.evaluation.judging import judge_track
 from service.http.admission import OWN_TRANSACTIONS
 
 SetName = Annotated[str, Parameter(description="Your judgment set's name (a new name: a new set; your set's name "

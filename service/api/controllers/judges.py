@@ -12,7 +12,7 @@ from service.api.openapi import errors
 from service.api.params import Metric
 from service.api.schemas import out
 from service.api.schemas.judges import QrelsComparison
-from service.evaluation import judge_comparison
+from service.evaluation.judging import judge_comparison
 
 VersionA = Annotated[int, Parameter(description="The reference qrels version (e.g. the assessors' first pass).",
                                     ge=1, le=2**31 - 1)]

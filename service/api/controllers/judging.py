@@ -25,7 +25,7 @@ from service.api.schemas.judging import (
     PoolRequestOut,
 )
 from service.api.uploads import read_body
-from service.evaluation import assessments, judgments, pools
+from service.evaluation.judging import assessments, judgments, pools
 from service.http.admission import OWN_TRANSACTIONS
 
 # A topic id as a path parameter of type path (it may contain "/"); it arrives with a leading "/".

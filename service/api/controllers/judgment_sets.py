@@ -27,7 +27,7 @@ from service.api.schemas.judgment_sets import (
     SetEvaluationRequested,
 )
 from service.api.uploads import read_body
-from service.evaluation import judge_comparison, judgment_sets, labels
+from service.evaluation.judging import judge_comparison, judgment_sets, labels
 from service.http.admission import OWN_TRANSACTIONS
 
 SetName = Annotated[str, Parameter(description="The judgment set's name.", max_length=100)]

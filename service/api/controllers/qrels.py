@@ -22,8 +22,8 @@ from service.api.schemas.runs import (
 )
 from service.api.uploads import read_qrels_form
 from service.errors import InvalidRequest
-from service.evaluation import judgment_diff, qrels
-from service.evaluation.setup import UPLOAD_FORMATS
+from service.evaluation.judging import judgment_diff, qrels
+from service.evaluation.organising.setup import UPLOAD_FORMATS
 from service.http.admission import OWN_TRANSACTIONS
 
 MaxRemoval = Annotated[float | None, Parameter(

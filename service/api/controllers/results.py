@@ -12,7 +12,7 @@ from service.api.openapi import errors
 from service.api.params import Metric, RunId
 from service.api.schemas import out
 from service.api.schemas.boards import Comparison, Curves, RunScores
-from service.evaluation import run_results
+from service.evaluation.runs import run_results
 
 RunA = Annotated[int, Parameter(description="The first run's id.", ge=1, le=2**31 - 1)]
 RunB = Annotated[int, Parameter(description="The second run's id.", ge=1, le=2**31 - 1)]

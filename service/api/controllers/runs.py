@@ -36,7 +36,7 @@ from service.api.schemas.runs import (
 )
 from service.api.uploads import read_run_form
 from service.errors import InvalidRequest
-from service.evaluation import submissions
+from service.evaluation.runs import submissions
 from service.http.admission import OWN_TRANSACTIONS
 
 _TRUE_FALSE: Any = Schema(type="string", enum=["true", "false"])  # type: ignore[arg-type]

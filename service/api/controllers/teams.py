@@ -22,7 +22,7 @@ from service.api.schemas.collections import (
     TokenOut,
     TokenPage,
 )
-from service.evaluation import teams
+from service.evaluation.organising import teams
 
 TokenPrefix = Annotated[str | None, Parameter(description="The start of the tokens' prefix (e.g. `cf_AbC`).",
                                               max_length=16)]

@@ -1,5 +1,5 @@
 """Judgment sets: several named sets of judgments per collection, their provenance and
-versions, and assessors' labels (see service.evaluation.judgment_sets)."""
+versions, and assessors' labels (see service.evaluation.judging.judgment_sets)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,10 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from service.errors import NotFound
-from service.evaluation import analyses, boards, policy, run_results, topic_sizes
+from service.evaluation.analysing import analyses, topic_sizes
+from service.evaluation.permissions import policy
+from service.evaluation.publishing import boards
+from service.evaluation.runs import run_results
 from service.portal import charts
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, see_other

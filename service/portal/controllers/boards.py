@@ -13,8 +13,10 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, FromQuery
 from litestar.response import Template
 
-from service.evaluation import boards, policy, qrels
-from service.evaluation.exports import board_csv, board_latex, metrics_board_csv
+from service.evaluation.judging import qrels
+from service.evaluation.permissions import policy
+from service.evaluation.publishing import boards
+from service.evaluation.publishing.exports import board_csv, board_latex, metrics_board_csv
 from service.portal import charts
 from service.portal.forms import whole_number
 from service.portal.pages import Page, download

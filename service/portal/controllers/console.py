@@ -16,9 +16,11 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from service.errors import BadRequest
-from service.evaluation import collections, console, jobs, policy, topics
-from service.evaluation.setup import ConfigSpec
-from service.evaluation.work import Outcome
+from service.evaluation.computing import jobs
+from service.evaluation.computing.work import Outcome
+from service.evaluation.organising import collections, console, topics
+from service.evaluation.organising.setup import ConfigSpec
+from service.evaluation.permissions import policy
 from service.portal.controllers import console_forms
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, Refusal, attempt, see_other

@@ -21,7 +21,7 @@ import msgspec.inspect as mi
 
 from service.api.schemas.collections import CollectionSettings, CollectionUpdate
 from service.errors import BadRequest
-from service.evaluation import collections
+from service.evaluation.organising import collections
 from service.portal.forms import PostedForm
 
 # evaluation.hidden_topics has one control with the API's shorthand (the split is set in one place)

@@ -17,8 +17,11 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from service.errors import BadRequest, NotFound
-from service.evaluation import assessments, policy, submissions, teams
-from service.evaluation.work import Outcome
+from service.evaluation.computing.work import Outcome
+from service.evaluation.judging import assessments
+from service.evaluation.organising import teams
+from service.evaluation.permissions import policy
+from service.evaluation.runs import submissions
 from service.portal.controllers.console import organised, yes_or_no
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, Refusal, attempt, attempt_once, see_other

@@ -24,8 +24,9 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Response, Template
 
 from service.errors import BadRequest
-from service.evaluation import judge_track, judgment_sets, policy
-from service.evaluation.work import Outcome
+from service.evaluation.computing.work import Outcome
+from service.evaluation.judging import judge_track, judgment_sets
+from service.evaluation.permissions import policy
 from service.metrics.stats.judge_meta import MEASURES
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, Refusal, attempt, download, see_other

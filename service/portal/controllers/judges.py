@@ -16,9 +16,9 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Template
 
 from service.errors import BadRequest, NotFound
-from service.evaluation import judge_comparison, qrels
-from service.evaluation.exports import disagreeing_topics_csv
-from service.evaluation.work import Outcome
+from service.evaluation.computing.work import Outcome
+from service.evaluation.judging import judge_comparison, qrels
+from service.evaluation.publishing.exports import disagreeing_topics_csv
 from service.http.problems import problem_of
 from service.portal.forms import whole_number
 from service.portal.pages import Page, Refusal, attempt, download

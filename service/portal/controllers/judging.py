@@ -12,7 +12,9 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from service.errors import BadRequest
-from service.evaluation import analyses, assessments, judgments, policy, pools
+from service.evaluation.analysing import analyses
+from service.evaluation.judging import assessments, judgments, pools
+from service.evaluation.permissions import policy
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, attempt, download, see_other
 

@@ -25,8 +25,9 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from service.errors import BadRequest
-from service.evaluation import judgment_sets, labels, policy, qrels
-from service.evaluation.work import Outcome
+from service.evaluation.computing.work import Outcome
+from service.evaluation.judging import judgment_sets, labels, qrels
+from service.evaluation.permissions import policy
 from service.metrics.judgment_rules import RULES
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, Refusal, attempt, attempt_once, see_other

@@ -27,8 +27,9 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from service.errors import BadRequest
-from service.evaluation import jobs, qrels
-from service.evaluation.work import Outcome
+from service.evaluation.computing import jobs
+from service.evaluation.computing.work import Outcome
+from service.evaluation.judging import qrels
 from service.portal.forms import PostedForm, Upload
 from service.portal.pages import Page, Refusal, attempt, see_other
 from service.store.models import Collection

@@ -12,7 +12,9 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Template
 
 from service.errors import BadRequest, NotFound
-from service.evaluation import boards, policy, run_results, submissions
+from service.evaluation.permissions import policy
+from service.evaluation.publishing import boards
+from service.evaluation.runs import run_results, submissions
 from service.portal import charts
 from service.portal.pages import Page, download
 from service.store.models import Collection, Run

@@ -16,8 +16,9 @@ from litestar.response import Redirect, Template
 
 from service.config import settings
 from service.errors import Unauthenticated
-from service.evaluation import access, collections, policy
-from service.evaluation.access import Principal
+from service.evaluation.organising import collections
+from service.evaluation.permissions import access, policy
+from service.evaluation.permissions.access import Principal
 from service.http.unit_of_work import UnitOfWork, principal_with_session
 from service.portal import forms
 from service.portal.forms import PostedForm

@@ -8,8 +8,8 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
-from service.evaluation import boards
-from service.evaluation.exports import board_csv, board_latex
+from service.evaluation.publishing import boards
+from service.evaluation.publishing.exports import board_csv, board_latex
 from service.portal import charts
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, download, see_other

@@ -14,7 +14,12 @@ from litestar.response import Redirect, Template
 from sqlalchemy import select
 
 from service.errors import NotFound
-from service.evaluation import boards, jobs, policy, pools, submissions, teams
+from service.evaluation.computing import jobs
+from service.evaluation.judging import pools
+from service.evaluation.organising import teams
+from service.evaluation.permissions import policy
+from service.evaluation.publishing import boards
+from service.evaluation.runs import submissions
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, Refusal, attempt, see_other
 from service.store.models import Collection, Topic

@@ -17,8 +17,9 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from service.errors import BadRequest
-from service.evaluation import access, policy, teams
-from service.evaluation.work import Outcome
+from service.evaluation.computing.work import Outcome
+from service.evaluation.organising import teams
+from service.evaluation.permissions import access, policy
 from service.portal.controllers.console_runs import new_token_once, no_store
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, Refusal, attempt, see_other

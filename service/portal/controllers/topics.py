@@ -8,8 +8,8 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Template
 
-from service.evaluation import topic_analysis
-from service.evaluation.exports import matrix_csv, topics_csv
+from service.evaluation.analysing import topic_analysis
+from service.evaluation.publishing.exports import matrix_csv, topics_csv
 from service.portal import charts
 from service.portal.pages import Page, download
 
