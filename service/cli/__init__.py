@@ -6,6 +6,7 @@ its own, and :func:`main` builds argparse from the registry and runs the chosen 
   evaluate.py    eval, metrics             (the computation core on files)
   stats.py       compare, metaeval         (significance tests, meta-evaluation)
   topicsize.py   topicsize                 (Sakai's topic set size design)
+  repro.py       repro                     (reproducibility measures, Breuer et al. 2020)
   processes.py   db, worker, beat, serve, demo
   organising.py  load, qrels add, reevaluate, leaderboard, jobs, token create
   judging.py     pool, judgments add, reusability
@@ -33,6 +34,7 @@ from collections.abc import Sequence
 from service.cli import evaluate, stats, processes, organising, judging  # noqa: F401  isort: skip
 from service.cli import judges  # noqa: F401  isort: skip
 from service.cli import topicsize  # noqa: F401  isort: skip
+from service.cli import repro  # noqa: F401  isort: skip
 from service.cli import remote  # noqa: F401  isort: skip
 from service.cli.output import SafeOutput, say
 from service.cli.registry import handler_for
