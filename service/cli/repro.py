@@ -17,8 +17,9 @@ from service.cli.output import write_json
 from service.cli.registry import command
 from service.errors import BadRequest, InvalidMeasure
 
-#: The metrics compared when none is named: the ones reproducibility studies report.
-DEFAULT_REPRO_METRICS = ("nDCG@10", "AP", "P@10", "RR")
+#: The metrics compared when none is named: the ones reproducibility studies report, as
+#: trec_eval (and so repro_eval) computes them (its ndcg_cut.10 is Cranfield's MSnDCG@10).
+DEFAULT_REPRO_METRICS = ("AP", "MSnDCG@10", "P@10", "RR")
 PARTS = ("baseline", "advanced")
 
 
