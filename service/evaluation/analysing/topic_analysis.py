@@ -30,15 +30,19 @@ from service.store.models import Collection
 
 @dataclass(frozen=True)
 class TopicScores:
-    """The per-topic scores of the runs on the caller's board, for one metric."""
+    """The per-topic scores of the runs on the caller's board, for one metric, as one matrix."""
 
     metric: str
     runs: list[dict[str, Any]]  # board order: run, team, run_id, rank, own
     topics: list[str]  # the evaluated topics the caller may see, in stored order
-    values: dict[str, dict[str, float | None]]  # run -> topic -> score (None: not scored)
+    matrix: np.ndarray  # runs x topics (the orders above); NaN where a run was not scored on a topic
     ranked_among: str  # "all" or "team": whose runs the figures are over
     public: bool  # visible topics only (an unrevealed split)
     qrels_version: int | None
+
+    def value(self, row: int, col: int) -> float | None:
+        v = float(self.matrix[row, col])
+        return None if math.isnan(v) else v
 
 
 def topic_scores(s: Session, coll: Collection, me: Principal, metric: str | None = None) -> TopicScores:
@@ -53,16 +57,23 @@ def topic_scores(s: Session, coll: Collection, me: Principal, metric: str | None
     mine = team_name(s, me)
     runs = [{"run": r.run, "team": r.team, "run_id": meta[r.run].id, "rank": r.rank,
              "own": mine is not None and r.team == mine} for r in visible]
-    ids = {meta[r.run].id: r.run for r in visible}
-    values: dict[str, dict[str, float | None]] = {}
-    topics: dict[str, None] = {}
-    for (run_id, _), got in stored_scores(s, coll, list(ids), [name]).items():
-        per = values.setdefault(ids[run_id], {})
-        for t, v in zip(got.topics, got.values.tolist()):
-            if t not in hide:
-                topics.setdefault(t)
-                per[t] = None if math.isnan(v) else float(v)
-    return TopicScores(name, runs, list(topics), values, "team" if among == "team" else "all", public,
+    row_of = {meta[r.run].id: i for i, r in enumerate(visible)}
+    got = stored_scores(s, coll, list(row_of), [name])
+    # Columns in the order topics are first met; the runs of one evaluation share one topic list,
+    # so each distinct list is mapped to columns once (not once per run).
+    column: dict[str, int] = {}
+    placed: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+    for stored in got.values():
+        key = tuple(stored.topics)
+        if key not in placed:
+            kept = np.array([t not in hide for t in key], dtype=bool)
+            placed[key] = (kept, np.array([column.setdefault(t, len(column)) if t not in hide else -1 for t in key],
+                                          dtype=np.intp)[kept])
+    matrix = np.full((len(runs), len(column)), np.nan)
+    for (run_id, _), stored in got.items():
+        kept, cols = placed[tuple(stored.topics)]
+        matrix[row_of[run_id], cols] = np.asarray(stored.values, dtype=float)[kept]
+    return TopicScores(name, runs, list(column), matrix, "team" if among == "team" else "all", public,
                        visible[0].qrels_version if visible else None)
 
 
@@ -71,52 +82,73 @@ def topic_analysis(s: Session, coll: Collection, me: Principal, metric: str | No
     the number of runs scored on it, median, quartiles, least and best score, the runs that
     reach the best (ties: all of them) and the caller's own runs' scores."""
     data = topic_scores(s, coll, me, metric)
-    own = [r["run"] for r in data.runs if r["own"]]
-    gone = _missing_by_run(s, data)
+    x = data.matrix
+    scored = ~np.isnan(x)
+    counts = scored.sum(axis=0)
+    gone = _missing_by_run(s, data) & scored
+    submitted = scored & ~gone
+    best = np.max(np.where(scored, x, -np.inf), axis=0)
+    least = np.min(np.where(scored, x, np.inf), axis=0)
+    least_submitted = np.min(np.where(submitted, x, np.inf), axis=0)
+    quartiles = _quartiles(x, counts)
+    own_rows = [i for i, r in enumerate(data.runs) if r["own"]]
+    names = [r["run"] for r in data.runs]
     items = []
-    for t in data.topics:
-        scored = [(r["run"], data.values.get(r["run"], {}).get(t)) for r in data.runs]
-        scored = [(run, v) for run, v in scored if v is not None]
-        if not scored:
-            continue
-        v = np.array([x for _, x in scored])
-        best = float(v.max())
-        q1, median, q3 = (float(x) for x in np.percentile(v, [25, 50, 75]))
-        submitted = [x for run, x in scored if t not in gone.get(run, ())]
-        items.append({"topic": t, "runs": len(scored), "median": median, "q1": q1, "q3": q3,
-                      "min": float(v.min()), "best": best, "best_runs": [run for run, x in scored if x == best],
-                      "missing": len(scored) - len(submitted),
-                      "min_submitted": float(min(submitted)) if submitted else None,
-                      "own": {run: data.values.get(run, {}).get(t) for run in own},
-                      "own_missing": [run for run in own if t in gone.get(run, ())]})
+    for j in np.flatnonzero(counts > 0).tolist():
+        q1, median, q3 = quartiles[:, j].tolist()
+        items.append({"topic": data.topics[j], "runs": int(counts[j]), "median": median, "q1": q1, "q3": q3,
+                      "min": float(least[j]), "best": float(best[j]),
+                      "best_runs": [names[i] for i in np.flatnonzero(scored[:, j] & (x[:, j] == best[j])).tolist()],
+                      "missing": int(gone[:, j].sum()),
+                      "min_submitted": float(least_submitted[j]) if submitted[:, j].any() else None,
+                      "own": {names[i]: data.value(i, j) for i in own_rows},
+                      "own_missing": [names[i] for i in own_rows if gone[i, j]]})
     items.sort(key=lambda i: (i["median"], i["topic"]))
     return {"collection": coll.name, "metric": data.metric, "released": coll.leaderboard_released,
             "topics": "visible only (public/private split)" if data.public else "all",
             "qrels_version": data.qrels_version, "runs_from": data.ranked_among,
             "runs": [{k: r[k] for k in ("run", "team", "run_id", "own")} for r in data.runs],
-            "own_runs": own, "items": items}
+            "own_runs": [names[i] for i in own_rows], "items": items}
 
 
-def _missing_by_run(s: Session, data: TopicScores) -> dict[str, set[str]]:
-    """Per run, the topics scored 0 that its file has no line for (``missing: zero`` scores them
-    0, like a real 0; issue 25, item 6). Only a run with a 0 somewhere has its file read."""
+def _quartiles(filled: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The 25th, 50th and 75th percentiles of each column's scored values (NaN: not scored), a
+    (3, topics) array. Columns with the same number of scored runs are taken together: sorted,
+    their scored values are the first ``n`` rows, and numpy's percentile of those rows along
+    the axis is, value for value, its percentile of each column alone."""
+    out = np.full((3, filled.shape[1]), np.nan)
+    ordered = np.sort(filled, axis=0)  # NaN sorts last
+    for n in np.unique(counts[counts > 0]).tolist():
+        cols = np.flatnonzero(counts == n)
+        out[:, cols] = np.percentile(ordered[:n, cols], [25, 50, 75], axis=0)
+    return out
+
+
+def _missing_by_run(s: Session, data: TopicScores) -> np.ndarray:
+    """Runs x topics: True where a run scored 0 on a topic its file has no line for (``missing:
+    zero`` scores such a topic 0, like a real 0; issue 25, item 6). Only a run with a 0
+    somewhere is looked up."""
     from service.evaluation.runs.run_results import missing_topics
     from service.store.models import Run
 
-    out: dict[str, set[str]] = {}
-    for r in data.runs:
-        zeros = [t for t, v in data.values.get(r["run"], {}).items() if v == 0]
+    gone = np.zeros(data.matrix.shape, dtype=bool)
+    column = {t: j for j, t in enumerate(data.topics)}
+    for i, r in enumerate(data.runs):
+        zeros = [data.topics[j] for j in np.flatnonzero(data.matrix[i] == 0).tolist()]
         row = s.get(Run, r["run_id"]) if zeros and r["run_id"] is not None else None
         if row is not None:
-            out[r["run"]] = missing_topics(row, zeros)
-    return out
+            for t in missing_topics(row, zeros):
+                gone[i, column[t]] = True
+    return gone
 
 
 def score_matrix(s: Session, coll: Collection, me: Principal, metric: str | None = None) -> dict[str, Any]:
     """The run x topic matrix of a metric: the runs on the caller's board (board order) by the
     topics the caller may see (stored order); null where a run was not scored on a topic."""
     data = topic_scores(s, coll, me, metric)
+    cells = data.matrix.tolist()
     return {"collection": coll.name, "metric": data.metric, "qrels_version": data.qrels_version,
             "topics": data.topics, "runs_from": data.ranked_among,
             "rows": [{"run": r["run"], "team": r["team"], "run_id": r["run_id"], "rank": r["rank"],
-                      "scores": [data.values.get(r["run"], {}).get(t) for t in data.topics]} for r in data.runs]}
+                      "scores": [None if math.isnan(v) else v for v in row]}
+                     for r, row in zip(data.runs, cells)]}
