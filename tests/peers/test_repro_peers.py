@@ -284,7 +284,8 @@ def test_ktu_and_rbo_per_topic_equal_repro_evals(data, same_collection, case, pa
         equal_lengths = all(len(orig_run[t]) == len(rep_run[t]) for t in rep_run)
         if equal_lengths:
             theirs = KTU(orig_run, rep_run, per_topic=True)
-            close("KTU mean", mine["KTU"], KTU(orig_run, rep_run), END_TO_END_TOL)
+            # repro_eval's mean is np.mean of these (computed here once: its KTU is slow)
+            close("KTU mean", mine["KTU"], float(np.mean(list(theirs.values()))), END_TO_END_TOL)
         else:
             # Documented difference: repro_eval cannot compare lists of different lengths ...
             with pytest.raises(ValueError):
@@ -300,8 +301,7 @@ def test_ktu_and_rbo_per_topic_equal_repro_evals(data, same_collection, case, pa
         rbo = RBO(orig_run, rep_run, p=0.95, depth=1000, pbar=False, per_topic=True)
         for t, v in rbo.items():
             close("RBO per topic", mine["per_topic"][t]["RBO"], v, END_TO_END_TOL)
-        close("RBO mean", mine["RBO"], RBO(orig_run, rep_run, p=0.95, depth=1000, pbar=False, per_topic=False),
-              END_TO_END_TOL)
+        close("RBO mean", mine["RBO"], float(np.mean(list(rbo.values()))), END_TO_END_TOL)
 
 
 def test_rbo_with_other_parameters_and_ktu_depth(data) -> None:  # type: ignore[no-untyped-def]
