@@ -6,7 +6,6 @@ The core's statistics (scipy) are imported inside the handlers.
 from __future__ import annotations
 
 import argparse
-from itertools import islice
 from pathlib import Path
 from typing import TextIO
 
@@ -156,7 +155,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     from service.metrics.stats.anova import run_intervals
     from service.metrics.stats.common import as_score_matrix
     from service.metrics.stats.pairwise import pair_effects, pair_t_intervals, pairwise
-    from service.metrics.stats.presentation import correction_name, format_p_many, interval_name
+    from service.metrics.stats.presentation import correction_name, interval_name
 
     metrics, tables, runs, topics = _score_tables_with_topics(args)
     if len(runs) < 2:
@@ -222,13 +221,8 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
                                  "p_adjusted", "significant", f"diff_{pair_kind}_ci_low", f"diff_{pair_kind}_ci_high",
                                  "effect_size")) + "\n")
     for metric, res, _, eff in report:
-        pairs = _pair_rows(res, eff)
-        while block := list(islice(pairs, 65536)):  # one write per 65,536 pairs, not one per pair
-            ps, pas = (format_p_many([row[k] for row in block], a, 4) for k in (6, 7))  # the texts of format_p
-            out.write("".join(
-                f"{ra}\t{rb}\t{metric}\t{res.test}\t{ma:.6f}\t{mb:.6f}\t{d:.6f}\t{st:.6f}\t{p}\t{pa}\t"
-                f"{_verdict_cell(verdict, b)}\t{lo:.6f}\t{hi:.6f}\t{es:.6f}\n"
-                for (ra, rb, ma, mb, d, st, _, _, _, verdict, lo, hi, es, b), p, pa in zip(block, ps, pas)))
+        out.writelines(_pair_lines(res, eff, metric, slice(lo, lo + PAIRS_PER_WRITE))
+                       for lo in range(0, len(res.a), PAIRS_PER_WRITE))
     out.write(f"# p: raw; p_adjusted: correction {correction_name(args.test, args.correction)}; significant: "
               f"p_adjusted < alpha = {a:g}; both printed with the digits that show their side of alpha\n")
     out.writelines(f"# {name}\n" for name in intervals.values())
@@ -295,6 +289,30 @@ def _verdict_cell(verdict: str, resamples: int | None) -> str:
     if verdict == "undecided":
         return f"undecided at B = {resamples}" if resamples else "undecided"
     return "yes" if verdict == "significant" else "no"
+
+
+#: The TSV's pairs are made and written this many at a time.
+PAIRS_PER_WRITE = 65536
+
+
+def _pair_lines(res, eff, metric: str, sl: slice) -> str:  # type: ignore[no-untyped-def]
+    """The TSV lines of the pairs ``sl``, a column at a time (``service.cli.columns``): the text
+    the per-pair formatting gave (f"{v:.6f}", ``format_p_many(..., 4)``, :func:`_verdict_cell`)."""
+    from service.cli.columns import as_text, fixed, p_texts, pick, put, rows, where
+
+    significant = res.p_adjusted[sl] < res.alpha
+    verdict = where(significant, "yes", "no")
+    if res.undecided is not None and res.undecided[sl].any():
+        undecided = np.flatnonzero(res.undecided[sl])
+        b = [None] * len(undecided) if res.pair_resamples is None else res.pair_resamples[sl][undecided].tolist()
+        put(verdict, undecided, [_verdict_cell("undecided", k) for k in b])
+    names = as_text(res.runs)
+    return rows([
+        pick(names, res.a[sl]), pick(names, res.b[sl]), metric, res.test,
+        fixed(res.mean_a[sl], 6), fixed(res.mean_b[sl], 6), fixed(res.mean_a[sl] - res.mean_b[sl], 6),
+        fixed(res.statistic[sl], 6), p_texts(res.p[sl], res.alpha, 4),
+        p_texts(res.p_adjusted[sl], res.alpha, 4), verdict, fixed(eff.ci_low[sl], 6),
+        fixed(eff.ci_high[sl], 6), fixed(eff.standardised[sl], 6)])
 
 
 def _pair_rows(res, eff):  # type: ignore[no-untyped-def]

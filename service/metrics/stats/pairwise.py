@@ -33,12 +33,12 @@ Tests
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from service.metrics.stats.common import (
     BLOCK_BYTES,
@@ -46,11 +46,18 @@ from service.metrics.stats.common import (
     as_score_matrix,
     at_least,
     baseline_pairs,
+    block_pool,
     block_width,
     column_blocks,
+    column_slices,
+    for_each_block,
     monte_carlo_p,
     pair_indices,
+    run_slices,
+    t_ppf,
+    t_sf,
     t_statistic,
+    tie_threshold,
 )
 from service.metrics.stats.correction import Correction, adjust
 from service.metrics.stats.sequential import MonteCarlo
@@ -241,9 +248,15 @@ def pairwise(
     elif test in ("t", "wilcoxon", "sign"):
         kernel = {"t": paired_t, "wilcoxon": wilcoxon, "sign": sign_test}[test]
         stat, p = np.empty(diffs.pairs), np.empty(diffs.pairs)
+
+        def classic(lo: int, hi: int) -> None:
+            stat[lo:hi], p[lo:hi] = kernel(diffs.block(lo, hi))
+
         # scipy's Wilcoxon holds about a dozen arrays the size of its input: smaller blocks.
-        for lo, hi, z in diffs.blocks(x.shape[0], max(1, block_bytes // 8) if test == "wilcoxon" else block_bytes):
-            stat[lo:hi], p[lo:hi] = kernel(z)
+        # Blocks side by side on the CPUs (each writes its own slice), a few per CPU at least.
+        cap = max(1, block_bytes // 8) if test == "wilcoxon" else block_bytes
+        width = min(block_width(x.shape[0], cap), max(MIN_PARALLEL_BLOCK, -(-diffs.pairs // 8)))
+        for_each_block(classic, column_blocks(diffs.pairs, width), workers=1 if test == "wilcoxon" else None)
     elif test == "bootstrap":
         boot = bootstrap(diffs, resamples=resamples, seed=rng, block_bytes=block_bytes)
         stat, used_b = boot.t_observed, resamples
@@ -289,6 +302,8 @@ def pairwise(
     )
 
 
+#: The narrowest block a classic test's pairs are split into to run on several CPUs.
+MIN_PARALLEL_BLOCK = 4096
 #: The tests whose p is a Monte Carlo estimate (randomisation unless exact).
 RESAMPLING = frozenset({"bootstrap", "randomisation", "tukey"})
 #: Rows of a later stage drawn at a time (bounds the memory of its draws, changes no result).
@@ -344,9 +359,7 @@ def _sequential(test: str, x: np.ndarray, a: np.ndarray, b: np.ndarray, first: M
         for lo in range(0, total, STAGE_CHUNK):
             rows = min(STAGE_CHUNK, total - lo)
             if test == "bootstrap":
-                for blk in bootstrap_blocks(diffs, resampling_counts(n, rows, gen), block_bytes, reuse=True):
-                    count[blk.lo:blk.hi] += blk.extreme_counts()
-                    trials[blk.lo:blk.hi] += blk.informative_counts()
+                _bootstrap_counts(diffs, resampling_counts(n, rows, gen), block_bytes, None, count, trials)
             elif test == "randomisation":
                 count += _randomisation_counts(diffs, _sign_rows(gen, rows, n), block_bytes, rows)[1]
                 trials += rows
@@ -368,7 +381,7 @@ def paired_t(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Paired t-test on differences z (topics, pairs); identical runs get t = 0, p = 1."""
     n = z.shape[0]
     t = t_statistic(z.mean(axis=0), z.std(axis=0, ddof=1), n)
-    return t, 2.0 * stats.t.sf(np.abs(t), n - 1)
+    return t, 2.0 * t_sf(np.abs(t), n - 1)
 
 
 def wilcoxon(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -379,6 +392,8 @@ def wilcoxon(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     are therefore tested in groups that share both, so each p-value is the one
     ``scipy.stats.wilcoxon(x_a, x_b)`` gives for that pair alone.
     """
+    from scipy import stats
+
     stat = np.zeros(z.shape[1])
     p = np.ones(z.shape[1])
     nonzero = (z != 0).sum(axis=0)
@@ -396,6 +411,8 @@ def wilcoxon(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def sign_test(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided sign test; the statistic is the number of topics where run a wins."""
+    from scipy import stats
+
     wins = (z > 0).sum(axis=0)
     losses = (z < 0).sum(axis=0)
     n = wins + losses
@@ -537,48 +554,111 @@ def bootstrap_blocks(
     overwritten by the next one (the hot loops' way: three B x block arrays in all).
     """
     diffs = _differences(z)
-    n = diffs.n
     rows = counts.shape[0]
     padded = padded_rows(counts)
     scratch = _Scratch(padded.shape[0], reuse)
-    root_n = np.sqrt(n)
     for lo, hi, zb in diffs.blocks(padded.shape[0], block_bytes):
-        cols = hi - lo
-        mean = zb.mean(axis=0)
-        t_obs = t_statistic(mean, zb.std(axis=0, ddof=1), n)
-        w = zb - mean
-        # Centred differences at round-off level are zero (see t_statistic): otherwise resamples
-        # of pure noise (equal noise values give sd* = 0) would count as infinitely extreme.
-        w = np.where(np.abs(w) <= 1e-12 * np.max(np.abs(zb), axis=0), 0.0, w)
-        # Sums over a resample are count-weighted sums: C @ w and C @ w^2.
-        mean_star = np.matmul(padded, w, out=scratch.get("mean", cols))[:rows]
-        mean_star /= n
-        sd = np.matmul(padded, w * w, out=scratch.get("sd", cols))[:rows]
-        t = scratch.get("t", cols)[:rows]
-        mask = scratch.get("mask", cols, np.bool_)[:rows]
-        np.multiply(mean_star, mean_star, out=t)  # var* = max(sum w*^2 - n mean*^2, 0) / (n - 1)
-        t *= n
-        # sum w*^2 - n mean*^2 cancels when a resample's values are all equal: a remainder within
-        # 1e-12 of sum w*^2 is round-off (the resample has zero spread), not variation.
-        np.less_equal(sd - t, 1e-12 * sd, out=mask)
-        sd -= t
-        np.copyto(sd, 0.0, where=mask)
-        np.maximum(sd, 0.0, out=sd)
-        sd /= n - 1
-        np.sqrt(sd, out=sd)
-        # t* = mean* / (sd* / sqrt(n)): an sd* below 1e-12 |mean*| is round-off (zero); 0/0 is 0.
-        np.abs(mean_star, out=t)
-        t *= 1e-12
-        np.less_equal(sd, t, out=mask)
-        np.copyto(sd, 0.0, where=mask)
-        sd /= root_n
-        with np.errstate(divide="ignore", invalid="ignore"):
-            np.divide(mean_star, sd, out=t)
-        np.equal(sd, 0.0, out=mask)
-        if mask.any():
-            mask &= mean_star == 0
-            np.copyto(t, 0.0, where=mask)
-        yield BootstrapBlock(lo, hi, t_obs, t, mean_star, np.abs(t, out=sd))
+        t_obs, t, mean_star, abs_t = _bootstrap_block(zb, padded, rows, scratch)
+        yield BootstrapBlock(lo, hi, t_obs, t, mean_star, abs_t)
+
+
+def _bootstrap_block(zb: np.ndarray, padded: np.ndarray, rows: int, scratch: _Scratch
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One block of :func:`bootstrap_blocks`: (t observed, t*, mean*, |t*|)."""
+    n, cols = zb.shape
+    t_obs, mean_star, sq = _bootstrap_sums(zb, padded, rows, scratch)
+    t, abs_t, _ = _studentised(mean_star, sq, n, scratch.get("t", cols)[:rows], scratch.get("mask", cols, np.bool_)[:rows])
+    return t_obs, t, mean_star, abs_t
+
+
+def _bootstrap_sums(zb: np.ndarray, padded: np.ndarray, rows: int, scratch: _Scratch
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t observed, C w / n, C w^2) of a block of pairs: the resamples' means and sums of squares."""
+    n, cols = zb.shape
+    mean = zb.mean(axis=0)
+    t_obs = t_statistic(mean, zb.std(axis=0, ddof=1), n)
+    w = zb - mean
+    # Centred differences at round-off level are zero (see t_statistic): otherwise resamples
+    # of pure noise (equal noise values give sd* = 0) would count as infinitely extreme.
+    w = np.where(np.abs(w) <= 1e-12 * np.max(np.abs(zb), axis=0), 0.0, w)
+    # Sums over a resample are count-weighted sums: C @ w and C @ w^2.
+    mean_star = np.matmul(padded, w, out=scratch.get("mean", cols))[:rows]
+    mean_star /= n
+    sq = np.matmul(padded, w * w, out=scratch.get("sd", cols))[:rows]
+    return t_obs, mean_star, sq
+
+
+def _studentised(mean_star: np.ndarray, sq: np.ndarray, n: int, t: np.ndarray, mask: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(t*, |t*|, whether some sd* is 0) from a block's mean* and sum of squares ``sq`` (overwritten,
+    as are ``t`` and ``mask``, arrays of the same shape; element by element, so any split of the
+    columns gives the same floats). Without a zero sd* every t* is finite (an sd* above 1e-12
+    |mean*| bounds |t*|), which lets :func:`_bootstrap_counts` skip the finiteness passes."""
+    np.multiply(mean_star, mean_star, out=t)  # var* = max(sum w*^2 - n mean*^2, 0) / (n - 1)
+    t *= n
+    # sum w*^2 - n mean*^2 cancels when a resample's values are all equal: a remainder within
+    # 1e-12 of sum w*^2 is round-off (the resample has zero spread), not variation.
+    np.subtract(sq, t, out=t)  # the remainder, in t's array; then 1e-12 sum w*^2 in sq's
+    np.multiply(sq, 1e-12, out=sq)
+    np.less_equal(t, sq, out=mask)
+    sd, t = t, sq
+    np.copyto(sd, 0.0, where=mask)
+    np.maximum(sd, 0.0, out=sd)
+    sd /= n - 1
+    np.sqrt(sd, out=sd)
+    # t* = mean* / (sd* / sqrt(n)): an sd* below 1e-12 |mean*| is round-off (zero); 0/0 is 0.
+    np.abs(mean_star, out=t)
+    t *= 1e-12
+    np.less_equal(sd, t, out=mask)
+    np.copyto(sd, 0.0, where=mask)
+    sd /= np.sqrt(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.divide(mean_star, sd, out=t)
+    np.equal(sd, 0.0, out=mask)
+    zero_sd = bool(mask.any())
+    if zero_sd:
+        mask &= mean_star == 0
+        np.copyto(t, 0.0, where=mask)
+    return t, np.abs(t, out=sd), zero_sd
+
+
+def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
+                      t_obs: np.ndarray | None, extreme: np.ndarray, informative: np.ndarray) -> None:
+    """Each pair's observed t (into ``t_obs`` unless None), #{|t*| >= |t|} among the informative
+    resamples (added to ``extreme``) and the informative resamples (added to ``informative``):
+    ``BootstrapBlock.extreme_counts`` and ``informative_counts`` of every block of
+    :func:`bootstrap_blocks`, the same counts. The products are those blocks' (OpenBLAS's last
+    bits depend on a product's width and threads); the element-wise passes that follow run on
+    slices of a block the size of a core's cache, side by side on the CPUs (``column_slices``)."""
+    rows = counts.shape[0]
+    padded = padded_rows(counts)
+    scratch = _Scratch(padded.shape[0], True)
+    local = threading.local()  # each thread's own t and mask arrays, reused from slice to slice
+    with block_pool() as pool:
+        for lo, hi, zb in diffs.blocks(padded.shape[0], block_bytes):
+            n = zb.shape[0]
+            observed, mean_star, sq = _bootstrap_sums(zb, padded, rows, scratch)
+            if t_obs is not None:
+                t_obs[lo:hi] = observed
+            threshold = tie_threshold(np.abs(observed))
+
+            def work(c0: int, c1: int, lo: int = lo, mean_star: np.ndarray = mean_star, sq: np.ndarray = sq,
+                     threshold: np.ndarray = threshold, n: int = n) -> None:
+                own = getattr(local, "scratch", None)
+                if own is None:
+                    own = local.scratch = _Scratch(rows, True)
+                _, abs_t, zero_sd = _studentised(mean_star[:, c0:c1], sq[:, c0:c1], n, own.get("t", c1 - c0),
+                                                 own.get("mask", c1 - c0, np.bool_))
+                hit = np.greater_equal(abs_t, threshold[None, c0:c1], out=own.get("hit", c1 - c0, np.bool_))
+                if zero_sd:  # degenerate resamples (t* = +-inf) may be there: leave them out
+                    finite = np.isfinite(abs_t)
+                    hit &= finite
+                    informative[lo + c0:lo + c1] += np.count_nonzero(finite, axis=0)
+                else:
+                    informative[lo + c0:lo + c1] += rows
+                extreme[lo + c0:lo + c1] += np.count_nonzero(hit, axis=0)
+
+            run_slices(pool, work, column_slices(hi - lo, rows))
 
 
 def bootstrap(
@@ -599,12 +679,9 @@ def bootstrap(
     rng = as_rng(seed)
     counts = resampling_counts(diffs.n, resamples, rng)
     t_obs = np.empty(diffs.pairs)
-    count = np.empty(diffs.pairs)
-    informative = np.empty(diffs.pairs)
-    for blk in bootstrap_blocks(diffs, counts, block_bytes, reuse=True):
-        t_obs[blk.lo : blk.hi] = blk.t_observed
-        count[blk.lo : blk.hi] = blk.extreme_counts()
-        informative[blk.lo : blk.hi] = blk.informative_counts()
+    count = np.zeros(diffs.pairs)
+    informative = np.zeros(diffs.pairs)
+    _bootstrap_counts(diffs, counts, block_bytes, t_obs, count, informative)
     return BootstrapDraws(t_obs, monte_carlo_p(count, informative), counts, diffs, block_bytes, count, informative)
 
 
@@ -638,10 +715,47 @@ def pair_effects(
     padded = padded_rows(resampling_counts(n, resamples, as_rng(seed)))
     tail = (1.0 - level) / 2.0 * 100
     low, high, standardised = np.empty(diffs.pairs), np.empty(diffs.pairs), np.empty(diffs.pairs)
-    for lo, hi, z in diffs.blocks(padded.shape[0], block_bytes):
-        standardised[lo:hi] = t_statistic(z.mean(axis=0), z.std(axis=0, ddof=1), 1)
-        low[lo:hi], high[lo:hi] = np.percentile((padded @ z)[:resamples] / n, [tail, 100 - tail], axis=0)
+
+    with block_pool() as pool:
+        for lo, hi, z in diffs.blocks(padded.shape[0], block_bytes):
+            standardised[lo:hi] = t_statistic(z.mean(axis=0), z.std(axis=0, ddof=1), 1)
+            means = (padded @ z)[:resamples] / n
+
+            def work(c0: int, c1: int, lo: int = lo, means: np.ndarray = means) -> None:
+                # Each pair's B resampled means in a row of their own (contiguous), sorted: the
+                # values of np.percentile, without its partition along a strided axis (slow).
+                lanes = np.ascontiguousarray(means[:, c0:c1].T)
+                lanes.sort(axis=1)
+                low[lo + c0:lo + c1], high[lo + c0:lo + c1] = sorted_percentiles(lanes, [tail, 100 - tail])
+
+            run_slices(pool, work, column_slices(hi - lo, resamples))
     return PairEffects(low, high, standardised)
+
+
+def sorted_percentiles(lanes: np.ndarray, q: Sequence[float]) -> np.ndarray:
+    """``np.percentile(lanes, q, axis=1)`` (method "linear") of rows already sorted in increasing
+    order, the same floats: numpy's virtual index (n - 1) q / 100, its neighbours, and its
+    interpolation (``numpy.lib._function_base_impl._lerp``; tests/unit/test_stats_scale.py holds
+    it to np.percentile). A row with a NaN (sorted last) gives NaN, as in numpy."""
+    n = lanes.shape[1]
+    quantiles = np.true_divide(np.asarray(q, dtype=np.float64), 100)
+    virtual = (n - 1) * quantiles
+    previous = np.floor(virtual)
+    following = previous + 1
+    above = virtual >= n - 1
+    previous[above] = following[above] = -1
+    below = virtual < 0
+    previous[below] = following[below] = 0
+    previous, following = previous.astype(np.intp), following.astype(np.intp)
+    gamma = (virtual - previous)[:, None]
+    first, second = lanes[:, previous].T, lanes[:, following].T
+    diff = second - first
+    out = np.add(first, diff * gamma)
+    np.subtract(second, diff * (1 - gamma), out=out, where=np.broadcast_to(gamma >= 0.5, out.shape))
+    nan = np.isnan(lanes[:, -1])
+    if nan.any():
+        out[:, nan] = np.nan
+    return out
 
 
 def pair_t_intervals(x: np.ndarray, a: np.ndarray, b: np.ndarray, *, level: float = 0.95,
@@ -655,7 +769,7 @@ def pair_t_intervals(x: np.ndarray, a: np.ndarray, b: np.ndarray, *, level: floa
     from their differences."""
     x = np.asarray(x, dtype=np.float64)
     n = x.shape[0]
-    crit = float(stats.t.ppf((1.0 + level) / 2.0, n - 1))
+    crit = float(t_ppf((1.0 + level) / 2.0, n - 1))
     if t is not None and t.test == "t" and len(t.a) == len(a):
         mean, stat = t.diff, t.statistic
         with np.errstate(divide="ignore", invalid="ignore"):

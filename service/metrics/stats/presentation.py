@@ -42,6 +42,7 @@ def p_floor(alpha: float) -> float:
     return 10.0 ** math.floor(math.log10(alpha) + 1e-12)
 
 
+@lru_cache(maxsize=64)
 def _bound_text(bound: float) -> str:
     digits = max(0, -math.floor(math.log10(bound) + 1e-12))
     return f"{bound:.{digits}f}"
@@ -80,12 +81,18 @@ def format_p_many(values: Sequence[float], alpha: float, decimals: int = P_DECIM
     half a million pairs): a p at least 10^-decimals away from alpha, with two significant digits
     at ``decimals`` and above the floor, cannot round onto or across alpha, so it is formatted
     once without the check."""
-    floor = p_floor(alpha)
-    safe_from = max(floor, _TENTHS.get(decimals, 10.0 ** (1 - decimals)))
+    safe_from = p_safe_from(alpha, decimals)
     margin = 10.0 ** -decimals
     spec = f".{decimals}f"
     return [format(p, spec) if p >= safe_from and abs(p - alpha) > margin else format_p(p, alpha, decimals, missing)
             for p in (float(v) for v in values)]
+
+
+def p_safe_from(alpha: float, decimals: int = P_DECIMALS) -> float:
+    """The smallest p that :func:`format_p` prints with plain ``decimals`` decimals when it is more
+    than 10^-decimals away from alpha: the floor, or where ``decimals`` still show two
+    significant digits."""
+    return max(p_floor(alpha), _TENTHS.get(decimals, 10.0 ** (1 - decimals)))
 
 
 def read_p(text: str) -> tuple[float, bool]:
