@@ -54,8 +54,16 @@ async def no_sniffing(message: Any, _scope: Any) -> None:
         MutableScopeHeaders.from_message(message).setdefault("X-Content-Type-Options", "nosniff")
 
 
-def problem_response(_: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
-    """Every error of the JSON API: a problem document from the one error table."""
+API_PREFIXES = ("/api", "/health", "/schema", "/static")
+
+
+def problem_response(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    """Every error of the JSON API: a problem document from the one error table. An error no
+    route handled (a mistyped portal address) is a page for a browser that asks for HTML."""
+    if not request.url.path.startswith(API_PREFIXES) and "text/html" in request.headers.get("accept", ""):
+        from service.portal.app import error_page
+
+        return error_page(request, exc)
     problem = problem_of(exc)
     return Response(problem.document(), status_code=problem.status, media_type="application/problem+json",
                     headers=headers_of(exc, problem) or None)

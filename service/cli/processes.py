@@ -46,7 +46,8 @@ def cmd_db(args: argparse.Namespace, out: TextIO) -> int:
 def _worker_arguments(w: argparse.ArgumentParser) -> None:
     w.add_argument("--concurrency", type=int, help="worker processes (default $CRANFIELD_WORKER_CONCURRENCY or 2)")
     w.add_argument("--beat", action="store_true", help="also run the scheduler (sweeper, stale-result refresh)")
-    w.add_argument("--loglevel", default="INFO")
+    w.add_argument("--loglevel", default="INFO", help="Celery's log level (default: %(default)s)")
+    w.add_argument("--quiet", action="store_true", help="no start-up banner (cranfield serve's embedded worker)")
 
 
 @command("worker", "start a Celery worker (evaluations, tests)", _worker_arguments)
@@ -58,7 +59,7 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
             "-c", str(args.concurrency or settings().worker.concurrency)]
     if args.beat:
         argv.append("-B")
-    app.worker_main(argv)
+    app.worker_main(["--quiet", *argv] if args.quiet else argv)
     return 0
 
 
@@ -93,13 +94,15 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
 
     url = database_url()
     migrate.upgrade(url)
-    if args.sample:
-        _load_public_sample(Path(args.sample), out, url)
+    sample = _load_public_sample(Path(args.sample), out, url) if args.sample else None
     worker = None
     if not args.no_worker and settings().worker.broker_folder is not None:
         # The embedded default: one worker with the scheduler next to the API, restarted if it exits.
-        worker = EmbeddedWorker([sys.executable, "-m", "service.cli", "worker", "--beat", "--loglevel", "WARNING"])
+        worker = EmbeddedWorker([sys.executable, "-m", "service.cli", "worker", "--beat", "--quiet",
+                                 "--loglevel", "WARNING"])
         worker.start()
+    out.write(serving_note(args.host, args.port, sample, worker is not None))
+    out.flush()
     try:
         processes = args.processes or settings().web.api_processes
         if processes < 1:
@@ -110,6 +113,24 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
         if worker is not None:
             worker.stop()
     return 0
+
+
+def serving_note(host: str, port: int, sample: tuple[int, bool] | None, worker: bool) -> str:
+    """What `cranfield serve` says before the server's own log: where to open it and, with a
+    sample, whether it was loaded now or found in the database, and when its board fills."""
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # a name to open, not a bind
+    base = f"http://{shown}:{port}"
+    lines = [f"Cranfield: open {base}/ (the portal); the API is at {base}/api, its OpenAPI schema at {base}/schema"]
+    if sample is not None:
+        cid, fresh = sample
+        if fresh:
+            filling = ("the worker evaluates its runs in a few seconds; until then its board answers "
+                       "reevaluation_in_progress" if worker else "a worker must evaluate its runs before its board fills")
+            lines.append(f"Cranfield: the sample collection was loaded now: open {base}/c/{cid} ({filling})")
+        else:
+            lines.append(f"Cranfield: the sample collection is already in this database and is served as it is: "
+                         f"open {base}/c/{cid}")
+    return "".join(f"{line}\n" for line in lines)
 
 
 class EmbeddedWorker:
@@ -175,8 +196,9 @@ def _die_with_parent() -> None:
         pass
 
 
-def _load_public_sample(folder: Path, out: TextIO, url: str) -> None:
-    """Load a sample collection once, public with its leaderboard released (for a first look)."""
+def _load_public_sample(folder: Path, out: TextIO, url: str) -> tuple[int, bool]:
+    """Load a sample collection once, public with its leaderboard released (for a first look):
+    its id, and whether it was loaded now (False: this database already holds it, reused as is)."""
     from sqlalchemy import select
 
     from service.cli.organising import cmd_load
@@ -184,15 +206,17 @@ def _load_public_sample(folder: Path, out: TextIO, url: str) -> None:
     from service.store.models import Collection
 
     with sessions(url)() as s:
-        exists = s.scalar(select(Collection.id).where(Collection.name == "sample")) is not None
-    if not exists:
-        if not (folder / "qrels.ntcir").is_file():
-            raise InvalidInput(str(folder), None, "no qrels.ntcir here")
-        cmd_load(argparse.Namespace(collection="sample", qrels=str(folder / "qrels.ntcir"), runs=[str(folder / "runs")],
-                                    team=None, official_metric="AP", metrics=None, actor="serve"), out)
-        with transaction(sessions(url)) as s:
-            coll = s.scalar(select(Collection).where(Collection.name == "sample"))
-            coll.visibility, coll.leaderboard_released = "public", True
+        existing = s.scalar(select(Collection.id).where(Collection.name == "sample"))
+    if existing is not None:
+        return existing, False
+    if not (folder / "qrels.ntcir").is_file():
+        raise InvalidInput(str(folder), None, "no qrels.ntcir here")
+    cmd_load(argparse.Namespace(collection="sample", qrels=str(folder / "qrels.ntcir"), runs=[str(folder / "runs")],
+                                team=None, official_metric="AP", metrics=None, actor="serve"), out)
+    with transaction(sessions(url)) as s:
+        coll = s.scalar(select(Collection).where(Collection.name == "sample"))
+        coll.visibility, coll.leaderboard_released = "public", True
+        return coll.id, True
 
 
 def _demo_arguments(demo: argparse.ArgumentParser) -> None:

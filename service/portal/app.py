@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
-from litestar import Request, Response, Router
+from litestar import Request, Response, Router, get
 from litestar.di import Provide
 from litestar.response import Template
 from sqlalchemy.orm import Session, sessionmaker
@@ -37,6 +37,7 @@ from service.evaluation.permissions import access
 from service.evaluation.permissions.access import Principal
 from service.http.problems import headers_of, problem_of
 from service.http.unit_of_work import Dispatch, unit_of_work_provider
+from service.portal import STATIC
 from service.portal.controllers.analysis import AnalysisController
 from service.portal.controllers.boards import BoardController
 from service.portal.controllers.console import ConsoleController
@@ -73,12 +74,19 @@ CONTROLLERS = [SignInController, BoardController, RunController, AnalysisControl
                JudgmentSetsController, JudgeTrackController]
 
 
+@get("/favicon.ico", include_in_schema=False, sync_to_thread=False)
+def favicon() -> Response[bytes]:
+    """The site's icon where browsers look for it without a link (pages link /static/favicon.svg)."""
+    return Response((STATIC / "favicon.ico").read_bytes(), media_type="image/x-icon",
+                    headers={"Cache-Control": "public, max-age=86400"})
+
+
 def portal_router(factory: sessionmaker[Session], dispatch: Dispatch,
                   after_write: Callable[[bool], None] | None = None) -> Router:
     """The portal's pages on ``factory``'s database; ``dispatch`` hands follow-up work to the
     workers after each commit, ``after_write`` runs after each writing request (e.g. to drop
     the API's board cache)."""
-    return Router(path="/", route_handlers=CONTROLLERS, include_in_schema=False,
+    return Router(path="/", route_handlers=[*CONTROLLERS, favicon], include_in_schema=False,
                   dependencies={"viewer": Provide(viewer_provider(factory)),
                                 "uow": Provide(unit_of_work_provider(factory, dispatch, after_write)),
                                 "page": Provide(provide_page, sync_to_thread=False),

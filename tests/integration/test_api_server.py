@@ -138,7 +138,24 @@ def test_readme_main_command_serves_the_sample(tmp_path) -> None:  # type: ignor
             return job in statuses and set(statuses.values()) == {"done"}
 
         wait_for(jobs_done, 120, "the re-evaluation by the restarted worker")
-        assert "starting it again" in (tmp_path / "serve.log").read_text()
+        log = (tmp_path / "serve.log").read_text()
+        assert "starting it again" in log
+        # What serve says first: where to open it, the sample's page and when its board fills;
+        # the embedded worker starts without Celery's banner.
+        assert f"Cranfield: open http://127.0.0.1:{port}/ (the portal)" in log
+        assert f"the sample collection was loaded now: open http://127.0.0.1:{port}/c/1 (the worker evaluates" in log
+        assert "celery@" not in log and "[config]" not in log
+    finally:
+        stop(server)
+    # Served again on the same database: the sample is reused, and serve says so.
+    again_port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "service.cli", "serve", "--port", str(again_port), "--sample",
+                               "samples/ntcir-like", "--no-worker"], cwd=tmp_path, env=env, start_new_session=True,
+                              stdout=open(tmp_path / "serve-again.log", "w"), stderr=subprocess.STDOUT)  # noqa: SIM115
+    try:
+        wait_for(lambda: _ready(f"http://127.0.0.1:{again_port}"), 60, "the second server")
+        assert (f"the sample collection is already in this database and is served as it is: open "
+                f"http://127.0.0.1:{again_port}/c/1") in (tmp_path / "serve-again.log").read_text()
     finally:
         stop(server)
 

@@ -201,6 +201,25 @@ def test_released_public_board_is_readable_signed_out(world: World) -> None:
         assert r.status_code == 401 and f'<a href="/login?next=/c/{cid}/{page}">Sign in</a>' in r.text, page
 
 
+def test_every_page_has_the_site_icon_and_the_sign_in_page_says_what_the_cookie_holds(world: World) -> None:
+    c = world.client
+    icon = c.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/x-icon"
+    assert icon.content[:4] == b"\x00\x00\x01\x00" and b"PNG" in icon.content[:40]  # an ICO holding a PNG
+    svg = c.get("/static/favicon.svg")
+    assert svg.status_code == 200 and svg.text.startswith("<svg")
+    for path in ("/", "/login", f"/c/{world.cid}", "/no-such-page"):
+        assert '<link rel="icon" href="/static/favicon.svg"' in c.get(path, headers={"Accept": "text/html"}).text, path
+    # a mistyped address is a page for a browser, a problem document for a client
+    lost = c.get("/no-such-page", headers={"Accept": "text/html,application/xhtml+xml"})
+    assert lost.status_code == 404 and lost.headers["content-type"].startswith("text/html") and "<h1" in lost.text
+    assert c.get("/no-such-page").headers["content-type"] == "application/problem+json"
+    assert c.get("/api/no-such-thing", headers={"Accept": "text/html"}).headers["content-type"] == \
+        "application/problem+json"
+    login = c.get("/login").text
+    assert "kept in a cookie" not in login and "only the session" in login and "never stored" in login
+
+
 def test_metric_selector_orders_by_the_chosen_metric(world: World) -> None:
     c, cid = world.client, world.cid
     org = as_role(world, "organiser")
