@@ -83,8 +83,8 @@ def _score_tables_with_topics(
     if getattr(args, "scores", None):
         if args.qrels or args.runs:
             raise InvalidMeasure("give either --qrels with runs or --scores files, not both")
-        names, matrix = read_score_files([Path(p) for p in args.scores])
-        return ["score"], {"score": matrix}, names, score_file_topics([Path(p) for p in args.scores])
+        names, matrix, topics = read_score_files([Path(p) for p in args.scores], with_topics=True)
+        return ["score"], {"score": matrix}, names, topics
     if not args.qrels or not args.runs:
         raise InvalidMeasure("give --qrels QRELS and at least two RUN files (or --scores FILE...)")
     from service.formats.readers import read_qrels, read_run
@@ -221,8 +221,10 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
                                  "p_adjusted", "significant", f"diff_{pair_kind}_ci_low", f"diff_{pair_kind}_ci_high",
                                  "effect_size")) + "\n")
     for metric, res, _, eff in report:
-        out.writelines(_pair_lines(res, eff, metric, slice(lo, lo + PAIRS_PER_WRITE))
-                       for lo in range(0, len(res.a), PAIRS_PER_WRITE))
+        # The lines are built of sanitised names and numbers: written as they are (SafeOutput).
+        write = getattr(out, "write_sanitised", out.write)
+        for lo in range(0, len(res.a), PAIRS_PER_WRITE):
+            write(_pair_lines(res, eff, metric, slice(lo, lo + PAIRS_PER_WRITE)))
     out.write(f"# p: raw; p_adjusted: correction {correction_name(args.test, args.correction)}; significant: "
               f"p_adjusted < alpha = {a:g}; both printed with the digits that show their side of alpha\n")
     out.writelines(f"# {name}\n" for name in intervals.values())
@@ -248,18 +250,20 @@ def _disagreements(table: tuple[np.ndarray, list[str]], res, eff,  # type: ignor
     Pairs are screened with whole-array operations (the t interval excludes 0 exactly when
     |t| > t crit, t = effect size x sqrt(n); the printed bootstrap interval excludes 0), so only
     the candidates are examined."""
-    from scipy import stats as sps
-
-    from service.metrics.stats.differences import explain_disagreement, paired_difference
+    from service.metrics.stats.common import t_ppf
 
     kept, topics = table
     n = kept.shape[0]
     significant = np.asarray(res.significant)
     with np.errstate(invalid="ignore"):
-        t_excludes = np.abs(eff.standardised) * np.sqrt(n) > sps.t.ppf(1 - args.alpha / 2, n - 1)
+        t_excludes = np.abs(eff.standardised) * np.sqrt(n) > t_ppf(1 - args.alpha / 2, n - 1)
     boot_excludes = (eff.ci_low > 0) | (eff.ci_high < 0)
     candidates = np.flatnonzero((significant != t_excludes) | (significant != boot_excludes))
     out: list[tuple[str, str, str, dict[str, float]]] = []
+    if not len(candidates):
+        return out
+    from service.metrics.stats.differences import explain_disagreement, paired_difference
+
     for k in candidates.tolist():
         a, b = int(res.a[k]), int(res.b[k])
         d = paired_difference(kept[:, a], kept[:, b], level=1 - args.alpha, resamples=args.resamples,
@@ -297,22 +301,26 @@ PAIRS_PER_WRITE = 65536
 
 def _pair_lines(res, eff, metric: str, sl: slice) -> str:  # type: ignore[no-untyped-def]
     """The TSV lines of the pairs ``sl``, a column at a time (``service.cli.columns``): the text
-    the per-pair formatting gave (f"{v:.6f}", ``format_p_many(..., 4)``, :func:`_verdict_cell`)."""
-    from service.cli.columns import as_text, fixed, p_texts, pick, put, rows, where
+    the former per-pair formatting gave (f"{v:.6f}", ``format_p_many(..., 4)``, :func:`_verdict_cell`),
+    its names through ``terminal_safe``: the text ``SafeOutput.write`` sent."""
+    from service.cli.columns import constant, fixed, lines, p_values, put, texts
+    from service.cli.output import terminal_safe
 
+    # terminal_safe escapes control characters, NUL among them (which the columns cannot carry)
+    runs, metric, test = tuple(terminal_safe(r) for r in res.runs), terminal_safe(metric), terminal_safe(res.test)
     significant = res.p_adjusted[sl] < res.alpha
-    verdict = where(significant, "yes", "no")
+    verdict = texts(["yes", "no"])[np.where(significant, 0, 1)]
     if res.undecided is not None and res.undecided[sl].any():
         undecided = np.flatnonzero(res.undecided[sl])
         b = [None] * len(undecided) if res.pair_resamples is None else res.pair_resamples[sl][undecided].tolist()
-        put(verdict, undecided, [_verdict_cell("undecided", k) for k in b])
-    names = as_text(res.runs)
-    return rows([
-        pick(names, res.a[sl]), pick(names, res.b[sl]), metric, res.test,
+        verdict = put(verdict, undecided, [_verdict_cell("undecided", k) for k in b])
+    names = texts(runs)
+    rows = len(significant)
+    return lines([
+        names[res.a[sl]], names[res.b[sl]], constant(metric, rows), constant(test, rows),
         fixed(res.mean_a[sl], 6), fixed(res.mean_b[sl], 6), fixed(res.mean_a[sl] - res.mean_b[sl], 6),
-        fixed(res.statistic[sl], 6), p_texts(res.p[sl], res.alpha, 4),
-        p_texts(res.p_adjusted[sl], res.alpha, 4), verdict, fixed(eff.ci_low[sl], 6),
-        fixed(eff.ci_high[sl], 6), fixed(eff.standardised[sl], 6)])
+        fixed(res.statistic[sl], 6), p_values(res.p[sl], res.alpha, 4), p_values(res.p_adjusted[sl], res.alpha, 4),
+        verdict, fixed(eff.ci_low[sl], 6), fixed(eff.ci_high[sl], 6), fixed(eff.standardised[sl], 6)])
 
 
 def _pair_rows(res, eff):  # type: ignore[no-untyped-def]

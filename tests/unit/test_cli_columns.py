@@ -1,11 +1,11 @@
 """Whole-column formatting (service.cli.columns) and the array shortcuts of the all-pairs tests
 (issue 26, item 2) give exactly what they replace:
 
-- ``fixed`` is f"{v:.{d}f}" and ``p_texts`` is ``format_p_many``, value for value, with ties,
-  near-ties, signs of zero, NaN, infinities and huge numbers, on the numpy-strings path and on
-  the Python one;
+- ``fixed`` is f"{v:.{d}f}" and ``p_values`` is ``format_p_many``, value for value, with ties,
+  near-ties, signs of zero, NaN, infinities and huge numbers;
 - ``cranfield compare``'s TSV lines of the pairs are the text of the former per-pair formatting
-  (kept below as the reference), undecided pairs included;
+  (kept below as the reference) as SafeOutput sent it, undecided pairs and names with
+  non-ASCII, control and bidirectional characters included;
 - ``sorted_percentiles`` of sorted rows is ``np.percentile``; ``t_sf`` and ``t_ppf`` are
   scipy.stats.t's floats.
 """
@@ -17,6 +17,7 @@ import pytest
 from scipy import stats
 
 from service.cli import columns
+from service.cli.output import terminal_safe
 from service.cli.stats import _pair_lines, _pair_rows, _verdict_cell
 from service.metrics.stats.common import t_ppf, t_sf
 from service.metrics.stats.pairwise import pair_effects, pair_t_intervals, pairwise, sorted_percentiles
@@ -38,39 +39,39 @@ def awkward_values(seed: int) -> np.ndarray:
     return values
 
 
-@pytest.fixture(params=[True, False], ids=["numpy-strings", "python"])
-def fast(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    if request.param and not columns.FAST:
-        pytest.skip("numpy without variable-width strings")
-    monkeypatch.setattr(columns, "FAST", request.param)
-    return request.param
+def cells(column: np.ndarray) -> list[str]:
+    """The texts of a column's cells (its NUL padding dropped)."""
+    return [bytes(row).replace(b"\x00", b"").decode("utf-8") for row in column]
 
 
 @pytest.mark.parametrize("decimals", [1, 3, 4, 6])
-def test_fixed_is_pythons_fixed_point_text(fast: bool, decimals: int) -> None:
+def test_fixed_is_pythons_fixed_point_text(decimals: int) -> None:
     values = awkward_values(decimals)
-    assert list(columns.fixed(values, decimals)) == [f"{v:.{decimals}f}" for v in values.tolist()]
+    assert cells(columns.fixed(values, decimals)) == [f"{v:.{decimals}f}" for v in values.tolist()]
 
 
 @pytest.mark.parametrize("alpha", [0.05, 0.01, 0.001, 0.0001, 0.5])
 @pytest.mark.parametrize("decimals", [3, 4])
-def test_p_texts_are_format_p_many(fast: bool, alpha: float, decimals: int) -> None:
+def test_p_values_are_format_p_many(alpha: float, decimals: int) -> None:
     rng = np.random.default_rng(7)
     p = np.concatenate([
         rng.random(3000), rng.random(1000) * 0.02, alpha + rng.normal(size=1000) * 1e-4,
         10.0 ** -rng.uniform(0, 6, size=1000), np.abs(awkward_values(3)),
         [alpha, np.nextafter(alpha, 0), np.nextafter(alpha, 1), 0.0, 1.0, 0.001, 0.01, 0.0099999, np.nan],
     ])
-    assert list(columns.p_texts(p, alpha, decimals)) == format_p_many(p.tolist(), alpha, decimals)
+    assert cells(columns.p_values(p, alpha, decimals)) == format_p_many(p.tolist(), alpha, decimals)
 
 
-def test_rows_join_columns_and_constants(fast: bool) -> None:
-    a = columns.as_text(["r1", "r2", "r3"])
-    assert columns.rows([a, "m", columns.fixed(np.array([1.0, -0.5, 2.25]), 2), columns.pick(a, np.array([2, 0, 1]))]) == (
-        "r1\tm\t1.00\tr3\nr2\tm\t-0.50\tr1\nr3\tm\t2.25\tr2\n")
-    verdict = columns.where(np.array([True, False, True]), "yes", "no")
-    columns.put(verdict, np.array([1]), ["undecided at B = 400.0"])
-    assert list(verdict) == ["yes", "undecided at B = 400.0", "yes"]
+def test_lines_join_the_columns_and_drop_the_padding() -> None:
+    names = columns.texts(["r1", "système-2", ""])
+    out = columns.lines([names, columns.constant("m", 3), columns.fixed(np.array([1.0, -0.5, 2.25]), 2),
+                         names[np.array([1, 0, 2])]])
+    assert out == "r1\tm\t1.00\tsystème-2\nsystème-2\tm\t-0.50\tr1\n\tm\t2.25\t\n"
+    verdict = columns.put(columns.texts(["yes", "no", "yes"]), np.array([1]), ["undecided at B = 400.0"])
+    assert cells(verdict) == ["yes", "undecided at B = 400.0", "yes"]
+    assert columns.lines([columns.texts([])]) == ""
+    with pytest.raises(ValueError, match="NUL"):
+        columns.texts(["a", "b\x00"])
 
 
 def old_pair_lines(res, eff, metric: str, alpha: float) -> str:  # type: ignore[no-untyped-def]
@@ -84,20 +85,24 @@ def old_pair_lines(res, eff, metric: str, alpha: float) -> str:  # type: ignore[
 
 
 @pytest.mark.parametrize("test", ["t", "bootstrap", "tukey", "wilcoxon", "sign", "friedman"])
-def test_the_pair_lines_are_the_former_per_pair_text(fast: bool, test: str) -> None:
+def test_the_pair_lines_are_the_former_per_pair_text(test: str) -> None:
     rng = np.random.default_rng(11)
     x = (rng.random((12, 9)) + np.linspace(0, 0.4, 9)).round(3)
     x[:, 1] = x[:, 0]  # identical runs: t = 0, p = 1
     x[:, 8] = x[:, 7] + 0.25  # a constant difference: t = inf
-    runs = [f"sys\u00e9{i}" for i in range(9)]
+    # names as stored text may be: accents, a NUL, an escape sequence, a bidirectional override
+    runs = [f"sys\u00e9{i}" for i in range(6)] + ["nul\x00run", "\x1b[31mred", "\u202eevil"]
     res = pairwise(x, runs, test, resamples=200, seed=5, correction="holm", alpha=0.05)
     eff = pair_t_intervals(x, res.a, res.b, t=res) if test == "t" else pair_effects(x, res.a, res.b, resamples=200,
                                                                                   seed=5)
-    assert _pair_lines(res, eff, "nDCG@10", slice(0, len(res.a))) == old_pair_lines(res, eff, "nDCG@10", 0.05)
-    assert _pair_lines(res, eff, "m", slice(5, 17)) == "".join(old_pair_lines(res, eff, "m", 0.05).splitlines(True)[5:17])
+    # What SafeOutput.write sent of the former lines: the same text, made safe for a terminal.
+    expected = terminal_safe(old_pair_lines(res, eff, "nDCG@10", 0.05))
+    assert _pair_lines(res, eff, "nDCG@10", slice(0, len(res.a))) == expected
+    part = terminal_safe(old_pair_lines(res, eff, "m\x07", 0.05))
+    assert _pair_lines(res, eff, "m\x07", slice(5, 17)) == "".join(part.splitlines(True)[5:17])
 
 
-def test_the_pair_lines_of_undecided_pairs(fast: bool) -> None:
+def test_the_pair_lines_of_undecided_pairs() -> None:
     rng = np.random.default_rng(3)
     x = rng.random((10, 8)) + np.linspace(0, 0.3, 8)
     res = pairwise(x, None, "bootstrap", resamples=50, seed=2, correction="holm", sequential=True, max_resamples=100)

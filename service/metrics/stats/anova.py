@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
-from service.metrics.stats.common import as_rng, as_score_matrix, pair_indices, t_statistic
+from service.metrics.stats.common import as_rng, as_score_matrix, pair_indices, t_ppf, t_statistic
 from service.metrics.stats.pairwise import bootstrap
 
 
@@ -47,6 +46,8 @@ class AnovaTable:
 
 def anova_two_way(scores: np.ndarray) -> AnovaTable:
     """Two-way ANOVA without replication on a (topics, runs) matrix."""
+    from scipy import stats  # here: a second of import that compare's t intervals do not need
+
     x = as_score_matrix(scores).values
     n, m = x.shape
     grand = x.mean()
@@ -93,10 +94,10 @@ def run_intervals(
     mean = x.mean(axis=0)
     q = (1.0 + level) / 2.0
     if method == "t":
-        margin = stats.t.ppf(q, n - 1) * x.std(axis=0, ddof=1) / np.sqrt(n)
+        margin = t_ppf(q, n - 1) * x.std(axis=0, ddof=1) / np.sqrt(n)
     elif method == "anova":
         table = anova_two_way(x)
-        margin = np.full(m, stats.t.ppf(q, table.df_residual) * np.sqrt(table.ms_residual / n))
+        margin = np.full(m, t_ppf(q, table.df_residual) * np.sqrt(table.ms_residual / n))
     else:
         raise ValueError(f"interval method must be t or anova, not {method!r}")
     return RunIntervals(mean, mean - margin, mean + margin, margin, method, level)

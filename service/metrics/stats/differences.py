@@ -23,9 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
-from service.metrics.stats.common import t_statistic
+from service.metrics.stats.common import t_ppf, t_statistic
 from service.metrics.stats.intervals import BootstrapInterval, bootstrap_interval
 
 #: Plain names of the tests of ``pairwise`` (docs/statistics.md).
@@ -157,7 +156,7 @@ def paired_difference(x_a: Sequence[float] | np.ndarray, x_b: Sequence[float] | 
     sd = float(d.std(ddof=1))
     if sd <= 1e-12 * abs(mean):
         sd = 0.0  # round-off of a constant difference (the t-statistic rule of docs/statistics.md)
-    margin = float(stats.t.ppf((1.0 + level) / 2.0, n - 1)) * sd / math.sqrt(n)
+    margin = float(t_ppf((1.0 + level) / 2.0, n - 1)) * sd / math.sqrt(n)
     t = float(t_statistic(np.array([mean]), np.array([sd]), n)[0])
     effect = float(t_statistic(np.array([mean]), np.array([sd]), 1)[0])
     boot = bootstrap_interval(d, resamples=resamples, level=level, method=method, seed=seed)
@@ -288,6 +287,8 @@ def _shape(d: PairedDifference, other: list[tuple[str, float]]) -> str:
         return (f"The per-topic differences fall in two groups: {majority.size} of {d.n} topics go one way "
                 f"(median {_signed(float(np.median(majority)))}) and {k} the other ({largest}: topic {name}, "
                 f"{_signed(value)}).")
+    from scipy import stats
+
     skew = float(stats.skew(d.differences)) if d.sd > 0 else 0.0
     return (f"The per-topic differences are {'skewed' if abs(skew) >= 1 else 'spread'}: {k} of {d.n} topics go "
             f"the other way ({largest}: topic {name}, {_signed(value)}), against a mean of {_signed(d.mean)}.")

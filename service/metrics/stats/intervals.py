@@ -12,7 +12,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
+
+from service.metrics.stats.common import t_ppf
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ def mean_interval(values: np.ndarray, level: float = 0.95) -> MeanInterval:
     n = int(kept.shape[0])
     mean = float(kept.mean()) if n else math.nan
     q = (1.0 + level) / 2.0
-    margin = float(stats.t.ppf(q, n - 1) * kept.std(ddof=1) / np.sqrt(n)) if n > 1 else math.nan
+    margin = float(t_ppf(q, n - 1) * kept.std(ddof=1) / np.sqrt(n)) if n > 1 else math.nan
     return MeanInterval(n, mean, margin, level)
 
 

@@ -37,7 +37,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from service.metrics.stats.common import monte_carlo_p
 from service.metrics.stats.correction import Correction, adjust
@@ -85,6 +84,8 @@ class MonteCarlo:
 def clopper_pearson(count: np.ndarray, trials: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
     """The two-sided Clopper-Pearson interval at level 1 - gamma for count successes in trials
     (0 trials: [0, 1])."""
+    from scipy import stats  # here: importing scipy.stats is most of a second of a short command
+
     c = np.asarray(count, dtype=np.float64)
     n = np.asarray(trials, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from service.metrics.stats.common import as_rng, as_score_matrix, count_at_least, monte_carlo_p, pair_indices
 
@@ -104,6 +103,8 @@ class FriedmanResult:
 
 def friedman_test(scores: np.ndarray) -> tuple[float, float, np.ndarray]:
     """Friedman's chi-square and p over all runs (scipy's, tie-corrected) and the mean ranks."""
+    from scipy import stats  # here: importing scipy.stats is most of a second of a short command
+
     x = as_score_matrix(scores, min_runs=3).values
     res = stats.friedmanchisquare(*x.T)
     ranks = stats.rankdata(-x, axis=1)  # average ranks within each topic
@@ -116,6 +117,8 @@ def friedman_test(scores: np.ndarray) -> tuple[float, float, np.ndarray]:
 def nemenyi_p(mean_ranks: np.ndarray, n_topics: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Nemenyi's p for the pairs (a, b): |R_a - R_b| / sqrt(k(k+1)/(6n)) * sqrt(2) against the
     studentised range with k groups and infinite df (each distinct value evaluated once)."""
+    from scipy import stats
+
     k = mean_ranks.shape[0]
     se = np.sqrt(k * (k + 1) / (6.0 * n_topics))
     q = np.abs(mean_ranks[a] - mean_ranks[b]) / se * np.sqrt(2.0)
