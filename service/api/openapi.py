@@ -1,8 +1,10 @@
 """The OpenAPI document and its docs page, served with no internet access.
 
-Every operation declares its error responses with :func:`errors` (the problem document of
-:mod:`service.errors`), upload operations describe their raw bodies with :func:`upload_body`,
-and the Swagger UI page at ``/schema`` loads its script and style sheet from this app (the
+Every operation declares its error responses with :func:`errors`: each one the problem document
+of :mod:`service.errors` (``application/problem+json``, one ``ProblemDocument`` component), never
+Litestar's own error schema, which the server never sends. Upload operations describe their
+bodies with :func:`upload_body`. The document generates a client with ``openapi-python-client``
+without a warning (tests/integration/test_generated_client.py). The Swagger UI page at ``/schema`` loads its script and style sheet from this app (the
 ``swagger-ui-bundle-v2`` package ships them), never from a CDN.
 """
 
@@ -53,11 +55,18 @@ _CODES = {kind.status: kind for kind in ERROR_TABLE.values()} | {500: INTERNAL}
 
 def errors(*statuses: int) -> dict[int, ResponseSpec]:
     """The error responses an operation may give, each documented as a problem document (every
-    operation may also answer 500: a bug, with a request id)."""
+    operation may also answer 500: a bug, with a request id).
+
+    An operation that reads parameters or a body (422: the request does not match its schema)
+    may also answer 400 (a value the database cannot hold, a body that is not JSON or not a
+    form), so 422 brings 400 with it. Litestar would otherwise declare that 400 itself, with
+    the schema of its own validation error (``status_code``, ``extra``) as ``application/json``:
+    a body this server never sends, since every error goes through ``service.http.problems``."""
+    declared = (*statuses, 400) if 422 in statuses else statuses
     return {status: ResponseSpec(data_container=ProblemDocument, media_type="application/problem+json",
                                  description=f"{_CODES[status].title} (code {_CODES[status].code})"
                                  if status in _CODES else "Error", generate_examples=False)
-            for status in (*statuses, 500)}
+            for status in sorted({*declared, 500})}
 
 
 # The errors every authenticated operation on a resource may give.
@@ -65,15 +74,22 @@ READ_ERRORS = (401, 403, 404)
 WRITE_ERRORS = (400, 401, 403, 404, 409, 422)
 
 
-def upload_body(description: str, *, multipart: bool = False,
-                form_fields: dict[str, Schema] | None = None, file_field: str = "file") -> type[Operation]:
-    """An Operation class whose request body is a raw text file (and, if ``multipart``, also a
-    multipart form with the file in field ``file_field`` and the optional ``form_fields``)."""
-    content = {"text/plain": MediaType(schema=Schema(type="string", format="binary"))}  # type: ignore[arg-type]
-    if multipart:
-        properties = {file_field: Schema(type="string", format="binary"), **(form_fields or {})}  # type: ignore[arg-type]
-        content["multipart/form-data"] = MediaType(schema=Schema(
-            type="object", properties=properties, required=[file_field]))  # type: ignore[arg-type]
+def upload_body(description: str, *, form_fields: dict[str, Schema] | None = None,
+                file_field: str = "file") -> type[Operation]:
+    """An Operation class whose request body is a file, sent either as the raw body or as the
+    part ``file_field`` of a multipart form with the optional ``form_fields`` (service/api/uploads.py
+    reads both).
+
+    The raw body is declared ``application/octet-stream``: the server reads the bytes whatever
+    the request's content type (anything but ``multipart/form-data``; ``text/plain`` as before),
+    a gzip file included. ``text/plain`` is not declared: openapi-python-client cannot generate a
+    call with such a body, and the upload is bytes, not text, when it is compressed."""
+    properties = {file_field: Schema(type="string", format="binary"), **(form_fields or {})}  # type: ignore[arg-type]
+    content = {
+        "application/octet-stream": MediaType(schema=Schema(type="string", format="binary")),  # type: ignore[arg-type]
+        "multipart/form-data": MediaType(schema=Schema(
+            type="object", properties=properties, required=[file_field])),  # type: ignore[arg-type]
+    }
 
     @dataclass
     class UploadOperation(Operation):

@@ -80,7 +80,7 @@ class QrelsController(Controller):
     @post("/", opt={OWN_TRANSACTIONS: True},  # its own transactions, no database slot
           operation_id="uploadQrels", summary="Upload a qrels version",
           responses=errors(400, 401, 403, 404, 409, 413, 422),
-          operation_class=upload_body(_UPLOAD_TEXT, multipart=True, form_fields=QRELS_FORM, file_field="qrels"))
+          operation_class=upload_body(_UPLOAD_TEXT, form_fields=QRELS_FORM, file_field="qrels"))
     async def upload(self, request: Request[Any, Any, Any], cid: CollectionId, uow: Uow, me: Caller,
                      state: State, idempotency_key: IdempotencyKeyHeader = None,
                      max_removal: MaxRemoval = None, judgment_set: SetName = None,
@@ -107,7 +107,7 @@ class QrelsController(Controller):
     @post("/preview", opt={OWN_TRANSACTIONS: True}, status_code=200,
           operation_id="previewQrels", summary="Preview a qrels upload",
           responses=errors(400, 401, 403, 404, 413, 422),
-          operation_class=upload_body("The qrels the upload would send, as the upload sends them.", multipart=True,
+          operation_class=upload_body("The qrels the upload would send, as the upload sends them.",
                                       form_fields=QRELS_FORM, file_field="qrels"))
     async def preview(self, request: Request[Any, Any, Any], cid: CollectionId, uow: Uow, me: Caller,
                       state: State, format: QrelsFormat = None, offset: Offset = 0,

@@ -65,7 +65,7 @@ class RunsController(Controller):
           responses=errors(400, 401, 403, 404, 409, 413, 422),
           operation_class=upload_body("A run in TREC format (`topic Q0 docno rank score tag`), as the body "
                                       "or as the form field `file` of a multipart form with the run's metadata "
-                                      "and an optional `ir_metadata` file.", multipart=True,
+                                      "and an optional `ir_metadata` file.",
                                       form_fields=METADATA_FORM))
     async def submit(self, request: Request[Any, Any, Any], cid: CollectionId, uow: Uow, me: Caller,
                      state: State, team: TeamParam = None, idempotency_key: IdempotencyKeyHeader = None,
