@@ -245,7 +245,8 @@ def make_measure(name: str, given: Mapping[str, Any], cutoff: int | None) -> Mea
     if defn.cutoff == "required" and cutoff is None:
         raise InvalidMeasure(f"{name} needs a cutoff, e.g. {name}@10")
     if "norm" in params and cutoff is None:
-        raise InvalidMeasure(f"{name}: norm only changes the normaliser at a cutoff, e.g. {name}(norm=minRk)@10")
+        raise InvalidMeasure(f"{name}: norm only changes the normaliser at a cutoff, "
+                             f"e.g. {name}(norm={format_value(params['norm'])})@10")
     if cutoff is not None and cutoff < 1:
         raise InvalidMeasure(f"{name}: the cutoff must be a positive integer")
     return Measure(name=name, params=tuple(sorted(params.items())), cutoff=cutoff)
@@ -358,12 +359,33 @@ def _literal(node: ast.AST, text: str) -> Any:
         raise InvalidMeasure(f"{text!r}: cannot read the value {ast.unparse(node)!r}") from None
 
 
-def unknown_metric_message(name: str) -> str:
-    lines = [f"unknown metric {name!r}. Known metrics and their parameters:"]
-    for defn in sorted(REGISTRY.values(), key=lambda d: d.name.lower()):
-        params = ", ".join(f"{p.name}={format_value(p.default) if p.default is not None else '<' + p.kind + '>'}" for p in defn.params)
-        cut = {"none": "", "optional": "[@k]", "required": "@k"}[defn.cutoff]
-        lines.append(f"  {defn.name}{'(' + params + ')' if params else ''}{cut}  {defn.doc}")
+def _signature(defn: MetricDef) -> str:
+    params = ", ".join(f"{p.name}={format_value(p.default) if p.default is not None else '<' + p.kind + '>'}"
+                       for p in defn.params)
+    cut = {"none": "", "optional": "[@k]", "required": "@k"}[defn.cutoff]
+    return f"{defn.name}{'(' + params + ')' if params else ''}{cut}  {defn.doc}"
+
+
+def metric_listing() -> str:
+    """Every registered metric with its parameters and their defaults, then the aliases (what
+    `cranfield metrics` prints)."""
+    lines = [f"  {_signature(defn)}" for defn in sorted(REGISTRY.values(), key=lambda d: d.name.lower())]
     aliases = sorted(a for a, (n, _) in ALIASES.items() if a != n.lower())
     lines.append("Aliases: " + ", ".join(aliases))
+    return "\n".join(lines)
+
+
+def unknown_metric_message(name: str) -> str:
+    """A short refusal: the closest known names with their parameters, and where the whole list is."""
+    import difflib
+
+    names = {d.name.lower(): d for d in REGISTRY.values()}
+    names.update({a: REGISTRY[n] for a, (n, _) in ALIASES.items() if n in REGISTRY})
+    close = difflib.get_close_matches(name.lower(), list(names), n=4, cutoff=0.6)
+    shown = list(dict.fromkeys(names[c].name for c in close))
+    lines = [f"unknown metric {name!r}."]
+    if shown:
+        lines.append("Did you mean:")
+        lines += [f"  {_signature(REGISTRY[n])}" for n in shown]
+    lines.append("Every metric and its parameters: `cranfield metrics`, and docs/definitions.md.")
     return "\n".join(lines)

@@ -10,7 +10,6 @@ import numpy as np
 
 from service.metrics.lists import RankedLists, Scale
 from service.metrics.measures.common import (
-    rowsum,
     BINARY,
     NORM,
     REL,
@@ -19,9 +18,10 @@ from service.metrics.measures.common import (
     last,
     rows_num_nonrel,
     rows_num_rel,
+    rowsum,
     safe_div,
 )
-from service.metrics.spec import NON_NEGATIVE, UNIT, Measure, MetricDef, register
+from service.metrics.spec import NON_NEGATIVE, UNIT, Measure, MetricDef, Param, register
 
 
 def average_precision(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
@@ -86,10 +86,17 @@ def num_rel_ret(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
 
 
 def judged(lists: RankedLists, m: Measure, scale: Scale) -> np.ndarray:
-    """Judged@k = judged documents in the top k / k; without a cutoff, / the list length."""
+    """Judged@k = judged documents in the top k / k; without a cutoff, / the list length.
+
+    ``norm=retrieved`` divides by min(k, list length), the documents actually in the top k
+    (ir_measures' ``Judged@k``): a short list is then not penalised for the ranks it lacks.
+    """
     top = lists.top(m.cutoff)
     n_judged = top.is_judged().sum(axis=1).astype(np.float64)
-    den = float(m.cutoff) if m.cutoff is not None else top.lengths.astype(np.float64)
+    if m.cutoff is None or m.get("norm") == "retrieved":
+        den: float | np.ndarray = top.lengths.astype(np.float64)
+    else:
+        den = float(m.cutoff)
     return safe_div(n_judged, den)
 
 
@@ -161,7 +168,9 @@ register(MetricDef("NumRet", num_ret, (), "number of documents retrieved", famil
 register(MetricDef("NumRelRet", num_rel_ret, BINARY, "number of relevant documents retrieved", family="binary",
                    bounds=NON_NEGATIVE),
          "num_rel_ret")
-register(MetricDef("Judged", judged, (), "share of the top k that is judged", family="binary", bounds=UNIT))
+JUDGED_NORM = Param("norm", "choice", "k", "Judged@k denominator: k, or retrieved = min(k, list length) (ir_measures)",
+                    choices=("k", "retrieved"))
+register(MetricDef("Judged", judged, (JUDGED_NORM,), "share of the top k that is judged", family="binary", bounds=UNIT))
 register(MetricDef("bpref", bpref, (REL,), "binary preference (trec_eval; bpref_R if R<=N, bpref_N if R>=N)",
                    ideal_is_one=True, family="binary", bounds=UNIT))
 register(MetricDef("bpref_R", bpref_r, (REL,), "bpref normalised by R (Sakai 2007, Eq. 10)", ideal_is_one=True,
