@@ -460,7 +460,13 @@ def _first_duplicate(
         order = np.lexsort((docnos, codes))
         same = (codes[order][1:] == codes[order][:-1]) & (docnos[order][1:] == docnos[order][:-1])
         real = [tuple(sorted((int(order[i]), int(order[i + 1])))) for i in np.flatnonzero(same).tolist()]
-    return min(real, key=lambda p: p[1]) if real else None
+    # A document listed three times or more gives several pairs, not all with its first two
+    # lines (the table pairs each repeat with whichever line holds the key's slot): group them.
+    lines_of: dict[tuple[int, bytes], set[int]] = {}
+    for a, b in real:
+        lines_of.setdefault((int(codes[a]), bytes(docnos[a])), set()).update((a, b))
+    first_two = [tuple(sorted(rows)[:2]) for rows in lines_of.values()]
+    return min(first_two, key=lambda p: p[1]) if first_two else None  # type: ignore[return-value]
 
 
 def _rank_order(

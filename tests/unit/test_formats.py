@@ -123,6 +123,9 @@ def test_extra_columns_crlf_and_exotic_numbers() -> None:
         (run_bytes("t Q0 a 1 1 tag", "t Q0 b 2 nan tag"), 2, "not a finite number"),
         (run_bytes("t Q0 a 1 1 tag", "u Q0 a 1 1 tag", "t Q0 a 2 0.5 tag"), 3,
          "retrieved twice for topic 't' (first on line 1)"),
+        # three times: the first repeat is named (line 3), not the last
+        (run_bytes("t Q0 a 1 3 tag", "t Q0 b 2 2 tag", "t Q0 a 3 1 tag", "t Q0 a 4 0.5 tag"), 3,
+         "retrieved twice for topic 't' (first on line 1)"),
         (run_bytes("t Q0 a 1 1 tagA", "t Q0 b 2 1 tagB"), 2, "run tag 'tagB' differs from 'tagA'"),
         (b"t Q0 a 1 1 tag\nt Q0 \xc3\x28 2 1 tag\n", 2, "not UTF-8"),
     ],
