@@ -204,7 +204,7 @@ def child_size(a: dict) -> dict:
     from service.store.db import session_factory
 
     factory = session_factory(a["url"])
-    cols = ("diff", "statistic", "p", "p_adjusted", "letters", "run_ids", "params")
+    cols = ("p", "p_adjusted", "letters", "run_ids", "params", "resamples", "mc_se", "undecided", "degenerate")
     out: dict = {}
     with factory() as s:
         if a["url"].startswith("sqlite"):

@@ -246,6 +246,19 @@ class Run(Base):
     has_ir_metadata: Mapped[bool] = column_property(ir_metadata.column.is_not(None))
 
     team: Mapped[Team] = relationship()
+    # the topics its file has lines for (loaded when read; the database deletes it with the run)
+    file_topics: Mapped[RunTopics | None] = relationship(cascade="all, delete-orphan", passive_deletes=True)
+
+
+class RunTopics(Base):
+    """The topics a run's file has lines for, stored when the run is (migration 0021 listed the
+    older runs'): a page tells a topic missing from the run from a real 0 with it, without
+    decompressing the file. A table of its own rather than a column of ``runs``: on SQLite a
+    column after the file's blob is read by walking the blob's overflow pages (docs/decisions.md)."""
+
+    __tablename__ = "run_topics"
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    topics: Mapped[list[Any]] = mapped_column()  # topic ids as in the file, in the parser's order
 
 
 class RunEvaluation(Base):
@@ -316,7 +329,7 @@ class RunCurve(Base):
 
 
 class Significance(Base):
-    """One test of every pair of runs on one metric, with each run's interval (arrays over pairs)."""
+    """One test of every pair of runs on one metric (arrays over the pairs, in pair order)."""
 
     __tablename__ = "significance"
     __table_args__ = (
@@ -338,10 +351,11 @@ class Significance(Base):
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
     run_ids: Mapped[list[Any]] = mapped_column(default=list)  # pairs are (a, b), a < b, in this order
     n_topics: Mapped[int] = mapped_column(Integer)
-    diff: Mapped[bytes] = mapped_column(LargeBinary)
-    statistic: Mapped[bytes] = mapped_column(LargeBinary)
-    p: Mapped[bytes] = mapped_column(LargeBinary)
+    # What is read of a test (migration 0022 dropped the never-read diff and statistic arrays):
+    # the adjusted p (boards, letters, verdicts) and the raw p where a correction changed it
+    # (NULL: the same as p_adjusted, as without a correction; docs/decisions.md).
     p_adjusted: Mapped[bytes] = mapped_column(LargeBinary)
+    p: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
     # Per pair of a resampling test (NULL for exact tests and rows stored before migration 0020):
     # the B of its p, its Monte Carlo standard error, 1.0 where the verdict is undecided at that B,
     # and the bootstrap's degenerate resamples left out (docs/statistics.md, "Monte Carlo precision").

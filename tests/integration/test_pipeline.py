@@ -129,7 +129,8 @@ def test_load_evaluate_correct_qrels_and_rank_changes(backend: Backend) -> None:
         sig = list(s.scalars(select(Significance).order_by(Significance.qrels_version_id, Significance.metric)))
         metrics = sorted(s.scalar(select(CollectionConfig.metrics).order_by(CollectionConfig.id.desc()).limit(1)))
         assert [(x.metric, x.test) for x in sig] == [(m, "bootstrap") for m in metrics] * 2
-        assert unpack(sig[-1].p).shape == (len(runs) * (len(runs) - 1) // 2,)
+        assert unpack(sig[-1].p_adjusted).shape == (len(runs) * (len(runs) - 1) // 2,)
+        assert all(x.p is None for x in sig)  # no correction: the raw p are the adjusted ones, not stored twice
         assert all(x.letters for x in sig)  # each test's compact letter display is stored with it
         stored_v1 = s.scalar(select(QrelsVersion).where(QrelsVersion.version == 1))
         assert zlib.decompress(stored_v1.file) == qrels1.encode()  # kept verbatim

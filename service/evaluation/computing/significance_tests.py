@@ -240,8 +240,7 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
                         test=res.test, subset=subset, settings_hash=settings_hash,
                         evaluator_version=EVALUATOR_VERSION, runs_hash=rhash, params_hash=phash,
                         params={k: sig.get(k) for k in TEST_PARAMS}, run_ids=list(run_ids), n_topics=res.n_topics,
-                        diff=pack(res.diff), statistic=pack(res.statistic), p=pack(res.p),
-                        p_adjusted=pack(res.p_adjusted), letters=letters, **monte_carlo_columns(res)))
+                        letters=letters, **stored_arrays(res)))
             config = s.get(CollectionConfig, claim.config_id)
             meta_doc = meta_document(meta, settings["all_metrics"])
             version = s.get(QrelsVersion, claim.qrels_id)
@@ -268,6 +267,16 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
             return [tests_followup(s, later)] if later is not None else []
     except IntegrityError:
         return []  # a concurrent round stored the same matrices and finished the jobs
+
+
+def stored_arrays(res: PairwiseResult) -> dict[str, bytes | None]:
+    """What a Significance row keeps of a test's per-pair arrays: what is read of it. The adjusted
+    p (boards, letters, verdicts); the raw p only where a correction changed it (NULL: the same
+    bytes as p_adjusted, as without one: ``reading.raw_p``); the Monte Carlo columns. Not the
+    differences or the test statistics, which nothing reads (a comparison recomputes its
+    difference from the stored scores): 8 bytes a pair each, 4 MB per metric at 1,000 runs."""
+    p_adjusted, p = pack(res.p_adjusted), pack(res.p)
+    return {"p_adjusted": p_adjusted, "p": None if p == p_adjusted else p, **monte_carlo_columns(res)}
 
 
 def monte_carlo_columns(res: PairwiseResult) -> dict[str, bytes | None]:

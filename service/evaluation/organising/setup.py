@@ -50,6 +50,7 @@ from service.store.models import (
     JudgmentSet,
     QrelsVersion,
     Run,
+    RunTopics,
     Team,
     Topic,
 )
@@ -427,6 +428,7 @@ def add_run(
         collection_id=coll.id, team_id=team_row.id, tag=parsed.tag, description=description, is_baseline=baseline,
         submitted_by=actor, status="validated", source_name=source, checksum=hashlib.sha256(data).hexdigest(),
         file=zlib.compress(data, 1), n_topics=len(parsed.topics), n_lines=parsed.lines, depth=parsed.depth,
+        file_topics=RunTopics(topics=list(parsed.topics)),  # what pages read instead of the file
     )
     session.add(row)
     session.flush()

@@ -56,7 +56,7 @@ def precision(s: Session, sig: Any) -> Precision:
                         unpack(row.degenerate) if row.degenerate is not None else None, True)
     else:  # stored before migration 0020: one B for all, the SE from the raw p
         b = float(sig.resamples or 0)
-        p = unpack(row.p) if row is not None else sig.p_condensed
+        p = unpack(row.p) if row is not None and row.p is not None else sig.p_condensed  # NULL: as adjusted
         se = np.sqrt(p * (1.0 - p) / max(b, 1.0))
         out = Precision(np.full(pairs, b), se, np.zeros(pairs, dtype=bool), None, False)
     if key is not None:

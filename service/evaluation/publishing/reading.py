@@ -246,7 +246,7 @@ def significance_for(s: Session, coll, metric: str, test: str | None = None,  # 
     key = (str(s.get_bind().url), row_id)  # row ids repeat across databases (one process may serve several)
     cached = _SIG_CACHE.get(key)
     if cached is None:  # stored matrices never change: decode each once per process
-        # only what boards read: not the diff, statistic and unadjusted p arrays (megabytes at 1,000 runs)
+        # only what boards read: not the unadjusted p (megabytes at 1,000 runs; :func:`raw_p`)
         row = s.execute(select(Significance.id, Significance.run_ids, Significance.params, Significance.test,
                                Significance.n_topics, Significance.p_adjusted, Significance.letters,
                                Significance.undecided)
@@ -284,13 +284,14 @@ def raw_p(s: Session, sig: StoredTest) -> np.ndarray:
     """The unadjusted p of every pair of ``sig`` (condensed, as ``sig.p_condensed``): the stored
     ``p`` column, read on demand (boards need only the adjusted p; a page that shows both reads
     this), a few per process cached. For a test stored without a correction they are the
-    adjusted p."""
+    adjusted p (its ``p`` is then NULL: stored only where it differs)."""
     if not sig.adjusted or sig.row_id is None:
         return sig.p_condensed
     key = (str(s.get_bind().url), sig.row_id)
     cached = _RAW_P_CACHE.get(key)
     if cached is None:
-        cached = unpack(s.scalar(select(Significance.p).where(Significance.id == sig.row_id)))
+        stored = s.scalar(select(Significance.p).where(Significance.id == sig.row_id))
+        cached = sig.p_condensed if stored is None else unpack(stored)
         if len(_RAW_P_CACHE) > 8:
             _RAW_P_CACHE.clear()
         _RAW_P_CACHE[key] = cached

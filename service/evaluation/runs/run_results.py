@@ -101,16 +101,24 @@ def run_scores_trec(s: Session, rid: int, me: Principal, metric: str | None = No
 
 def missing_topics(run: Run, topics: list[str]) -> set[str]:
     """Which of ``topics`` the run's file has no line for. Under ``missing: zero`` such a topic
-    is scored 0, like a real 0: a page tells them apart with this. Reads the stored file's
-    first column (call it only for the few topics that need telling apart)."""
+    is scored 0, like a real 0: a page tells them apart with this. Reads the topic list stored
+    with the run (``RunTopics``: ``add_run`` writes it, migration 0021 wrote the older runs'),
+    not the file, which is read only for a run stored without that list."""
+    if not topics:
+        return set()
+    listed = run.file_topics
+    present = set(listed.topics) if listed is not None else _topics_in_file(run.file)
+    return {t for t in topics if t not in present}
+
+
+def _topics_in_file(compressed: bytes) -> set[str]:
+    """The first column of every data line of a stored run file (the one fallback of
+    :func:`missing_topics`; migration 0021 lists them the same way)."""
     import re
     import zlib
 
-    if not topics:
-        return set()
-    data = zlib.decompress(run.file).removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is no part of a topic
-    present = {m.decode("utf-8", "replace") for m in re.findall(rb"^[ \t]*([^\s#]\S*)", data, re.MULTILINE)}
-    return {t for t in topics if t not in present}
+    data = zlib.decompress(compressed).removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is no part of a topic
+    return {m.decode("utf-8", "replace") for m in re.findall(rb"^[ \t]*([^\s#]\S*)", data, re.MULTILINE)}
 
 
 def topic_summary(s: Session, coll: Collection, me: Principal, metric: str | None = None) -> dict[str, Any]:
