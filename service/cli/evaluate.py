@@ -82,9 +82,9 @@ def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
 @command("metrics", "list the metrics, their parameters and aliases")
 def cmd_metrics(args: argparse.Namespace, out: TextIO) -> int:
     import service.metrics  # noqa: F401  (registers every metric)
-    from service.metrics.spec import unknown_metric_message
+    from service.metrics.spec import metric_listing
 
-    out.write(unknown_metric_message("").split("\n", 1)[1] + "\n")
+    out.write(metric_listing() + "\n")
     return 0
 
 

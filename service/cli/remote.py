@@ -15,8 +15,6 @@ Errors are the CLI's: ``cranfield: error: ...`` and exit code 1; a usage error e
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import sys
 import time
 import uuid
@@ -77,17 +75,18 @@ def _remote_arguments(parser: argparse.ArgumentParser) -> None:
     sub.add_parser("logout", help="forget the saved URL and token")
 
     colls = sub.add_parser("collections", help="the collections the token may read")
-    colls.add_argument("--format", choices=("tsv", "json"), default="tsv")
+    colls.add_argument("--format", choices=("tsv", "json"), default="tsv", help="output format (default: %(default)s)")
 
     runs = sub.add_parser("runs", help="the runs the token may list (its team's; all for organisers)")
     runs.add_argument("collection", nargs="?", metavar="COLLECTION", help="an id or a name (default: every one)")
-    runs.add_argument("--format", choices=("tsv", "json"), default="tsv")
+    runs.add_argument("--format", choices=("tsv", "json"), default="tsv", help="output format (default: %(default)s)")
 
     sb = sub.add_parser("submit", help="upload a run with its metadata; prints run id, job id and warnings")
     sb.add_argument("collection", metavar="COLLECTION", help="an id or a name")
     sb.add_argument("run", metavar="RUN", help="the run file (TREC: topic Q0 docno rank score tag)")
     sb.add_argument("--description", help="what the run does")
-    sb.add_argument("--type", dest="run_type", choices=("automatic", "manual", "interactive"))
+    sb.add_argument("--type", dest="run_type", choices=("automatic", "manual", "interactive"),
+                    help="how the run was made (default: automatic, as the server records a run without one)")
     sb.add_argument("--primary", action="store_true", default=None, help="the team's primary run")
     sb.add_argument("--priority", type=positive_int, help="judging priority within the team (1 = first)")
     sb.add_argument("--training-data", type=_yes_no, metavar="yes|no", help="uses the collection's training data")
@@ -97,8 +96,9 @@ def _remote_arguments(parser: argparse.ArgumentParser) -> None:
     sb.add_argument("--idempotency-key", metavar="KEY",
                     help="send the same KEY again to retry a submission without storing it twice (default: new)")
     sb.add_argument("--wait", action="store_true", help="then wait until the run is evaluated")
-    sb.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="with --wait: give up after SECONDS")
-    sb.add_argument("--format", choices=("text", "json"), default="text")
+    sb.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                    help="with --wait: give up after SECONDS (default: wait as long as it takes)")
+    sb.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: %(default)s)")
 
     wt = sub.add_parser("wait", help="wait until an evaluation job (or a run's evaluation) is done")
     wt.add_argument("job", nargs="?", type=positive_int, metavar="JOB", help="a job id (organisers read jobs)")
@@ -110,7 +110,7 @@ def _remote_arguments(parser: argparse.ArgumentParser) -> None:
     bd.add_argument("collection", metavar="COLLECTION", help="an id or a name")
     bd.add_argument("-m", "--metric", help="default: the official metric")
     bd.add_argument("--primary-only", action="store_true", help="each team's primary runs only")
-    bd.add_argument("--format", choices=("tsv", "json", "csv"), default="tsv")
+    bd.add_argument("--format", choices=("tsv", "json", "csv"), default="tsv", help="output format (default: %(default)s)")
 
     jd = sub.add_parser("judgments", help="a judges track: submit an automatic judge's qrels for the pool")
     jd.add_argument("collection", metavar="COLLECTION", help="an id or a name")
@@ -121,22 +121,24 @@ def _remote_arguments(parser: argparse.ArgumentParser) -> None:
     jd.add_argument("--judged-on", help="when it judged (an ISO date)")
     jd.add_argument("--notes")
     jd.add_argument("--idempotency-key", metavar="KEY", help="as for submit (default: new)")
-    jd.add_argument("--format", choices=("text", "json"), default="text")
+    jd.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: %(default)s)")
 
     jb = sub.add_parser("judge-board", help="a judges track's board: judges ranked by agreement with the official "
                                             "judgments")
     jb.add_argument("collection", metavar="COLLECTION", help="an id or a name")
-    jb.add_argument("--format", choices=("tsv", "json"), default="tsv")
+    jb.add_argument("--format", choices=("tsv", "json"), default="tsv", help="output format (default: %(default)s)")
 
     jp = sub.add_parser("judge-pool", help="a judges track: the documents to judge (topic docno lines)")
     jp.add_argument("collection", metavar="COLLECTION", help="an id or a name")
     jp.add_argument("-o", "--output", metavar="FILE", help="write them to FILE (default: stdout)")
 
     sc = sub.add_parser("scores", help="a run's per-topic scores")
-    sc.add_argument("run", type=positive_int, metavar="RUN", help="the run id")
+    sc.add_argument("run", metavar="RUN", help="the run's id, or its tag (with --collection when tags repeat)")
+    sc.add_argument("--collection", metavar="COLLECTION", help="where to look the tag up (an id or a name)")
     sc.add_argument("-m", "--metric", action="append", dest="metrics", metavar="METRIC",
                     help="repeatable (default: every metric of the collection)")
-    sc.add_argument("--format", choices=("trec", "json"), default="trec", help="trec: trec_eval -q layout")
+    sc.add_argument("--format", choices=("trec", "json"), default="trec",
+                    help="trec: trec_eval -q layout (default: %(default)s)")
 
 
 # ------------------------------------------------------------------------------ the connection
@@ -469,17 +471,82 @@ def _wait_run(client: Any, rid: int, timeout: float | None, interval: float, out
 # ------------------------------------------------------------------------------ board, scores
 def _board(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     cid = client.find_collection(args.collection)["id"]
-    if args.format == "json":
-        return write_json(client.leaderboard(cid, args.metric, args.primary_only), out)
-    text = client.leaderboard_text(cid, "csv", args.metric, args.primary_only)  # the server's columns
     if args.format == "csv":
-        out.write(text)
+        out.write(client.leaderboard_text(cid, "csv", args.metric, args.primary_only))  # the server's columns
         return 0
-    rows = list(csv.reader(io.StringIO(text)))
-    return _tsv(out, rows[0], rows[1:]) if rows else 0
+    doc = client.leaderboard(cid, args.metric, args.primary_only)
+    if args.format == "json":
+        return write_json(doc, out)
+    for note in board_notes(doc):
+        say(f"cranfield: {note}")
+    return _tsv(out, ["rank", "run", "team", "mean", "interval", "topics", "baseline", "groups"],
+                [[r["rank"], r["run"], r["team"], _fixed(r["mean"]), _interval(r, doc.get("bounds")),
+                  r.get("n_topics"), "yes" if r.get("baseline") else "", r.get("groups") or ""] for r in doc["rows"]])
+
+
+def _fixed(value: float | None, decimals: int = 4) -> str:
+    return "" if value is None else f"{value:.{decimals}f}"
+
+
+def _interval(row: dict[str, Any], bounds: dict[str, Any] | None) -> str:
+    """The interval the board draws, for a person: the bootstrap interval when stored, else the t
+    interval with an end beyond the metric's range shown at it and marked with a dagger (the
+    board's truncation note says so): ``[0.2120, 0.3341]``."""
+    if row.get("boot_ci_low") is not None and row.get("boot_ci_high") is not None:
+        return f"[{_fixed(row['boot_ci_low'])}, {_fixed(row['boot_ci_high'])}]"
+    low, high = row.get("t_ci_low", row.get("ci_low")), row.get("t_ci_high", row.get("ci_high"))
+    if low is None or high is None:
+        return ""
+    floor = (bounds or {}).get("low")
+    ceiling = (bounds or {}).get("high")
+    low_cut = floor is not None and low < floor
+    high_cut = ceiling is not None and high > ceiling
+    dagger = "\u2020"
+    return (f"[{_fixed(floor if low_cut else low)}{dagger if low_cut else ''}, "
+            f"{_fixed(ceiling if high_cut else high)}{dagger if high_cut else ''}]")
+
+
+def board_notes(doc: dict[str, Any]) -> list[str]:
+    """What a person reads above a board: its metric and qrels version, the interval drawn, the
+    significance test, whose runs it ranks (a team's own only until the release) and whether it
+    is being re-evaluated."""
+    version = doc.get("qrels_version") or "(none yet)"
+    notes = [f"{doc['metric']} on qrels version {version}; interval: {doc.get('interval') or 'none'}"]
+    sig = doc.get("significance")
+    if sig:
+        b = f", B = {sig['resamples']}" if sig.get("resamples") else ""
+        notes.append(f"groups: runs sharing a letter are not significantly different ({sig['test']}{b}, "
+                     f"alpha {sig['alpha']}, {sig['correction']} correction, {sig['n_topics']} topics)")
+    else:
+        notes.append("groups: no significance test is stored for this board yet")
+    if doc.get("ranked_among") == "team":
+        notes.append("the board is not released: it ranks your team's runs only")
+    if doc.get("truncation_note"):
+        notes.append(f"\u2020 {doc['truncation_note']}")
+    if doc.get("reevaluation_in_progress"):
+        notes.append("a re-evaluation is in progress: the board may change")
+    return notes
+
+
+def _run_id(client: Any, run: str, collection: str | None) -> int:
+    """A run named by its id or by its tag (looked up among the runs the token may list)."""
+    if run.isascii() and run.isdigit() and collection is None:
+        return int(run)
+    colls = [client.find_collection(collection)] if collection else client.collections()
+    found = [(c, r) for c in colls for r in client.runs(c["id"])["items"] if r.get("tag") == run]
+    if not found and run.isascii() and run.isdigit():
+        return int(run)
+    if not found:
+        where = f"collection {collection}" if collection else "any collection this token may read"
+        raise NotFound(f"no run tagged {run!r} in {where} (give its id, or check `cranfield remote runs`)")
+    if len(found) > 1:
+        names = ", ".join(str(c["name"]) for c, _ in found)
+        raise InvalidMeasure(f"the tag {run!r} is in several collections ({names}): add --collection")
+    return int(found[0][1]["id"])
 
 
 def _scores(args: argparse.Namespace, client: Any, out: TextIO) -> int:
+    args.run = _run_id(client, args.run, args.collection)
     run = client.run(args.run)
     if args.format == "trec":
         served = [client.run_scores_trec(args.run, m) for m in (args.metrics or [None])]
@@ -529,10 +596,15 @@ def _judgments(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     from service.client import Upload
 
     cid = client.find_collection(args.collection)["id"]
-    # the path as given: the server's errors name it ("judged/run1.qrels:12: ...")
-    doc = client.submit_judgments(cid, Upload(str(args.file), read_bytes(args.file), "text/plain"), args.name,
-                                  model=args.model, prompt=args.prompt, judged_on=args.judged_on, notes=args.notes,
-                                  idempotency_key=args.idempotency_key or str(uuid.uuid4()))
+    # the path as given: the server's errors name it ("judged/run1.qrels:12: ..."); a server that
+    # names the upload generically ("judgments:100") has its error told in the user's file's name
+    try:
+        doc = client.submit_judgments(cid, Upload(str(args.file), read_bytes(args.file), "text/plain"), args.name,
+                                      model=args.model, prompt=args.prompt, judged_on=args.judged_on,
+                                      notes=args.notes, idempotency_key=args.idempotency_key or str(uuid.uuid4()))
+    except InvalidInput as exc:
+        generic = exc.source in (None, "", "judgments", "judgments upload", "upload", Path(args.file).name)
+        raise InvalidInput(args.file if generic else exc.source, exc.line, exc.reason) from None
     if args.format == "json":
         return write_json(doc, out)
     coverage = "" if doc.get("coverage") is None else f", {doc['coverage']:.0%} of the pool"

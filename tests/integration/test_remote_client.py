@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -325,17 +326,28 @@ def test_board_in_three_formats_agrees_with_the_api(svc: Service) -> None:
     doc = json.loads(as_json.stdout)
     assert doc["metric"] == "nDCG@10" and doc["rows"] == api["rows"]
 
-    for fmt, delimiter in (("csv", ","), ("tsv", "\t")):
+    for fmt, delimiter, precision in (("csv", ",", 1e-9), ("tsv", "\t", 5e-5)):  # tsv: 4 decimals, for people
         done = remote(svc, "board", str(svc.board), "--format", fmt, token=svc.tokens["organiser"])
         assert done.returncode == 0, done.stderr
         rows = list(csv.DictReader(io.StringIO(done.stdout), delimiter=delimiter))
         got = [(int(r["rank"]), r["run"], r["team"], float(r["mean"])) for r in rows]
         assert [g[:3] for g in got] == [e[:3] for e in expected], fmt
-        assert all(g[3] == pytest.approx(e[3], abs=1e-9) for g, e in zip(got, expected)), fmt
+        assert all(g[3] == pytest.approx(e[3], abs=precision) for g, e in zip(got, expected)), fmt
+    # the tsv is for people: a few columns named in words, 4 decimals, the interval as [low, high],
+    # what the board is (metric, qrels version, interval, test) said on stderr
+    tsv = remote(svc, "board", str(svc.board), token=svc.tokens["organiser"])
+    header, *lines = tsv.stdout.splitlines()
+    assert header.split("\t") == ["rank", "run", "team", "mean", "interval", "topics", "baseline", "groups"]
+    for line, row in zip(lines, api["rows"]):
+        cells = line.split("\t")
+        assert cells[3] == f"{row['mean']:.4f}" and re.fullmatch(r"\[\d\.\d{4}\u2020?, \d\.\d{4}\u2020?\]", cells[4])
+    assert "ci_low" not in tsv.stdout and "boot_" not in tsv.stdout and "t_truncated" not in tsv.stdout
+    assert f"cranfield: nDCG@10 on qrels version {api['qrels_version']}; interval: {api['interval']}" in tsv.stderr
+    assert "not released" not in tsv.stderr  # the organisers' board ranks every run
 
     by_ap = remote(svc, "board", "board", "--metric", "AP", token=svc.tokens["organiser"])
     means = {r["run"]: float(r["mean"]) for r in csv.DictReader(io.StringIO(by_ap.stdout), delimiter="\t")}
-    assert means == pytest.approx({r["run"]: r["mean"] for r in api_ap["rows"]})
+    assert means == pytest.approx({r["run"]: r["mean"] for r in api_ap["rows"]}, abs=5e-5)  # 4 decimals
 
 
 def test_scores_in_trec_layout_agree_with_the_api(svc: Service) -> None:
@@ -355,6 +367,10 @@ def test_scores_in_trec_layout_agree_with_the_api(svc: Service) -> None:
                 assert float(got.pop((metric, topic))) == pytest.approx(value, abs=1e-4), (metric, topic)
     assert not got  # nothing else
 
+    by_tag = remote(svc, "scores", tag, "--format", "trec", token=svc.tokens["alpha"])  # the tag a team knows
+    assert by_tag.returncode == 0 and by_tag.stdout == done.stdout, by_tag.stderr
+    in_coll = remote(svc, "scores", tag, "--collection", "board", token=svc.tokens["alpha"])
+    assert in_coll.returncode == 0 and in_coll.stdout == done.stdout, in_coll.stderr
     as_json = remote(svc, "scores", str(rid), "--format", "json", "-m", "AP", token=svc.tokens["alpha"])
     doc = json.loads(as_json.stdout)
     assert doc["run"] == tag and list(doc["metrics"]) == ["AP"]
@@ -367,9 +383,14 @@ def test_a_participant_cannot_read_another_teams_unreleased_run(svc: Service) ->
         done = remote(svc, *args, token=svc.tokens["alpha"])
         assert done.returncode == 1 and done.stdout == ""
         assert "403" in done.stderr and "not allowed" in done.stderr and "Traceback" not in done.stderr
-    # before release, a participant's board holds its own team's runs only
+    # before release, a participant's board holds its own team's runs only, and the client says so
     own = remote(svc, "board", "board", "--format", "json", token=svc.tokens["alpha"])
     assert {r["team"] for r in json.loads(own.stdout)["rows"]} == {"alpha"}
+    own_tsv = remote(svc, "board", "board", token=svc.tokens["alpha"])
+    assert "cranfield: the board is not released: it ranks your team's runs only" in own_tsv.stderr
+    beta_tag = next(t for t, i in svc.board_runs.items() if i == svc.beta_run)
+    by_tag = remote(svc, "scores", beta_tag, token=svc.tokens["alpha"])  # a tag alpha may not list: unknown
+    assert by_tag.returncode == 1 and f"no run tagged {beta_tag!r}" in by_tag.stderr
     missing = remote(svc, "board", "no-such-collection", token=svc.tokens["alpha"])
     assert missing.returncode == 1 and "no collection named 'no-such-collection'" in missing.stderr
 

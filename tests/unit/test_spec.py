@@ -6,6 +6,7 @@ import pytest
 
 from service.errors import InvalidMeasure
 from service.metrics import REGISTRY, parse_measure
+from service.metrics.spec import metric_listing
 
 
 @pytest.mark.parametrize(
@@ -95,13 +96,16 @@ def test_errors_say_what_is_wrong(text: str, fragment: str) -> None:
     assert fragment in str(err.value)
 
 
-def test_unknown_metric_lists_every_metric_with_its_parameters() -> None:
-    with pytest.raises(InvalidMeasure) as err:
-        parse_measure("NotAMetric")
-    text = str(err.value)
+def test_the_metric_listing_names_every_metric_with_its_parameters_and_a_refusal_the_closest() -> None:
+    listing = metric_listing()
     for name in REGISTRY:
-        assert f"  {name}" in text
-    assert "beta=1" in text and "Aliases:" in text and "q-measure" in text
+        assert f"  {name}" in listing
+    assert "beta=1" in listing and "Aliases:" in listing and "q-measure" in listing
+    with pytest.raises(InvalidMeasure) as err:
+        parse_measure("Qmesure")
+    text = str(err.value)
+    assert "unknown metric 'Qmesure'" in text and "  Q(gains=<gains>, judged_only=false, beta=1" in text and "`cranfield metrics`" in text
+    assert text.count("\n") < 8  # the closest few, not the registry
 
 
 def test_every_registered_metric_round_trips() -> None:
