@@ -25,6 +25,7 @@ from service.evaluation.permissions.access import Principal
 from service.http.problems import problem_of
 from service.http.unit_of_work import UnitOfWork
 from service.portal.forms import PostedForm, csrf_for, secret_of
+from service.portal.notices import answered, notice_of
 from service.store.models import Collection
 
 T = TypeVar("T")
@@ -49,7 +50,9 @@ def render(request: Request[Any, Any, Any], me: Principal, uow: UnitOfWork | Non
         "me": me, "team": team, "csrf": csrf_for(secret_of(request)) if policy.is_signed_in(me) else "",
         # a fresh key per rendered page for forms that must act once (attempt_once): a reload
         # re-posts it; a page with several such forms suffixes it per form
-        "once": secrets.token_urlsafe(16), "path": request.url.path, **context})
+        "once": secrets.token_urlsafe(16), "path": request.url.path,
+        # what the form that led here did (a redirect after a post names it: service.portal.notices)
+        "notice": notice_of(request.query_params), **context})
 
 
 def navigation(coll: Collection, me: Principal) -> dict[str, Any]:
@@ -107,6 +110,12 @@ def provide_page(request: Request[Any, Any, Any], viewer: NamedDependency[Princi
 def see_other(path: str, cookies: list[Cookie] | None = None) -> Redirect:
     """After a successful post: the page to show (303, so a reload does not post again)."""
     return Redirect(path=path, status_code=303, cookies=cookies or [])
+
+
+def answer(path: str, notice: str, cookies: list[Cookie] | None = None, **values: object) -> Redirect:
+    """:func:`see_other` to ``path``, whose page then says what was done (the notice ``notice``
+    of :mod:`service.portal.notices`, with its ``values``)."""
+    return see_other(answered(path, notice, **values), cookies)
 
 
 def download(body: str, media_type: str, filename: str) -> Response[str]:
