@@ -48,6 +48,8 @@ def _load_arguments(load: argparse.ArgumentParser) -> None:
     _format_arguments(load)
     load.add_argument("--runs", nargs="+", required=True, metavar="PATH", help="run files or folders of run files")
     load.add_argument("--team", help="team of every run (default: each run's tag names its team)")
+    load.add_argument("--teams", metavar="FILE",
+                      help="a run tag<TAB>team line per run (# comments): each run's team (default: --team)")
     load.add_argument("--official-metric", help="the leaderboard's metric (default AP)")
     load.add_argument("--metric", action="append", dest="metrics", help="metrics to compute (default: the default set)")
     load.add_argument("--actor", default="cli")
@@ -79,6 +81,7 @@ def cmd_load(args: argparse.Namespace, out: TextIO) -> int:
     qrels_data, qrels = _read_qrels(args.qrels, getattr(args, "qrels_format", "adhoc"),
                                     getattr(args, "probabilities", None))  # (demo, serve --sample: defaults)
     uploads = [(str(f), data, parse_run(data, str(f), order)) for f in run_files(args.runs) for data in [read_bytes(f)]]
+    team_of = read_teams(args.teams) if getattr(args, "teams", None) else {}
     with transaction(sessions(url)) as s:  # all or nothing: a bad file stores nothing
         # an existing collection's new configuration is checked against the qrels loaded with it
         coll = lock(s, ensure_collection(s, args.collection, spec if existing is None else None, args.actor).id)
@@ -92,13 +95,33 @@ def cmd_load(args: argparse.Namespace, out: TextIO) -> int:
             previous, version = None, current
         if existing is not None and spec is not None:
             set_config(s, coll, spec, args.actor)
-        runs = [add_run(s, coll, data, name, team=args.team, actor=args.actor, parsed=parsed)
+        runs = [add_run(s, coll, data, name, team=team_of.get(parsed.tag, args.team), actor=args.actor, parsed=parsed)
                 for name, data, parsed in uploads]
         job, followups = plan_job(s, coll, "load", previous_qrels_id=previous)
         job_id = job.id
         summary = (f"collection {coll.name!r}: qrels version {version.version} ({version.n_judgments} judgments), "
                    f"{len(runs)} runs stored; job {job_id} queued ({job.total} runs to evaluate)")
     return _send_and_report(followups, summary, out)
+
+
+def read_teams(path: str) -> dict[str, str]:
+    """A teams file: ``run tag<TAB or spaces>team`` per line, ``#`` comments and blank lines
+    skipped; a malformed or repeated tag is an error naming the file and line."""
+    from service.errors import InvalidInput
+
+    teams: dict[str, str] = {}
+    for number, line in enumerate(read_bytes(path).decode("utf-8-sig").splitlines(), 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        fields = text.split()
+        if len(fields) != 2:
+            raise InvalidInput(path, number, f"expected 'run-tag team', got {len(fields)} field(s)")
+        tag, team = fields
+        if tag in teams:
+            raise InvalidInput(path, number, f"run {tag} is given a team twice")
+        teams[tag] = team
+    return teams
 
 
 def _qrels_arguments(q: argparse.ArgumentParser) -> None:

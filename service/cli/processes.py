@@ -196,6 +196,11 @@ def _die_with_parent() -> None:
         pass
 
 
+def _teams_file(folder: Path) -> str | None:
+    """The sample folder's teams.tsv (its runs' teams), if it has one."""
+    return str(folder / "teams.tsv") if (folder / "teams.tsv").is_file() else None
+
+
 def _load_public_sample(folder: Path, out: TextIO, url: str) -> tuple[int, bool]:
     """Load a sample collection once, public with its leaderboard released (for a first look):
     its id, and whether it was loaded now (False: this database already holds it, reused as is)."""
@@ -212,7 +217,8 @@ def _load_public_sample(folder: Path, out: TextIO, url: str) -> tuple[int, bool]
     if not (folder / "qrels.ntcir").is_file():
         raise InvalidInput(str(folder), None, "no qrels.ntcir here")
     cmd_load(argparse.Namespace(collection="sample", qrels=str(folder / "qrels.ntcir"), runs=[str(folder / "runs")],
-                                team=None, official_metric="AP", metrics=None, actor="serve"), out)
+                                team=None, teams=_teams_file(folder), official_metric="AP", metrics=None,
+                                actor="serve"), out)
     with transaction(sessions(url)) as s:
         coll = s.scalar(select(Collection).where(Collection.name == "sample"))
         coll.visibility, coll.leaderboard_released = "public", True
@@ -250,8 +256,8 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
         cmd_reevaluate(argparse.Namespace(collection=args.collection), out)
     else:
         cmd_load(argparse.Namespace(collection=args.collection, qrels=str(sample / "qrels.ntcir"),
-                                    runs=[str(sample / "runs")], team=None, official_metric="AP", metrics=None,
-                                    actor="demo"), out)
+                                    runs=[str(sample / "runs")], team=None, teams=_teams_file(sample),
+                                    official_metric="AP", metrics=None, actor="demo"), out)
     out.flush()
     log = Path("cranfield-worker.log").open("a")  # noqa: SIM115 (closed with the worker)
     out.write(f"worker: started, logging to {log.name}\n")

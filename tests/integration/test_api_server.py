@@ -116,6 +116,7 @@ def test_readme_main_command_serves_the_sample(tmp_path) -> None:  # type: ignor
 
         doc = wait_for(board, 120, "the sample leaderboard")
         assert doc["rows"][0]["run"] == "RUN-01" and doc["qrels_version"] == 1
+        assert {r["team"] for r in doc["rows"]} == {"alpha", "beta", "gamma", "baselines"}  # the sample's teams
         # The worker next to the API is supervised: killed, it is started again, and works.
         first = wait_for(lambda: _embedded_workers(server.pid), 30, "the embedded worker")
         assert len(first) == 1

@@ -288,4 +288,6 @@ def test_demo_command_runs_the_embedded_service(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=300).stdout
     board = out[out.index("rank\trun"):].strip().splitlines()
     assert len(board) == 9 and board[1].startswith("1\tRUN-01\t")
+    teams = {line.split("\t")[1]: line.split("\t")[2] for line in board[1:]}  # samples/ntcir-like/teams.tsv
+    assert teams["RUN-01"] == teams["RUN-02"] == "alpha" and teams["RUN-08"] == "baselines"
     assert "\tdone\t8/8\t0\t1\t" in out

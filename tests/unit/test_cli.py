@@ -137,3 +137,21 @@ def test_eval_does_not_import_the_service_stack(files) -> None:  # type: ignore[
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert "HEAVY []" in proc.stdout
+
+
+def test_a_teams_file_gives_each_run_its_team_and_a_bad_line_is_named(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from service.cli.organising import read_teams
+    from service.errors import InvalidInput
+
+    sample = Path(__file__).resolve().parents[2] / "samples" / "ntcir-like" / "teams.tsv"
+    teams = read_teams(str(sample))
+    assert teams["RUN-01"] == teams["RUN-02"] == "alpha" and teams["RUN-08"] == "baselines" and len(teams) == 8
+    bad = tmp_path / "teams.tsv"
+    bad.write_text("# tag team\nRUN-01 alpha\nRUN-02\n")
+    with pytest.raises(InvalidInput) as err:
+        read_teams(str(bad))
+    assert err.value.line == 3 and str(bad) in str(err.value)
+    bad.write_text("RUN-01 alpha\nRUN-01 beta\n")
+    with pytest.raises(InvalidInput, match="given a team twice") as err:
+        read_teams(str(bad))
+    assert err.value.line == 2
