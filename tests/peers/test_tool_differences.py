@@ -16,6 +16,7 @@ except in the tie tests.
 from __future__ import annotations
 
 import importlib.resources
+import json
 import math
 import os
 import shutil
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from service.cli import main
 from service.errors import InvalidInput, InvalidMeasure
 from service.formats.readers import read_qrels, read_run
 from service.metrics import EvalSettings, evaluate
@@ -140,6 +142,10 @@ def test_ir_measures_gain_for_level_0_relabels_what_cranfield_refuses(files: tup
     assert peer["3"] > 0  # topic 3 has no relevant document, but its level-0 documents now gain 1
     with pytest.raises(InvalidMeasure, match="level 0 means judged non-relevant; its gain must be 0"):
         cranfield(qrels, run, "MSnDCG(gains={0:1,1:1,2:2,3:3})@5")
+    # what it means, in Cranfield's terms: every level raised by one, level 1 (was 0) gaining 1
+    raised = write(qrels.parent, "raised.txt", "".join(
+        f"{t} {it} {d} {int(lv) + 1}\n" for t, it, d, lv in (line.split() for line in QRELS.splitlines())))
+    assert close(peer, cranfield(raised, run, "MSnDCG(gains={1:1,2:1,3:2,4:3})@5", no_relevant="count"))
 
 
 def test_ir_measures_rr_at_k_breaks_ties_by_docno_ascending(tmp_path: Path) -> None:
@@ -180,6 +186,21 @@ def test_gdeval_err_fixes_the_top_level_at_4(files: tuple[Path, Path]) -> None:
     # with the qrels' own top level (3), Cranfield's ERR is larger
     default = cranfield(qrels, run, "ERR@5")
     assert default["1"] > peer["1"][1] + 0.1
+
+
+def test_cranfield_eval_with_the_documented_options_prints_gdevals_means(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels, run = files
+    peer = gdeval(qrels, run, 5)
+    code = main(["eval", "--qrels", str(qrels), "-m", "ERR@5", "-m", "MSnDCG(gains={1:1,2:3,3:7,4:15})@5",
+                 "--max-level", "4", "--missing", "skip", "--format", "json", "--precision", "12", str(run)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    means = {m: v["mean"] for m, v in json.loads(out)["runs"]["r"].items()}
+    assert means["ERR@5"] == pytest.approx(sum(e for _, e in peer.values()) / len(peer), abs=GDEVAL_TOL)
+    ndcg_mean = sum(n for n, _ in peer.values()) / len(peer)
+    assert means["MSnDCG(gains={1:1,2:3,3:7,4:15})@5"] == pytest.approx(ndcg_mean, abs=GDEVAL_TOL)
 
 
 def test_gdeval_ndcg_is_msndcg_with_exponential_gains(files: tuple[Path, Path]) -> None:
