@@ -38,7 +38,6 @@ NOTICES: dict[str, str] = {
                            "when it is done.",
     "snapshot-frozen": "Snapshot frozen: the board on every metric ({metrics}) as it is now; it never changes.",
     "topics-saved": "Topics saved: {new} new, {updated} updated, {unchanged} unchanged.",
-    "signed-in": "Signed in as {name}.",
     "signed-out": "You are signed out: the session is closed on the server.",
 }
 

@@ -35,11 +35,14 @@ def configure_templates(engine: Any) -> None:
     """The functions every template may call (the TemplateConfig's engine callback): ``pval``
     prints a p-value on its side of alpha (never "0.0500" for p < 0.05), ``correction_name``
     names a stored test's correction, ``interval_name`` an interval by its kind and B,
-    ``verdict`` a pair's verdict in words (docs/statistics.md, "How verdicts are printed")."""
+    ``verdict`` a pair's verdict in words (docs/statistics.md, "How verdicts are printed"); the
+    presenters (:mod:`service.portal.presenters`) put every other value in words."""
     from service.metrics.stats.presentation import correction_name, format_p, interval_name, verdict_words
+    from service.portal import presenters
 
     engine.engine.globals.update(pval=format_p, correction_name=correction_name, interval_name=interval_name,
                                  verdict=verdict_words)
+    presenters.register(engine.engine)
 
 
 def render(request: Request[Any, Any, Any], me: Principal, uow: UnitOfWork | None, name: str, status: int = 200,
@@ -121,6 +124,36 @@ def answer(path: str, notice: str, cookies: list[Cookie] | None = None, **values
 def download(body: str, media_type: str, filename: str) -> Response[str]:
     safe = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in filename)
     return Response(body, media_type=media_type, headers={"Content-Disposition": f'attachment; filename="{safe}"'})
+
+
+# ------------------------------------------------------------------- irreversible actions
+@dataclass(frozen=True)
+class ConfirmStep:
+    """The page an irreversible action's form answers first (confirm.html): what it will do,
+    and a form posting the same fields again with ``confirm=1`` (and, with ``understand``, a
+    box the visitor must tick: its field name and label). Nothing changes until then."""
+
+    title: str
+    consequences: list[str]
+    action: str
+    button: str
+    back: str
+    keep: str = "Keep it"
+    fields: dict[str, str] | None = None
+    understand: dict[str, str] | None = None
+
+
+def confirm_page(page: Page, step: ConfirmStep, coll: Collection | None = None, refused: Refusal | None = None
+                 ) -> Template:
+    """The confirmation step of an irreversible action (with its collection's navigation)."""
+    context = {"step": {**step.__dict__, "fields": step.fields or {}}, "error": refused,
+               "status": refused.status if refused else 200}
+    return page.show(coll, "confirm.html", **context) if coll is not None else page.render("confirm.html", **context)
+
+
+def confirmed(form: PostedForm) -> bool:
+    """The form was posted from its confirmation step."""
+    return form.text("confirm") == "1"
 
 
 # ------------------------------------------------------------------- refusals on a form

@@ -313,6 +313,9 @@ def test_enrolment_with_the_button_and_on_the_teams_page(service: Service, brows
         shot(page, "17-teams")
         with page.expect_navigation():
             page.get_by_role("button", name="Remove team delta").click()
+        with page.expect_navigation():  # the confirmation step (issue 27, item 4)
+            page.locator("#confirm-step").get_by_role("button", name="Remove team delta").click()
+        assert page.locator("#notice").inner_text().startswith("Team delta is removed")
         assert page.locator('#teams tr[data-team="delta"]').count() == 0
         assert page.locator("#teams tbody tr").count() == 3
 

@@ -383,8 +383,8 @@ def test_every_form_for_every_role(world: World) -> None:
         staff = 303 if role in ("organiser", "admin") else refused
         r = c.post(f"/c/{cid}/teams", data={"csrf": csrf, "team": "gamma"}, headers=headers, follow_redirects=False)
         assert r.status_code == staff, (role, r.status_code)
-        r = c.post(f"/c/{cid}/teams", data={"csrf": csrf, "team": "gamma", "action": "remove"}, headers=headers,
-                   follow_redirects=False)
+        r = c.post(f"/c/{cid}/teams", data={"csrf": csrf, "team": "gamma", "action": "remove", "confirm": "1"},
+                   headers=headers, follow_redirects=False)
         assert r.status_code == staff, (role, r.status_code)
         r = c.post(f"/c/{cid}/enrolment", data={"csrf": csrf}, headers=headers, follow_redirects=False)
         assert r.status_code == refused, (role, r.status_code)  # "task" is invite-only
@@ -410,8 +410,11 @@ def test_a_team_that_is_not_enrolled_neither_sees_nor_opens_a_private_collection
     page = c.get(f"/c/{cid}/teams", headers=org).text
     assert re.findall(r'<tr data-team="([^"]+)">', page) == ["alpha", "beta"] and "teams" in nav_links(page, cid)
     r = c.post(f"/c/{cid}/teams", data={"csrf": csrf, "team": "beta", "action": "remove"}, headers=org,
-               follow_redirects=False)
-    assert r.status_code == 303 and r.headers["location"] == f"/c/{cid}/teams"
+               follow_redirects=False)  # first the confirmation step: nothing changes yet
+    assert r.status_code == 200 and 'id="confirm-step"' in r.text and listed_collections(world, "beta") == ["task"]
+    r = c.post(f"/c/{cid}/teams", data={"csrf": csrf, "team": "beta", "action": "remove", "confirm": "1"},
+               headers=org, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/c/{cid}/teams?notice=team-removed&team=beta"
     assert re.findall(r'<tr data-team="([^"]+)">', c.get(f"/c/{cid}/teams", headers=org).text) == ["alpha"]
     # beta's participants lose the collection: not listed, every page refused; its run stays
     beta, beta_csrf = as_role(world, "beta"), csrf_of(world, "beta")
@@ -468,8 +471,9 @@ def test_a_participant_enrols_its_team_with_the_button_where_enrolment_is_open(w
         assert button not in c.get("/", headers=as_role(world, role)).text, role
     assert c.post(f"/c/{other}/enrolment", data={}, headers=alpha).status_code == 403  # no form token
     r = c.post(f"/c/{other}/enrolment", data={"csrf": csrf}, headers=alpha, follow_redirects=False)
-    assert r.status_code == 303 and r.headers["location"] == f"/c/{other}"
-    page = c.get(f"/c/{other}", headers=alpha).text
+    assert r.status_code == 303 and r.headers["location"] == f"/c/{other}?notice=self-enrolled&team=alpha"
+    page = c.get(r.headers["location"], headers=alpha).text
+    assert "Your team alpha is enrolled" in page
     assert 'id="enrol"' not in page and {"submit", "runs"} <= nav_links(page, other)
     assert c.get(f"/c/{other}/submit", headers=alpha).status_code == 200
     index = c.get("/", headers=alpha).text

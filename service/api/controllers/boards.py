@@ -162,10 +162,13 @@ class BoardsController(Controller):
 
     @get("/api/snapshots/{sid:int}", operation_id="getSnapshot", summary="Read a snapshot", sync_to_thread=True,
          responses=errors(401, 403, 404, 422))
-    def snapshot(self, sid: SnapshotId, uow: Uow, me: Caller,
-                 format: Format = "json") -> Response[Snapshot]:  # noqa: A002
-        """A frozen board, as it was served when frozen (as CSV or a LaTeX table too)."""
-        doc = boards.snapshot(uow.session, sid, me)
+    def snapshot(self, sid: SnapshotId, uow: Uow, me: Caller, format: Format = "json",
+                 metric: Annotated[str | None, Parameter(description=(
+                     "The frozen metric whose rows lead the document and its CSV or LaTeX (default: the metric "
+                     "the snapshot was frozen on); `metrics` lists those it holds."))] = None) -> Response[Snapshot]:
+        """A frozen board, as it was served when frozen (as CSV or a LaTeX table too): every metric
+        of the board (``boards``; snapshots frozen before that hold their own metric only)."""
+        doc = boards.snapshot(uow.session, sid, me, metric)
         if format == "csv":
             return Response(board_csv(doc), media_type="text/csv")  # type: ignore[return-value]
         if format == "latex":

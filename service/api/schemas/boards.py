@@ -289,6 +289,8 @@ class SnapshotOut(Response, kw_only=True):
     metric: str
     label: str
     created_at: str | None = None
+    metrics: Annotated[list[str] | None, Meta(description=(
+        "Every metric the snapshot froze, its own first (in the answer to freezing; null in a listing)."))] = None
 
 
 
@@ -296,12 +298,33 @@ class SnapshotList(Items[SnapshotOut], kw_only=True):
     """A collection's frozen boards."""
 
 
+class FrozenBoard(Response, kw_only=True):
+    """One metric's board in a snapshot: its ranked rows as served when frozen."""
+
+    metric: str
+    rows: list[BoardRow]
+    significance: TestUsed | None = None
+    bounds: MetricBounds | None = None
+    interval: str | None = None
+    truncation_note: str | None = None
+
+
 class Snapshot(Leaderboard, kw_only=True):
-    """A frozen board: the rows as served when it was frozen (never changes)."""
+    """A frozen board: the rows as served when it was frozen (never changes). The top-level rows
+    are those of ``metric`` (the one frozen on, or the one asked for); ``boards`` holds every
+    frozen metric's."""
 
     id: int
     label: str
     created_at: str | None
+    frozen_metric: Annotated[str | None, Meta(description="The metric the snapshot was frozen on.")] = None
+    metrics: Annotated[list[str], Meta(description="Every metric the snapshot holds, its own first.")] = \
+        msgspec.field(default_factory=list)
+    every_metric: Annotated[bool, Meta(description=(
+        "True: frozen with every metric of the board; false: frozen before snapshots kept every metric, it "
+        "holds its own metric only."))] = False
+    boards: Annotated[list[FrozenBoard], Meta(description="Each frozen metric's board, in the order of `metrics`.")
+                      ] = msgspec.field(default_factory=list)
 
 
 class TopicScores(Response, kw_only=True):

@@ -77,6 +77,17 @@ def list_tokens(s: Session, me: Principal, prefix: str | None = None, team: str 
          "created_by": tok.created_by, "revoked_at": iso(tok.revoked_at)} for tok, team_name_ in page]}
 
 
+def token_to_revoke(s: Session, me: Principal, token_id: int) -> dict[str, Any]:
+    """What revoking a token would end (admins): its prefix, name, role, team, whether it is
+    revoked already and whether it is the caller's own (revoking that one signs the caller out)."""
+    policy.require(policy.may_revoke_token(me), me, "revoking a token")
+    token = existing(s, ApiToken, token_id, "token")
+    team = s.get(Team, token.team_id) if token.team_id else None
+    return {"id": token.id, "prefix": token.prefix, "name": token.name, "role": token.role,
+            "team": team.name if team else None, "revoked": token.revoked_at is not None,
+            "own": token.id == me.token_id}
+
+
 def revoke_token(s: Session, me: Principal, token_id: int) -> ApiToken:
     policy.require(policy.may_revoke_token(me), me, "revoking a token")
     token = existing(s, ApiToken, token_id, "token")

@@ -48,6 +48,14 @@ def _item(raw: str | Mapping[str, Any]) -> tuple[str, str | None, str | None]:
 def add(s: Session, coll: Collection, me: Principal, items: Sequence[str | Mapping[str, Any]]) -> list[str]:
     """Register topics (organisers): ids, or ``{id, title, description}`` objects whose texts
     are set (also on a known topic). Returns every topic id of the collection, sorted."""
+    return register(s, coll, me, items)["topics"]
+
+
+def register(s: Session, coll: Collection, me: Principal, items: Sequence[str | Mapping[str, Any]]
+             ) -> dict[str, list[str]]:
+    """:func:`add`, saying what it did: the topics it registered (``new``), those whose texts
+    it changed (``updated``), those named that were already so (``unchanged``), and every topic
+    id of the collection (``topics``), each sorted."""
     policy.require(policy.may_configure(me, coll), me, f"registering topics of collection {coll.id}")
     wanted: dict[str, tuple[str | None, str | None]] = {}
     for raw in items:
@@ -76,7 +84,8 @@ def add(s: Session, coll: Collection, me: Principal, items: Sequence[str | Mappi
             edited.append(tid)
     if edited:
         audit(s, me.name, "topics.texts", coll.id, topics=edited)
-    return sorted(set(rows) | set(new))
+    return {"new": new, "updated": edited, "unchanged": sorted(set(wanted) - set(new) - set(edited)),
+            "topics": sorted(set(rows) | set(new))}
 
 
 def listing(s: Session, coll: Collection, me: Principal) -> list[dict[str, Any]]:

@@ -412,21 +412,52 @@ def snapshots(s: Session, coll: Collection, me: Principal) -> list[dict[str, Any
              "created_at": iso(r.created_at)} for r in rows]
 
 
-def snapshot(s: Session, sid: int, me: Principal) -> dict[str, Any]:
+#: What a snapshot keeps of each metric's board besides the snapshot's own metric (whose whole
+#: board document is the snapshot's content): its ranked rows and what they were ranked under.
+FROZEN_PER_METRIC = ("metric", "rows", "significance", "bounds", "interval", "truncation_note")
+
+
+def snapshot(s: Session, sid: int, me: Principal, metric: str | None = None) -> dict[str, Any]:
+    """A frozen board: the snapshot's own metric's (or, with ``metric``, another frozen
+    metric's) ranked rows as served when frozen; ``metrics`` names every metric it froze,
+    ``every_metric`` is false for snapshots frozen before every metric was kept (they hold
+    their own metric only), ``boards`` holds each frozen metric's rows."""
     snap = s.get(LeaderboardSnapshot, sid)
     if snap is None:
         raise NotFound(f"no snapshot {sid}")
     coll = collections.get(s, snap.collection_id, me)
     policy.require(policy.may_see_snapshot(me, coll, snap), me, f"snapshot {sid}")
     content = dict(snap.content)
-    if any("shown" not in r for r in content.get("rows", [])):  # frozen before intervals were bounded
-        limits = bounds_of(snap.metric)
-        content["rows"] = [{**r, "shown": r.get("shown") or interval_view(r, limits)} for r in content["rows"]]
-        content.setdefault("interval", interval_label(content["rows"]))
-    if any("t_ci_low" not in r for r in content.get("rows", [])):  # frozen before the intervals were named
-        content["rows"] = [{**r, **interval_fields(r)} for r in content["rows"]]
+    stored_boards: dict[str, dict[str, Any]] = content.pop("boards", None) or {}
+    every = "metrics" in content  # frozen since snapshots keep every metric of the board
+    names: list[str] = list(content.pop("metrics", None) or [content.get("metric") or snap.metric])
+    boards_by_name = {name: _readable(stored_boards.get(name) or content, name) for name in names}
+    chosen = snap.metric if metric is None else metric
+    if chosen not in boards_by_name:
+        try:
+            chosen = str(parse_measure(chosen))
+        except InvalidMeasure:
+            pass
+    if chosen not in boards_by_name:
+        raise NotFound(f"snapshot {sid} holds no board of {metric}: it froze {', '.join(names)}"
+                       + ("" if every else " (frozen before snapshots kept every metric of the board)"))
+    shown = {**content, **{k: boards_by_name[chosen].get(k) for k in FROZEN_PER_METRIC}}
     return {"id": snap.id, "collection_id": coll.id, "label": snap.label, "created_at": iso(snap.created_at),
-            **content}
+            **shown, "frozen_metric": snap.metric, "metrics": names, "every_metric": every,
+            "boards": [{k: boards_by_name[n].get(k) for k in FROZEN_PER_METRIC} for n in names]}
+
+
+def _readable(board: dict[str, Any], metric: str) -> dict[str, Any]:
+    """A frozen board as today's pages read it (rows frozen by earlier versions lack the bounded
+    interval and the named interval ends)."""
+    board = dict(board)
+    if any("shown" not in r for r in board.get("rows", [])):  # frozen before intervals were bounded
+        limits = bounds_of(metric)
+        board["rows"] = [{**r, "shown": r.get("shown") or interval_view(r, limits)} for r in board["rows"]]
+        board.setdefault("interval", interval_label(board["rows"]))
+    if any("t_ci_low" not in r for r in board.get("rows", [])):  # frozen before the intervals were named
+        board["rows"] = [{**r, **interval_fields(r)} for r in board["rows"]]
+    return board
 
 
 def freeze(s: Session, coll: Collection, me: Principal, metric: str | None, label: str) -> dict[str, Any]:
@@ -434,10 +465,20 @@ def freeze(s: Session, coll: Collection, me: Principal, metric: str | None, labe
     policy.require(policy.may_freeze_board(me, coll), me, f"freezing the board of collection {coll.id}")
     check_text("label", label)
     board = leaderboard_doc(s, coll, me, metric, pairs=True)  # a frozen board keeps the names
+    # every metric of the board, the official one first (as the board's selector lists them)
+    cfg = coll.current_config
+    names = [board["metric"], *(m for m in [cfg.official_metric, *cfg.metrics] if m != board["metric"])]
+    names = list(dict.fromkeys(names))
+    others = {}
+    for name in names[1:]:
+        doc = leaderboard_doc(s, coll, me, name, pairs=True)
+        others[name] = {k: doc[k] for k in FROZEN_PER_METRIC}
     snap = LeaderboardSnapshot(collection_id=coll.id, qrels_version=board["qrels_version"] or 0,
-                               metric=board["metric"], label=label, content=board, created_by=me.name)
+                               metric=board["metric"], label=label,
+                               content={**board, "metrics": names, "boards": others}, created_by=me.name)
     s.add(snap)
-    audit(s, me.name, "leaderboard.freeze", coll.id, metric=board["metric"], qrels_version=board["qrels_version"])
+    audit(s, me.name, "leaderboard.freeze", coll.id, metric=board["metric"], qrels_version=board["qrels_version"],
+          metrics=names)
     s.flush()
     return {"id": snap.id, "qrels_version": snap.qrels_version, "metric": snap.metric, "label": snap.label,
-            "created_at": iso(snap.created_at)}
+            "created_at": iso(snap.created_at), "metrics": names}

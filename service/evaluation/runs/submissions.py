@@ -95,9 +95,12 @@ def update(s: Session, rid: int, me: Principal, changes: Mapping[str, Any]) -> R
     policy.require(policy.may_edit_run(me, row, coll), me, f"changing run {rid}")
     if changes.get("baseline") is not None:
         policy.require(policy.may_mark_baseline(me, coll), me, "marking baselines")
-        row.is_baseline = bool(changes["baseline"])
-    if changes.get("primary") is not None:
+        if row.is_baseline != bool(changes["baseline"]):  # in the audit log when it changes
+            row.is_baseline = bool(changes["baseline"])
+            audit(s, me.name, "run.baseline", coll.id, run=row.tag, baseline=row.is_baseline)
+    if changes.get("primary") is not None and row.is_primary != bool(changes["primary"]):
         row.is_primary = bool(changes["primary"])
+        audit(s, me.name, "run.primary", coll.id, run=row.tag, primary=row.is_primary)
     if "description" in changes:
         row.description = check_text("description", str(changes["description"] or ""))
     if "priority" in changes:  # TREC's judging priority within the team (1 = judge first)

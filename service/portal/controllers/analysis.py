@@ -15,7 +15,7 @@ from service.evaluation.publishing import boards
 from service.evaluation.runs import run_results
 from service.portal import charts
 from service.portal.forms import PostedForm
-from service.portal.pages import Page, see_other
+from service.portal.pages import Page, answer
 
 
 class AnalysisController(Controller):
@@ -94,4 +94,4 @@ class AnalysisController(Controller):
                           form: NamedDependency[PostedForm]) -> Redirect:
         """Organisers queue the reduced-judgment experiment for the workers."""
         page.uow.collect(analyses.request_reduction(page.session, page.collection(cid), page.me))
-        return see_other(f"/c/{cid}/analysis")
+        return answer(f"/c/{cid}/analysis", "reduction-requested")

@@ -23,7 +23,7 @@ from service.evaluation.organising.setup import ConfigSpec
 from service.evaluation.permissions import policy
 from service.portal.controllers import console_forms
 from service.portal.forms import PostedForm
-from service.portal.pages import Page, Refusal, attempt, see_other
+from service.portal.pages import Page, Refusal, answer, attempt, see_other
 from service.store.models import Collection
 
 AUDIT_PAGE = 50
@@ -128,13 +128,12 @@ class ConsoleController(Controller):
 
     # ------------------------------------------------------------------------ topics
     @get("/c/{cid:int}/topics/texts", sync_to_thread=True)
-    def topics_page(self, cid: FromPath[int], page: NamedDependency[Page], added: FromQuery[int | None] = None
-                    ) -> Template:
+    def topics_page(self, cid: FromPath[int], page: NamedDependency[Page]) -> Template:
         """``policy.may_read_topics``: the topics with their titles and descriptions (assessors:
         their assigned topics, on a page without the collection's navigation); organisers also
         add topics and edit their texts."""
         coll, items = topics.of_collection(page.session, cid, page.me)
-        return _topics_page(page, coll, items, None, added)
+        return _topics_page(page, coll, items, None)
 
     @post("/c/{cid:int}/topics/texts", sync_to_thread=True)
     def topics_post(self, cid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]
@@ -146,11 +145,11 @@ class ConsoleController(Controller):
         if form.text("id"):
             items.append({"id": form.text("id"), "title": form.text("title"),
                           "description": form.text("description")})
-        before = len(topics.listing(page.session, coll, page.me))
-        doc, refused = attempt(page.uow, lambda: _outcome(topics.add(page.session, coll, page.me, items)))
+        doc, refused = attempt(page.uow, lambda: _outcome(topics.register(page.session, coll, page.me, items)))
         if doc is None:
-            return _topics_page(page, coll, topics.listing(page.session, coll, page.me), refused, None)
-        return see_other(f"/c/{cid}/topics/texts?added={len(doc) - before}")
+            return _topics_page(page, coll, topics.listing(page.session, coll, page.me), refused)
+        return answer(f"/c/{cid}/topics/texts", "topics-saved", new=len(doc["new"]), updated=len(doc["updated"]),
+                      unchanged=len(doc["unchanged"]))
 
     # ------------------------------------------------------------------------ a new collection
     @get("/collections/new", sync_to_thread=True)
@@ -216,9 +215,8 @@ def _defaults() -> dict[str, Any]:
             "topics_revealed": False}
 
 
-def _topics_page(page: Page, coll: Collection, items: list[dict[str, Any]], refused: Refusal | None,
-                 added: int | None) -> Template:
-    context = {"status": refused.status if refused else 200, "error": refused, "topics": items, "added": added,
+def _topics_page(page: Page, coll: Collection, items: list[dict[str, Any]], refused: Refusal | None) -> Template:
+    context = {"status": refused.status if refused else 200, "error": refused, "topics": items,
                "can_edit": policy.may_configure(page.me, coll), "collection_name": coll.name, "cid": coll.id}
     if policy.may_read_collection(page.me, coll):
         return page.show(coll, "console_topics.html", **context)

@@ -24,7 +24,7 @@ from service.evaluation.permissions import policy
 from service.evaluation.runs import submissions
 from service.portal.controllers.console import organised, yes_or_no
 from service.portal.forms import PostedForm
-from service.portal.pages import Page, Refusal, attempt, attempt_once, see_other
+from service.portal.pages import Page, Refusal, answer, attempt, attempt_once, see_other
 from service.store.models import ApiToken, Collection, Run
 
 
@@ -75,9 +75,9 @@ class ConsoleRunsController(Controller):
         action = form.text("action")
         if action not in ("baseline", "primary"):
             raise BadRequest("action is baseline or primary")
-        _run_of(page, cid, rid)
-        submissions.update(page.session, rid, page.me, {action: yes_or_no(form, "value")})
-        return see_other(f"/c/{cid}/console/runs#run-{rid}")
+        run, value = _run_of(page, cid, rid), yes_or_no(form, "value")
+        submissions.update(page.session, rid, page.me, {action: value})
+        return answer(f"/c/{cid}/console/runs#run-{rid}", f"{action}-{'on' if value else 'off'}", run=run.tag)
 
     @get("/c/{cid:int}/console/runs/{rid:int}/delete", sync_to_thread=True)
     def confirm_delete(self, cid: FromPath[int], rid: FromPath[int], page: NamedDependency[Page]) -> Template:
@@ -114,7 +114,9 @@ class ConsoleRunsController(Controller):
                                                                                  chosen)))
         if done is None:
             return _assessors_page(page, coll, refused, None)
-        return see_other(f"/c/{cid}/console/assessors")
+        token = page.session.get(ApiToken, tid)
+        return answer(f"/c/{cid}/console/assessors", "assessor-assigned", token=token.prefix if token else tid,
+                      topics=", ".join(done) or "none")
 
     @post("/c/{cid:int}/console/assessors", sync_to_thread=True)
     def new_assessor(self, cid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]

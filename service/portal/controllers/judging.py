@@ -16,7 +16,7 @@ from service.evaluation.analysing import analyses
 from service.evaluation.judging import assessments, judgments, pools
 from service.evaluation.permissions import policy
 from service.portal.forms import PostedForm
-from service.portal.pages import Page, attempt, download, see_other
+from service.portal.pages import Page, answer, attempt, download, see_other
 
 
 class PoolController(Controller):
@@ -44,17 +44,18 @@ class PoolController(Controller):
             page.uow.collect(pools.request_pool(s, coll, me, None, form.optional("selection") or "all",
                                                   form.whole_number("max_priority", "the judging priority"),
                                                   kind="stratified", strata=strata, seed=_seed(form.text("seed"))))
+            return answer(f"/c/{cid}/pools", "pool-requested")
         elif action == "pool":
             depth = form.whole_number("depth", "the pool depth")
             if depth is None:
                 raise BadRequest("the pool depth is a positive whole number")
             page.uow.collect(pools.request_pool(s, coll, me, depth, form.optional("selection") or "all",
                                                   form.whole_number("max_priority", "the judging priority")))
+            return answer(f"/c/{cid}/pools", "pool-requested")
         elif action == "analyse":
             page.uow.collect(analyses.request(s, coll, me, form.optional("metric")))
-        else:
-            raise BadRequest("unknown action: build a pool (action=pool) or analyse (action=analyse)")
-        return see_other(f"/c/{cid}/pools")
+            return answer(f"/c/{cid}/pools", "reusability-requested")
+        raise BadRequest("unknown action: build a pool (action=pool) or analyse (action=analyse)")
 
 
 def _seed(text: str) -> int | None:

@@ -22,7 +22,7 @@ from service.evaluation.permissions.access import Principal
 from service.http.unit_of_work import UnitOfWork, principal_with_session
 from service.portal import forms
 from service.portal.forms import PostedForm
-from service.portal.pages import Page, render, see_other
+from service.portal.pages import Page, answer, render, see_other
 
 SignInBody = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
 
@@ -61,6 +61,7 @@ class SignInController(Controller):
         lifetime = settings().web.session_cookie_lifetime
         access.close_session(uow.session, forms.secret_of(request))
         session = access.open_session(uow.session, me.token_id, lifetime)  # type: ignore[arg-type]
+        # (the page it lands on says "Signed in as ..." in its header: the address stays the one asked for)
         return see_other(target, [forms.sign_in_cookie(request, session, lifetime),
                                   forms.expired_cookie(forms.LEGACY_COOKIE)])
 
@@ -70,4 +71,4 @@ class SignInController(Controller):
         """Close the portal session on the server and expire the cookie (asking for ``form``
         checks its CSRF token, as on every form): a copy of the cookie no longer signs in."""
         access.close_session(uow.session, forms.secret_of(request))
-        return see_other("/", forms.sign_out_cookies())
+        return answer("/", "signed-out", forms.sign_out_cookies())

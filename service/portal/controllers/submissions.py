@@ -20,8 +20,9 @@ from service.evaluation.organising import teams
 from service.evaluation.permissions import policy
 from service.evaluation.publishing import boards
 from service.evaluation.runs import submissions
+from service.portal import presenters
 from service.portal.forms import PostedForm
-from service.portal.pages import Page, Refusal, attempt, see_other
+from service.portal.pages import Page, Refusal, answer, attempt, see_other
 from service.store.models import Collection, Topic
 
 
@@ -55,7 +56,7 @@ class SubmissionController(Controller):
         if row.collection_id != cid:
             raise NotFound(f"no run {rid} in collection {cid}")
         submissions.update(page.session, rid, page.me, {"primary": primary})
-        return see_other(f"/c/{cid}/runs")
+        return answer(f"/c/{cid}/runs", "primary-on" if primary else "primary-off", run=row.tag)
 
     @get("/c/{cid:int}/runs", sync_to_thread=True)
     def runs(self, cid: FromPath[int], page: NamedDependency[Page], submitted: FromQuery[int | None] = None
@@ -78,7 +79,8 @@ class SubmissionController(Controller):
                                         for r in runs_with_ranks(page, coll)]}
         if policy.may_see_jobs(me, coll):
             newest = jobs.of_collection(s, coll, me)
-            doc["job"] = newest[0] if newest else None
+            # with its progress in words, as the page prints it (portal.js shows it)
+            doc["job"] = {**newest[0], "summary": presenters.job_summary(newest[0])} if newest else None
         if policy.may_manage_pools(me, coll):
             doc["pool_builds"] = pools.pool_builds(s, coll, me)
         return doc

@@ -16,13 +16,13 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
-from service.errors import BadRequest
+from service.errors import BadRequest, NotFound
 from service.evaluation.computing.work import Outcome
 from service.evaluation.organising import teams
 from service.evaluation.permissions import access, policy
 from service.portal.controllers.console_runs import new_token_once, no_store
-from service.portal.forms import PostedForm
-from service.portal.pages import Page, Refusal, attempt, see_other
+from service.portal.forms import PostedForm, sign_out_cookies
+from service.portal.pages import ConfirmStep, Page, Refusal, answer, attempt, confirm_page, confirmed
 from service.store.models import Collection
 
 TOKENS_PAGE = 100
@@ -50,7 +50,9 @@ class TeamController(Controller):
         if action == "create":
             done, refused = attempt(page.uow, lambda: Outcome(teams.enrol(
                 s, coll, me, teams.create_team(s, me, name).name)))
-            return see_other(f"/c/{cid}/teams") if done is not None else _teams_page(page, coll, refused, None)
+            if done is None:
+                return _teams_page(page, coll, refused, None)
+            return answer(f"/c/{cid}/teams", "team-created", team=done["team"])
         if action == "token":
             policy.require(policy.may_manage_teams(me, coll), me, f"the teams of collection {cid}")
             if name not in {t["team"] for t in teams.enrolled_teams(s, coll, me)}:
@@ -60,15 +62,19 @@ class TeamController(Controller):
             if created is None:
                 return _teams_page(page, coll, refused, None)
             return no_store(_teams_page(page, coll, None, created))
-        (teams.enrol if action == "enrol" else teams.unenrol)(s, coll, me, name)
-        return see_other(f"/c/{cid}/teams")
+        if action == "remove":
+            return _remove(page, coll, form, name)
+        enrolled_before = {t["team"] for t in teams.enrolled_teams(s, coll, me)}
+        done = teams.enrol(s, coll, me, name)
+        return answer(f"/c/{cid}/teams", "team-already" if done["team"] in enrolled_before else "team-enrolled",
+                      team=done["team"])
 
     @post("/c/{cid:int}/enrolment", sync_to_thread=True)
     def enrol_self(self, cid: FromPath[int], page: NamedDependency[Page],
                    form: NamedDependency[PostedForm]) -> Redirect:
         """``policy.may_enrol_self``: a participant enrols its own team in an open collection."""
-        teams.enrol_self(page.session, cid, page.me)
-        return see_other(f"/c/{cid}")
+        done = teams.enrol_self(page.session, cid, page.me)
+        return answer(f"/c/{cid}", "self-enrolled", team=done["team"])
 
 
 class TokenController(Controller):
@@ -100,10 +106,52 @@ class TokenController(Controller):
         return no_store(_tokens_page(page, {}, 0, None, created))
 
     @post("/tokens/{tid:int}/revoke", sync_to_thread=True)
-    def revoke(self, tid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]) -> Redirect:
-        """``policy.may_revoke_token``: the token is refused from now on, its portal sessions end."""
+    def revoke(self, tid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]
+               ) -> Redirect | Template:
+        """``policy.may_revoke_token``: the token is refused from now on, its portal sessions end.
+        Irreversible: the form answers a confirmation step first (``confirm=1`` revokes); the
+        token this portal session was signed in with is revoked only with ``sign_me_out=1``
+        too (the visitor is then signed out)."""
+        about = teams.token_to_revoke(page.session, page.me, tid)
+        if not confirmed(form) or (about["own"] and form.text("sign_me_out") != "1"):
+            refused = Refusal(409, "This is the token you are signed in with: tick the box to revoke it and be "
+                                   "signed out.") if confirmed(form) else None
+            return confirm_page(page, _revoke_step(about), refused=refused)
         token = teams.revoke_token(page.session, page.me, tid)
-        return see_other(f"/tokens?prefix={token.prefix}")
+        if about["own"]:  # its portal sessions end, this one too: the visitor is signed out
+            return answer("/", "own-token-revoked", cookies=sign_out_cookies(), token=token.prefix)
+        return answer(f"/tokens?prefix={token.prefix}", "token-revoked", token=token.prefix)
+
+
+def _remove(page: Page, coll: Collection, form: PostedForm, name: str) -> Redirect | Template:
+    """Remove a team's enrolment after its confirmation step (``confirm=1``)."""
+    if not confirmed(form):
+        if name not in {t["team"] for t in teams.enrolled_teams(page.session, coll, page.me)}:
+            raise NotFound(f"team {name!r} is not enrolled in collection {coll.id}")
+        return confirm_page(page, ConfirmStep(
+            title=f"Remove team {name} from {coll.name}?",
+            consequences=[(f"Team {name}'s participants will no longer see {coll.name}, submit runs to it or read "
+                          "its results; the team's runs and their evaluations stay, on the board too."),
+                          "Enrolling the team again gives its participants their access back."],
+            action=f"/c/{coll.id}/teams", button=f"Remove team {name}", back=f"/c/{coll.id}/teams",
+            keep="Keep the team enrolled", fields={"action": "remove", "team": name}), coll)
+    done = teams.unenrol(page.session, coll, page.me, name)
+    return answer(f"/c/{coll.id}/teams", "team-removed", team=done["team"])
+
+
+def _revoke_step(about: dict[str, Any]) -> ConfirmStep:
+    holder = ", ".join(x for x in (about["name"], about["role"], about["team"] and f"team {about['team']}") if x)
+    consequences = [(f"Token {about['prefix']} ({holder}) will be refused from now on, by the API and the portal, "
+                    "and every portal session signed in with it ends. This cannot be undone: its holder needs a "
+                    "new token.")]
+    understand = None
+    if about["own"]:
+        consequences.append("It is the token you are signed in with: revoking it signs you out of the portal, and "
+                            "you can only sign in again with another token.")
+        understand = {"name": "sign_me_out", "label": "I understand that I will be signed out."}
+    return ConfirmStep(title=f"Revoke token {about['prefix']}?", consequences=consequences,
+                       action=f"/tokens/{about['id']}/revoke", button=f"Revoke {about['prefix']}",
+                       back=f"/tokens?prefix={about['prefix']}", keep="Keep the token", understand=understand)
 
 
 def _teams_page(page: Page, coll: Collection, refused: Refusal | None, created: dict[str, Any] | None) -> Template:
