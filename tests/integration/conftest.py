@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -154,20 +155,27 @@ class Templates:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.made: dict[tuple[str, str], str] = {}  # (backend, what) -> file path or database name
+        self.made_on: dict[tuple[str, str], date] = {}  # (backend, what) -> the UTC day it was made
         self.seeds: dict[str, Any] = {}  # backend -> the world's ids and tokens
 
-    def has(self, backend: str, what: str) -> bool:
-        return (backend, what) in self.made
+    def has(self, backend: str, what: str, *, made_today: bool = False) -> bool:
+        """Whether the template ``what`` exists (with ``made_today``: made on today's UTC day,
+        for a template whose rows' timestamps count, such as the runs of a daily quota)."""
+        return (backend, what) in self.made and (not made_today or self.made_on[(backend, what)] == _utc_today())
 
-    def keep(self, be: Backend, what: str) -> None:
-        """Make ``be``'s database (its engine disposed here) the template ``what``."""
+    def keep(self, be: Backend, what: str, *, begun_on: date | None = None) -> None:
+        """Make ``be``'s database (its engine disposed here) the template ``what``, whose
+        making began on the UTC day ``begun_on`` (today by default)."""
         _release(be.database_url)
+        self.made_on[(be.name, what)] = begun_on or _utc_today()
         if be.name == "sqlite":
             path = self.folder / f"{what}.sqlite"
             shutil.copyfile(_sqlite_path(be.database_url), path)
             self.made[("sqlite", what)] = str(path)
         else:
-            name, source = f"cranfield_tpl_{what}_{uuid.uuid4().hex[:8]}", be.database_url.rsplit("/", 1)[1]
+            # (named per pytest-xdist worker: each worker makes its own)
+            worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+            name, source = f"cranfield_tpl_{worker}_{what}_{uuid.uuid4().hex[:8]}", be.database_url.rsplit("/", 1)[1]
             with _pg_admin().connect() as conn:
                 for attempt in range(50):
                     # A connection the test's app has not handed back yet (closed when collected)
@@ -181,6 +189,9 @@ class Templates:
                         if attempt == 49:
                             raise
                         time.sleep(0.1)
+                replaced = self.made.get(("postgres", what))  # (made again on a new day)
+                if replaced is not None:
+                    conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{replaced}" WITH (FORCE)')
             self.made[("postgres", what)] = name
 
     def restore(self, be: Backend, what: str) -> None:
@@ -204,6 +215,10 @@ class Templates:
             with _pg_admin().connect() as conn:
                 for name in names:
                     conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _utc_today() -> date:
+    return datetime.now(UTC).date()
 
 
 def _sqlite_path(url: str) -> Path:
@@ -420,16 +435,18 @@ def world(backend: Backend, templates: Templates) -> Iterator[World]:
     (two of team alpha, one of beta; both teams enrolled), and a second collection ("other",
     no team enrolled); one token per role. Built once per test session and backend, then
     copied into each test's own database (:class:`Templates`): the same ids and tokens, and
-    nothing a test writes is seen by another."""
+    nothing a test writes is seen by another. A session that passes midnight (UTC) builds it
+    again: its runs count in today's quota (test_deadline_rules, test_api) as if just made."""
     from litestar.testing import TestClient
 
     from service.api.app import create_app
 
-    if templates.has(backend.name, "world"):
+    if templates.has(backend.name, "world", made_today=True):
         templates.restore(backend, "world")
     else:
+        begun_on = _utc_today()
         templates.seeds[backend.name] = _seed_world(backend)
-        templates.keep(backend, "world")
+        templates.keep(backend, "world", begun_on=begun_on)
     seed: _WorldSeed = templates.seeds[backend.name]
     factory = backend.factory()
     app = create_app(backend.database_url, lambda followups: run_inline(factory, followups))

@@ -25,7 +25,8 @@ from service.store.models import Job, JobItem, QrelsVersion, RunEvaluation, Sign
 from tests.integration.conftest import Backend, load_evaluated, restart_postgres, restart_redis, wait_for
 from tests.integration.test_pipeline import METRICS, collection, upload_corrected_qrels
 
-pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+# It restarts the shared PostgreSQL and Redis: alone, after the rest (README's test command).
+pytestmark = [pytest.mark.parametrize("backend", ["postgres"], indirect=True), pytest.mark.exclusive]
 
 DELAY = "2"  # seconds each evaluation takes: 20 runs on 4 worker processes take ~10 s
 RECOVERY = 60.0  # seconds from the end of the fault to a consistent state (the target)
