@@ -11,8 +11,9 @@ baseline run, ``baseline_pairs``), made a block of pairs at a time
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,6 +222,47 @@ CACHE_BYTES = 1 << 20
 def column_slices(columns: int, rows: int) -> list[tuple[int, int]]:
     """[c0, c1) slices of a block's ``columns`` for element-wise work on (rows, columns) arrays."""
     return column_blocks(columns, block_width(rows, CACHE_BYTES))
+
+
+_BLAS_LOCAL: Any = False  # openblas_set_num_threads_local once found; None when there is none
+
+
+def _blas_local_threads() -> Any:
+    """OpenBLAS's ``openblas_set_num_threads_local`` (0.3.27 and later: the threads of the calling
+    thread's products, returning the former number) from the library numpy loaded, or None."""
+    global _BLAS_LOCAL
+    if _BLAS_LOCAL is False:
+        _BLAS_LOCAL = None
+        try:
+            import ctypes
+
+            with open("/proc/self/maps", encoding="utf-8") as maps:
+                paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line}
+            for path in sorted(paths):
+                function = getattr(ctypes.CDLL(path), "openblas_set_num_threads_local", None)
+                if function is not None:
+                    function.argtypes, function.restype = [ctypes.c_int], ctypes.c_int
+                    _BLAS_LOCAL = function
+                    break
+        except OSError:  # not Linux, or no such library: products keep OpenBLAS's threads
+            pass
+    return _BLAS_LOCAL
+
+
+@contextmanager
+def single_threaded_products() -> Iterator[None]:
+    """Within it, this thread's matrix products run on this thread alone: many small products on
+    several threads at once, each also waking OpenBLAS's threads, are many times slower (more so
+    on a loaded machine). A product's floats do not depend on it at the widths of
+    ``CACHE_BYTES`` blocks (OpenBLAS splits those by rows among its threads, which the row padding
+    of ``pairwise.ROW_PAD`` makes change no float)."""
+    function = _blas_local_threads()
+    before = function(1) if function is not None else None
+    try:
+        yield
+    finally:
+        if before is not None:
+            function(before)
 
 
 def worker_count() -> int:

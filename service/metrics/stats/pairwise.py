@@ -42,6 +42,7 @@ import numpy as np
 
 from service.metrics.stats.common import (
     BLOCK_BYTES,
+    CACHE_BYTES,
     as_rng,
     as_score_matrix,
     at_least,
@@ -54,6 +55,7 @@ from service.metrics.stats.common import (
     monte_carlo_p,
     pair_indices,
     run_slices,
+    single_threaded_products,
     t_ppf,
     t_sf,
     t_statistic,
@@ -626,39 +628,68 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
                       t_obs: np.ndarray | None, extreme: np.ndarray, informative: np.ndarray) -> None:
     """Each pair's observed t (into ``t_obs`` unless None), #{|t*| >= |t|} among the informative
     resamples (added to ``extreme``) and the informative resamples (added to ``informative``):
-    ``BootstrapBlock.extreme_counts`` and ``informative_counts`` of every block of
-    :func:`bootstrap_blocks`, the same counts. The products are those blocks' (OpenBLAS's last
-    bits depend on a product's width and threads); the element-wise passes that follow run on
-    slices of a block the size of a core's cache, side by side on the CPUs (``column_slices``)."""
+    ``BootstrapBlock.extreme_counts`` and ``informative_counts``, the same counts, with blocks
+    the size of a core's cache (``common.CACHE_BYTES``) side by side on the CPUs, and fewer
+    passes over each (:func:`_extreme_counts`)."""
     rows = counts.shape[0]
     padded = padded_rows(counts)
-    scratch = _Scratch(padded.shape[0], True)
-    local = threading.local()  # each thread's own t and mask arrays, reused from slice to slice
-    with block_pool() as pool:
-        for lo, hi, zb in diffs.blocks(padded.shape[0], block_bytes):
-            n = zb.shape[0]
-            observed, mean_star, sq = _bootstrap_sums(zb, padded, rows, scratch)
-            if t_obs is not None:
-                t_obs[lo:hi] = observed
-            threshold = tie_threshold(np.abs(observed))
+    local = threading.local()  # each thread's own arrays, reused from block to block
 
-            def work(c0: int, c1: int, lo: int = lo, mean_star: np.ndarray = mean_star, sq: np.ndarray = sq,
-                     threshold: np.ndarray = threshold, n: int = n) -> None:
-                own = getattr(local, "scratch", None)
-                if own is None:
-                    own = local.scratch = _Scratch(rows, True)
-                _, abs_t, zero_sd = _studentised(mean_star[:, c0:c1], sq[:, c0:c1], n, own.get("t", c1 - c0),
-                                                 own.get("mask", c1 - c0, np.bool_))
-                hit = np.greater_equal(abs_t, threshold[None, c0:c1], out=own.get("hit", c1 - c0, np.bool_))
-                if zero_sd:  # degenerate resamples (t* = +-inf) may be there: leave them out
-                    finite = np.isfinite(abs_t)
-                    hit &= finite
-                    informative[lo + c0:lo + c1] += np.count_nonzero(finite, axis=0)
-                else:
-                    informative[lo + c0:lo + c1] += rows
-                extreme[lo + c0:lo + c1] += np.count_nonzero(hit, axis=0)
+    def work(lo: int, hi: int) -> None:
+        own = getattr(local, "scratch", None)
+        if own is None:
+            own = local.scratch = _Scratch(padded.shape[0], True)
+        with single_threaded_products():
+            observed, mean_star, sq = _bootstrap_sums(diffs.block(lo, hi), padded, rows, own)
+        if t_obs is not None:
+            t_obs[lo:hi] = observed
+        count, trials = _extreme_counts(mean_star, sq, diffs.n, tie_threshold(np.abs(observed)), own)
+        extreme[lo:hi] += count
+        informative[lo:hi] += trials
 
-            run_slices(pool, work, column_slices(hi - lo, rows))
+    width = block_width(max(padded.shape[0], diffs.n), min(block_bytes, CACHE_BYTES))
+    for_each_block(work, column_blocks(diffs.pairs, width))
+
+
+def _extreme_counts(mean_star: np.ndarray, sq: np.ndarray, n: int, threshold: np.ndarray, scratch: _Scratch
+                    ) -> tuple[np.ndarray, np.ndarray | int]:
+    """Per pair of a block, #{|t*| >= threshold} among the finite t* and the finite t*, from the
+    resamples' mean* and sums of squares (``sq``, overwritten): :func:`_studentised`'s t* and the
+    counts of ``BootstrapBlock``, the same floats and counts, in fewer passes: |t*| is computed as
+    |mean*| / sd* (exactly |mean* / sd*|: sd* >= 0), ``_studentised``'s max(., 0) is left out
+    (every remainder it meets is already above 1e-12 sum w*^2 >= 0), and without a zero sd*, every
+    t* is finite (an sd* above 1e-12 |mean*| bounds |t*|), so finiteness needs no pass."""
+    rows, cols = mean_star.shape
+    t = scratch.get("t", cols)[:rows]
+    mask = scratch.get("mask", cols, np.bool_)[:rows]
+    np.multiply(mean_star, mean_star, out=t)
+    t *= n
+    np.subtract(sq, t, out=t)  # sum w*^2 - n mean*^2; round-off (zero spread) within 1e-12 sum w*^2
+    np.multiply(sq, 1e-12, out=sq)
+    np.less_equal(t, sq, out=mask)
+    sd = t
+    np.copyto(sd, 0.0, where=mask)
+    sd /= n - 1
+    np.sqrt(sd, out=sd)
+    magnitude = np.abs(mean_star, out=mean_star)  # |mean*|, in mean*'s array (not needed after)
+    np.multiply(magnitude, 1e-12, out=sq)  # an sd* below 1e-12 |mean*| is round-off (zero)
+    np.less_equal(sd, sq, out=mask)
+    np.copyto(sd, 0.0, where=mask)
+    sd /= np.sqrt(n)
+    zero_sd = bool(sd.min() == 0.0)
+    abs_t = sq
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.divide(magnitude, sd, out=abs_t)
+    if zero_sd:
+        np.equal(sd, 0.0, out=mask)
+        mask &= magnitude == 0  # 0/0: no difference, t* = 0
+        np.copyto(abs_t, 0.0, where=mask)
+    hit = np.greater_equal(abs_t, threshold[None, :], out=mask)
+    if not zero_sd:
+        return np.count_nonzero(hit, axis=0), rows
+    finite = np.isfinite(abs_t)  # degenerate resamples (t* = +-inf) are left out
+    hit &= finite
+    return np.count_nonzero(hit, axis=0), np.count_nonzero(finite, axis=0)
 
 
 def bootstrap(
