@@ -24,6 +24,7 @@ from service.api.controllers.collections import CollectionsController
 from service.api.controllers.health import HealthController
 from service.api.controllers.jobs import JobsController
 from service.api.controllers.judge_track import JudgeTrackController
+from service.api.controllers.reproducibility import ReproducibilityController
 from service.api.controllers.judges import JudgesController
 from service.api.controllers.judging import AssessorsController, PoolsController
 from service.api.controllers.judgment_sets import JudgmentSetsController
@@ -45,7 +46,8 @@ from service.runtime import freeze_startup_heap
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
 CONTROLLERS = [HealthController, TeamsController, CollectionsController, QrelsController, RunsController,
                BoardsController, ResultsController, PoolsController, AssessorsController, AnalysesController,
-               JobsController, JudgesController, JudgmentSetsController, JudgeTrackController]
+               JobsController, JudgesController, JudgmentSetsController, JudgeTrackController,
+               ReproducibilityController]
 
 
 async def no_sniffing(message: Any, _scope: Any) -> None:

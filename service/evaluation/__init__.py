@@ -12,6 +12,8 @@
       computing/    the workers' work: work (task names, leases), task_table (task -> use case),
                     planning (a job), evaluating, significance_tests, sweeping, pruning, jobs
       analysing/    analyses (reusability, reduced judgments), topic_analysis, topic_sizes
+      reproducing/  declarations (originals, who reproduces what), measuring (the workers'
+                    KTU/RBO/RMSE/ER/DeltaRI per reproduction), board (verdicts, per topic, CSV)
       permissions/  access (tokens, the principal), policy (every rule), doors (authorise first)
       common/       lookup, idempotency, memory (an upload's memory)
 

@@ -579,3 +579,52 @@ class IdempotencyKey(Base):
     request_hash: Mapped[str] = mapped_column(String(64))  # sha256 of the body and the parameters
     response: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)  # pruning
+
+
+class ReproductionOriginal(Base):
+    """An original run (or a baseline/advanced pair: ``advanced_run_id``) that the organisers
+    of a collection offer to be reproduced there; the runs may be of another collection they
+    organise (reproducibility on another collection). Migration 0023."""
+
+    __tablename__ = "reproduction_originals"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    advanced_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    label: Mapped[str] = mapped_column(String(200), default="")
+    registered_by: Mapped[str] = mapped_column(String(200), default="")
+    registered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Reproduction(Base):
+    """A run of a collection declared a reproduction of a registered original: a run of an
+    original run, or a baseline/advanced pair of runs (``advanced_run_id``) of an original
+    pair. A run is in at most one declaration (a new one replaces it). Migration 0023."""
+
+    __tablename__ = "reproductions"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"), index=True)
+    original_id: Mapped[int] = mapped_column(ForeignKey("reproduction_originals.id", ondelete="CASCADE"))
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), unique=True)
+    advanced_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), unique=True)
+    declared_by: Mapped[str] = mapped_column(String(200), default="")
+    declared_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ReproductionMeasure(Base):
+    """The measures of one reproduction computed by the workers (service.evaluation.reproducing):
+    per metric (``""``: the document order, KTU and RBO) and part (``baseline``, ``advanced``,
+    or ``effect`` of a pair), the overall figures (``summary``) and the per-topic values as one
+    float64 array of ``len(rows) x len(topics)`` (rows named by ``rows``, NaN: no value)."""
+
+    __tablename__ = "reproduction_measures"
+    reproduction_id: Mapped[int] = mapped_column(ForeignKey("reproductions.id", ondelete="CASCADE"),
+                                                 primary_key=True)
+    metric: Mapped[str] = mapped_column(String(200), primary_key=True)
+    part: Mapped[str] = mapped_column(String(20), primary_key=True)
+    analysis_id: Mapped[int | None] = mapped_column(ForeignKey("analyses.id", ondelete="SET NULL"))
+    summary: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    topics: Mapped[list[Any]] = mapped_column(default=list)
+    rows: Mapped[list[Any]] = mapped_column(default=list)
+    values: Mapped[bytes] = mapped_column(LargeBinary)
+    computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

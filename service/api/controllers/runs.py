@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import anyio.to_thread
 from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.datastructures import State
 from litestar.openapi.spec import Schema
-from litestar.params import JSONBody
+from litestar.params import JSONBody, Parameter
 
 from service.api.dependencies import Caller, Coll, Uow
 from service.api.openapi import WRITE_ERRORS, errors, upload_body
@@ -36,6 +36,7 @@ from service.api.schemas.runs import (
 )
 from service.api.uploads import read_run_form
 from service.errors import InvalidRequest
+from service.evaluation.reproducing import declarations as reproduction_declarations
 from service.evaluation.runs import submissions
 from service.http.admission import OWN_TRANSACTIONS
 
@@ -55,6 +56,10 @@ METADATA_FORM = {
 }
 
 
+Reproduces = Annotated[int | None, Parameter(description="The registered original run this run reproduces "
+                                                        "(issue 28).", ge=1, le=2**31 - 1)]
+
+
 class RunsController(Controller):
     """Submitted runs: upload, list, read, describe, delete."""
 
@@ -71,14 +76,17 @@ class RunsController(Controller):
                      state: State, team: TeamParam = None, idempotency_key: IdempotencyKeyHeader = None,
                      description: RunDescription = None, run_type: RunType = None,
                      uses_training_data: UsesTrainingData = None, uses_external_resources: UsesExternalResources = None,
-                     priority: Priority = None, primary: Primary = None) -> Submitted:
+                     priority: Priority = None, primary: Primary = None,
+                     reproduces: Reproduces = None) -> Submitted:
         """Validate and store a run and queue its evaluation. Participants of an enrolled team
         submit within the window and the daily quota; organisers submit for a team (`?team=`).
         Errors name the file's line; a refused file stores nothing and uses no quota. The run's
         metadata comes as form fields (or, with the raw file as the body, as query parameters);
         the answer lists the run's warnings (missing topics, short lists, ties at the cutoff, a
         rank column that disagrees with the scores): the run is stored all the same. With an
-        `Idempotency-Key`, a retried upload (same file and metadata) is answered as the first one was."""
+        `Idempotency-Key`, a retried upload (same file and metadata) is answered as the first one was.
+        `reproduces`: the run is declared a reproduction of that registered original run (issue 28;
+        a pair is declared afterwards: `POST /api/runs/{rid}/reproduction`)."""
         body, form, ir_file, ir_name = await read_run_form(request, state["max_body"], submissions.METADATA_FIELDS)
         query = {"description": description, "run_type": run_type, "uses_training_data": uses_training_data,
                  "uses_external_resources": uses_external_resources, "priority": priority, "primary": primary}
@@ -88,11 +96,19 @@ class RunsController(Controller):
             raise InvalidRequest(f"{both[0]}: given both as a query parameter and as a form field")
         meta = submissions.metadata_from_fields({**given, **form}, ir_file, ir_name)
         uow.changes_boards = False  # the run shows once evaluated (the workers' results)
+        if reproduces is not None:  # an unknown original refused before anything is stored
+            await anyio.to_thread.run_sync(lambda: reproduction_declarations.check_original(uow.factory, cid,
+                                                                                           reproduces))
         outcome = await anyio.to_thread.run_sync(
             lambda: submissions.submit(uow.factory, lambda _: me, cid, body, team, idempotency_key=idempotency_key,
                                        metadata=meta),
             limiter=state.get("upload_threads"))
-        return out(Submitted, uow.collect(outcome))
+        result = uow.collect(outcome)
+        if reproduces is not None:
+            result = {**result, "reproduction": uow.collect(await anyio.to_thread.run_sync(
+                lambda: reproduction_declarations.declare_in_transaction(uow.factory, me, result["id"],
+                                                                         reproduces)))["id"]}
+        return out(Submitted, result)
 
     @get("/api/collections/{cid:int}/runs", operation_id="listRuns", summary="List runs", sync_to_thread=True,
          responses=errors(401, 403, 404, 422))

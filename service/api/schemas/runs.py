@@ -53,6 +53,7 @@ class RunOut(Response, kw_only=True):
 
 class Submitted(RunOut, kw_only=True):
     job: Annotated[int | None, Meta(description="The evaluation job (null before the collection has qrels).")]
+    reproduction: Annotated[int | None, Meta(description="The reproduction declared with `reproduces`.")] = None
 
 
 class Quota(Response, kw_only=True):

@@ -43,16 +43,18 @@ DEFAULT_KEPT = (90, 70, 50, 30, 10)  # percent of the judgments kept (Buckley & 
 
 
 JUDGE_BOARD = "judge_board"  # a judges track's board (service.evaluation.judging.judge_track)
+REPRODUCIBILITY = "reproducibility"  # a collection's reproductions measured (service.evaluation.reproducing)
 
 
 def task_of(kind: str) -> TaskName:
     """The task that does the work of an analysis row of this kind."""
-    return {POOL: TaskName.BUILD_POOL, JUDGE_BOARD: TaskName.RANK_JUDGES}.get(kind, TaskName.RUN_ANALYSIS)
+    return {POOL: TaskName.BUILD_POOL, JUDGE_BOARD: TaskName.RANK_JUDGES,
+            REPRODUCIBILITY: TaskName.MEASURE_REPRODUCTIONS}.get(kind, TaskName.RUN_ANALYSIS)
 
 
 def followup(row: Analysis) -> Followup:
     """The follow-up doing a row's work; a judge board's in the background (no run waits for it)."""
-    return Followup(task_of(row.kind), row.id, row.kind == JUDGE_BOARD)
+    return Followup(task_of(row.kind), row.id, row.kind in (JUDGE_BOARD, REPRODUCIBILITY))
 
 
 def queue(s: Session, coll: Collection, me: Principal, kind: str, params: dict[str, Any]) -> Outcome[Analysis]:
@@ -261,7 +263,7 @@ def reduction(qrels: Any, runs: list[Any], params: dict[str, Any], settings: Any
 def get(s: Session, analysis_id: int, me: Principal) -> Analysis:
     """An analysis row (:func:`doc` decides who may read it)."""
     row = s.get(Analysis, analysis_id)
-    if row is None or row.kind in (POOL, JUDGE_BOARD):  # read as such (pool_request_doc, judge_track.board)
+    if row is None or row.kind in (POOL, JUDGE_BOARD, REPRODUCIBILITY):  # read as such (pool_request_doc, judge_track.board)
         raise NotFound(f"no analysis {analysis_id}")
     return row
 

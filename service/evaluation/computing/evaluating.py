@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.evaluation.computing.planning import PENDING, tests_followup
 from service.evaluation.computing.work import BudgetExceeded, Followup, Heartbeat, LeaseLost, Limits, patiently
 from service.evaluation.judging import judge_track
+from service.evaluation.reproducing import measuring
 from service.evaluation.organising.setup import (
     EVALUATOR_VERSION,
     eval_settings,
@@ -355,7 +356,8 @@ def maybe_start_tests(s: Session, job_id: int) -> list[Followup]:
     sent with the tests' debounce delay (``workers.tasks.send``), and the round waits for the
     collection's other jobs (:func:`service.evaluation.computing.significance_tests.run_tests`). With
     them, a judges track's board when the job evaluated a set's current version
-    (:func:`service.evaluation.judging.judge_track.after_evaluations`)."""
+    (:func:`service.evaluation.judging.judge_track.after_evaluations`), and the measures of the
+    reproductions that read the job's runs (:func:`service.evaluation.reproducing.measuring.after_evaluations`)."""
     pending = s.scalar(select(func.count()).select_from(JobItem).where(
         JobItem.job_id == job_id, JobItem.status.in_(PENDING)))
     if pending:
@@ -369,4 +371,6 @@ def maybe_start_tests(s: Session, job_id: int) -> list[Followup]:
     job = s.get(Job, job_id)
     # the last item of an evaluation of a judgment set's (or the official set's) current version:
     # the judges track's board, computed by the workers (issue 25, item 10)
-    return [tests_followup(s, job_id), *(judge_track.after_evaluations(s, job) if job is not None else [])]
+    if job is None:
+        return [tests_followup(s, job_id)]
+    return [tests_followup(s, job_id), *judge_track.after_evaluations(s, job), *measuring.after_evaluations(s, job)]

@@ -30,6 +30,7 @@ from service.evaluation.computing.planning import (
 from service.evaluation.computing.significance_tests import mark, pending_elsewhere, tests_gave_up
 from service.evaluation.computing.work import Followup
 from service.evaluation.judging import judge_track
+from service.evaluation.reproducing import measuring
 from service.evaluation.publishing.results import current_result, tested_under
 from service.store.db import as_utc, transaction
 from service.store.models import (
@@ -167,6 +168,7 @@ def refresh_stale(factory: sessionmaker[Session]) -> list[Followup]:
                 followups += more
             followups += _refresh_other_sets(s, coll, config)
             followups += judge_track.queue_if_stale(s, coll)
+            followups += measuring.queue_if_stale(s, coll)
     return followups
 
 

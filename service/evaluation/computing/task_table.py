@@ -18,6 +18,7 @@ from service.evaluation.analysing import analyses
 from service.evaluation.computing import evaluating, significance_tests
 from service.evaluation.computing.work import Followup, Limits, TaskName
 from service.evaluation.judging import judge_track, pools
+from service.evaluation.reproducing import measuring
 
 __all__ = ["USE_CASES", "Limits", "UseCase", "run_here", "use_case"]
 
@@ -32,6 +33,8 @@ USE_CASES: Mapping[TaskName, UseCase] = MappingProxyType({
                                                                          limits.lease),
     TaskName.RANK_JUDGES: lambda factory, id_, limits: judge_track.compute(factory, id_, limits.max_attempts,
                                                                            limits.lease),
+    TaskName.MEASURE_REPRODUCTIONS: lambda factory, id_, limits: measuring.compute(factory, id_, limits.max_attempts,
+                                                                                   limits.lease),
 })
 
 

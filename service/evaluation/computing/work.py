@@ -41,6 +41,7 @@ class TaskName(StrEnum):
     RUN_ANALYSIS = "cranfield.run_analysis"  # a reusability or reduced-judgment analysis
     BUILD_POOL = "cranfield.build_pool"  # a requested pool (an Analysis row of kind "pool")
     RANK_JUDGES = "cranfield.rank_judges"  # a judges track's board (an Analysis row of kind "judge_board")
+    MEASURE_REPRODUCTIONS = "cranfield.measure_reproductions"  # a collection's reproductions (kind "reproducibility")
     SWEEP = "cranfield.sweep"  # periodic, no id: re-queue stuck work
     REFRESH = "cranfield.refresh"  # periodic, no id: re-evaluate stale results
     PRUNE = "cranfield.prune"  # periodic, no id: delete old idempotency keys and ended portal sessions

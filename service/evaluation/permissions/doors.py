@@ -71,5 +71,6 @@ FREEZE_BOARD = Door("collection", policy.may_freeze_board, "freezing the board o
 SUBMIT_JUDGMENTS = Door("collection", lambda me, coll: policy.is_enrolled(me, coll) and me.team_id is not None,
                         "submitting judgments to collection {cid}")
 EDIT_RUN = Door("run", policy.may_edit_run, "changing run {rid}")
+DECLARE_REPRODUCTION = Door("run", policy.may_declare_reproduction, "declaring what run {rid} reproduces")
 DELETE_RUN = Door("run", lambda me, run, coll: policy.may_delete_run(me, coll), "deleting run {rid}")
 JUDGE_POOL = Door("pool", policy.may_read_pool, "judging pool {pid}")

@@ -213,6 +213,25 @@ def may_see_snapshot(me: Principal, coll: Collection, snap: LeaderboardSnapshot 
     return may_see_analyses(me, coll)
 
 
+
+# ------------------------------------------------------------------- reproducibility
+def may_register_originals(me: Principal, coll: Collection) -> bool:
+    """Offer runs (of this collection, or of another one the caller organises too) as
+    originals to reproduce: the collection's organisers."""
+    return may_organise(me, coll.id)
+
+
+def may_declare_reproduction(me: Principal, run: Run, coll: Collection) -> bool:
+    """Declare what a run reproduces: its enrolled team (within the submission window, checked
+    by the use case) and the collection's organisers."""
+    return may_organise(me, coll.id) or (owns_here(me, run, coll) and is_enrolled(me, coll))
+
+
+def may_see_reproducibility(me: Principal, coll: Collection) -> bool:
+    """The reproducibility board: as the leaderboard (a team its own reproductions until the
+    release, organisers every one, readers of the collection once released)."""
+    return may_see_board(me, coll)
+
 # ------------------------------------------------------------------------------ runs
 def owns(me: Principal, run: Run) -> bool:
     return me.role == "participant" and me.team_id is not None and run.team_id == me.team_id

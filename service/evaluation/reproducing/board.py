@@ -1,0 +1,194 @@
+"""The reproducibility board: every declared reproduction with its stored measures for one
+metric, a verdict in words, the per-topic values of one reproduction, and the CSV export.
+
+Role rules (the leaderboard's, :func:`service.evaluation.permissions.policy.may_see_reproducibility`):
+organisers see every reproduction; an enrolled team its own until the organisers release the
+board; once released, whoever may read the collection sees every one. Under an unrevealed
+topic split a team's per-topic view leaves the hidden topics out. Nothing is computed here:
+the figures are the workers' (:mod:`.measuring`).
+
+The verdict's rule (docs/reproducibility.md, "Reading the board"): for a pair, from ER's
+bootstrap interval (reproduced when it holds 1 and lies above 0, a smaller or larger effect
+when it lies below or above 1 and above 0, not reproduced when it reaches 0 or below); for a
+single run, from the t-test at 0.05 (no significant difference: reproduced).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.errors import InvalidMeasure, NotFound
+from service.evaluation.computing.work import Outcome
+from service.evaluation.organising import collections
+from service.evaluation.permissions import policy
+from service.evaluation.permissions.access import Principal
+from service.evaluation.reproducing import declarations, measuring
+from service.store.arrays import unpack
+from service.store.models import Collection, Reproduction, ReproductionMeasure, Run
+
+ALPHA = 0.05  # the single run's verdict: the t-test at this level
+
+
+def _fmt(v: float | None, digits: int = 2) -> str:
+    return "undefined" if v is None or not math.isfinite(v) else f"{v:.{digits}f}"
+
+
+def verdict(row: dict[str, Any], metric: str) -> str:
+    """The reproduction's verdict in words (the rule is in the module's docstring)."""
+    effect, base = row.get("effect"), row.get("baseline")
+    if effect is not None:
+        er, lo, hi, dri = effect.get("ER"), effect.get("ER_low"), effect.get("ER_high"), effect.get("DeltaRI")
+        figures = f"ER {_fmt(er)} [{_fmt(lo)}, {_fmt(hi)}], DeltaRI {_fmt(dri)}"
+        if er is None:
+            return f"effect undefined: the original pair shows no improvement on {metric}"
+        if lo is None or hi is None:
+            return f"effect not judged (no interval): {figures}"
+        if lo <= 0:
+            return f"effect not reproduced: {figures}"
+        if hi < 1:
+            return f"smaller effect reproduced: {figures}"
+        if lo > 1:
+            return f"larger effect than the original: {figures}"
+        return f"effect reproduced: {figures}"
+    if base is not None:
+        p = base.get("p_value")
+        differ = p is not None and p < ALPHA
+        if base.get("RMSE") is not None:
+            head = "scores differ" if differ else "scores reproduced"
+            return f"{head}: RMSE {_fmt(base['RMSE'], 3)}, {base['test']} p {_fmt(p, 3)}"
+        head = "means differ" if differ else "means reproduced"
+        return (f"{head}: {_fmt(base.get('mean_original'), 3)} (original) and "
+                f"{_fmt(base.get('mean_reproduction'), 3)} (reproduction), {base['test']} p {_fmt(p, 3)}")
+    return row.get("note") or "not measured yet"
+
+
+def _metric(coll: Collection, metric: str | None) -> str:
+    config = coll.current_config
+    chosen = metric or config.official_metric
+    if chosen not in config.metrics:
+        raise InvalidMeasure(f"{chosen!r} is not a metric of collection {coll.id} (its metrics: "
+                             f"{', '.join(config.metrics)})")
+    return chosen
+
+
+def _visible(s: Session, coll: Collection, me: Principal) -> list[Reproduction]:
+    reps = [rep for rep, _ in measuring.declarations(s, coll)]
+    if policy.sees_all_rows(me, coll):
+        return reps
+    runs = {r.id: r.team_id for r in s.scalars(select(Run).where(Run.id.in_([x.run_id for x in reps])))}
+    return [r for r in reps if me.team_id is not None and runs.get(r.run_id) == me.team_id]
+
+
+def board(s: Session, coll: Collection, me: Principal, metric: str | None = None) -> dict[str, Any]:
+    """Every reproduction the caller may see with its measures on ``metric`` (default the
+    official one): document order (KTU, RBO), per run role the means, RMSE, nRMSE and the
+    t-test's p, for a pair ER and DeltaRI with their intervals, and the verdict. ``stale``
+    while the stored measures are older than their inputs (the workers are on it)."""
+    policy.require(policy.may_see_reproducibility(me, coll), me, f"the reproducibility board of collection {coll.id}")
+    chosen = _metric(coll, metric)
+    done = measuring.newest(s, coll, "done")
+    inp = measuring.inputs(s, coll)
+    notes = ((done.result or {}).get("notes") or {}) if done is not None else {}
+    doc: dict[str, Any] = {
+        "collection": coll.id, "metric": chosen, "metrics": list(coll.current_config.metrics),
+        "released": coll.leaderboard_released, "settings": dict(measuring.SETTINGS),
+        "computed_at": collections.iso(done.finished_at) if done is not None else None,
+        "stale": done is None or measuring.computed_key(done) != measuring.key(inp) if inp["reproductions"] else False,
+        "waiting": measuring.waiting(inp), "rows": []}
+    reps = _visible(s, coll, me)
+    stored: dict[int, dict[tuple[str, str], ReproductionMeasure]] = {}
+    if reps:
+        for m in s.scalars(select(ReproductionMeasure).where(
+                ReproductionMeasure.reproduction_id.in_([r.id for r in reps]),
+                ReproductionMeasure.metric.in_([chosen, measuring.ORDER]))):
+            stored.setdefault(m.reproduction_id, {})[(m.metric, m.part)] = m
+    for rep in reps:
+        row = declarations.declaration_doc(s, rep)
+        mine = stored.get(rep.id, {})
+        orig_coll = row["original"]["run"]["collection"] if row["original"]["run"] else None
+        row["same_collection"] = orig_coll == coll.id
+        order = {p: {k: mine[(measuring.ORDER, p)].summary.get(k) for k in ("KTU", "RBO")}
+                 for p in measuring.PARTS if (measuring.ORDER, p) in mine}
+        row["order"] = order or None
+        for part in (*measuring.PARTS, "effect"):
+            m = mine.get((chosen, part))
+            row[part] = dict(m.summary) if m is not None else None
+        row["note"] = notes.get(str(rep.id))
+        row["verdict"] = verdict(row, chosen)
+        doc["rows"].append(row)
+    return doc
+
+
+def per_topic(s: Session, coll: Collection, me: Principal, reproduction_id: int,
+              metric: str | None = None) -> dict[str, Any]:
+    """One reproduction's per-topic values on ``metric``: each part's rows (the original's and
+    the reproduction's scores, a pair's improvements) and KTU/RBO, topic by topic."""
+    policy.require(policy.may_see_reproducibility(me, coll), me, f"the reproducibility board of collection {coll.id}")
+    chosen = _metric(coll, metric)
+    rep = s.get(Reproduction, reproduction_id)
+    if rep is None or rep.collection_id != coll.id or rep.id not in {r.id for r in _visible(s, coll, me)}:
+        raise NotFound(f"no reproduction {reproduction_id} in collection {coll.id}")
+    hidden = policy.hidden_topics(coll) if policy.sees_visible_topics_only(me, coll) else frozenset()
+    parts = []
+    for m in s.scalars(select(ReproductionMeasure).where(
+            ReproductionMeasure.reproduction_id == rep.id,
+            ReproductionMeasure.metric.in_([chosen, measuring.ORDER])).order_by(ReproductionMeasure.metric,
+                                                                                 ReproductionMeasure.part)):
+        values = unpack(m.values).reshape(len(m.rows), len(m.topics))
+        parts.append({"metric": m.metric or None, "part": m.part, "rows": list(m.rows), "topics": [
+            {"topic": t, "values": {name: (float(values[i, j]) if math.isfinite(values[i, j]) else None)
+                                    for i, name in enumerate(m.rows)}}
+            for j, t in enumerate(m.topics) if t not in hidden]})
+    return {"reproduction": declarations.declaration_doc(s, rep), "metric": chosen, "parts": parts}
+
+
+CSV_COLUMNS = ("reproduction", "kind", "team", "run", "advanced_run", "original_run", "original_advanced_run",
+               "same_collection", "metric", "KTU_baseline", "RBO_baseline", "KTU_advanced", "RBO_advanced",
+               "mean_original_baseline", "mean_reproduction_baseline", "RMSE_baseline", "nRMSE_baseline",
+               "p_baseline", "mean_original_advanced", "mean_reproduction_advanced", "RMSE_advanced",
+               "nRMSE_advanced", "p_advanced", "ER", "ER_low", "ER_high", "DeltaRI", "DeltaRI_low",
+               "DeltaRI_high", "verdict")
+
+
+def board_csv(doc: dict[str, Any]) -> str:
+    """The board as CSV: a line per reproduction, full floats, empty where undefined."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+
+    def tag(run: dict[str, Any] | None) -> str:
+        return run["tag"] if run else ""
+
+    for r in doc["rows"]:
+        order = r.get("order") or {}
+        line: dict[str, Any] = {
+            "reproduction": r["id"], "kind": r["kind"], "team": r["run"]["team"] if r["run"] else "",
+            "run": tag(r["run"]), "advanced_run": tag(r["advanced_run"]), "original_run": tag(r["original"]["run"]),
+            "original_advanced_run": tag(r["original"]["advanced_run"]), "same_collection": r["same_collection"],
+            "metric": doc["metric"], "verdict": r["verdict"]}
+        for part in ("baseline", "advanced"):
+            for k in ("KTU", "RBO"):
+                line[f"{k}_{part}"] = (order.get(part) or {}).get(k)
+            for k, col in (("mean_original", "mean_original"), ("mean_reproduction", "mean_reproduction"),
+                           ("RMSE", "RMSE"), ("nRMSE", "nRMSE"), ("p_value", "p")):
+                line[f"{col}_{part}"] = (r.get(part) or {}).get(k)
+        for k in ("ER", "ER_low", "ER_high", "DeltaRI", "DeltaRI_low", "DeltaRI_high"):
+            line[k] = (r.get("effect") or {}).get(k)
+        w.writerow(["" if line.get(c) is None else repr(line[c]) if isinstance(line[c], float) else line[c]
+                    for c in CSV_COLUMNS])
+    return buf.getvalue()
+
+
+def request(s: Session, coll: Collection, me: Principal, force: bool = False) -> Outcome[dict[str, Any]]:
+    """Have the workers measure the reproductions now (organisers) unless up to date."""
+    policy.require(policy.may_configure(me, coll), me, f"the reproducibility board of collection {coll.id}")
+    followups = measuring.queue_if_stale(s, coll, me.name, force)
+    row = measuring.newest(s, coll)
+    return Outcome({"analysis": row.id if row else None, "queued": bool(followups),
+                    "status": row.status if row else None}, tuple(followups))
