@@ -87,9 +87,10 @@ def topic_analysis(s: Session, coll: Collection, me: Principal, metric: str | No
     counts = scored.sum(axis=0)
     gone = _missing_by_run(s, data) & scored
     submitted = scored & ~gone
-    best = np.max(np.where(scored, x, -np.inf), axis=0)
-    least = np.min(np.where(scored, x, np.inf), axis=0)
-    least_submitted = np.min(np.where(submitted, x, np.inf), axis=0)
+    # (``initial``: a board with no run yet, e.g. before any qrels, is a 0 x 0 matrix)
+    best = np.max(np.where(scored, x, -np.inf), axis=0, initial=-np.inf)
+    least = np.min(np.where(scored, x, np.inf), axis=0, initial=np.inf)
+    least_submitted = np.min(np.where(submitted, x, np.inf), axis=0, initial=np.inf)
     quartiles = _quartiles(x, counts)
     own_rows = [i for i, r in enumerate(data.runs) if r["own"]]
     names = [r["run"] for r in data.runs]

@@ -253,7 +253,7 @@ def _require_evaluated(s: Session, coll: Collection, version: QrelsVersion, conf
                                          Job.config_id == config.id, Job.status.in_(("running", "testing")))
                        .order_by(Job.id.desc()).limit(1))
     if evaluated:
-        if running is not None:
+        if running is not None and running.done + running.failed < running.total:  # (not: its tests only)
             notes.append(f"qrels version {version.version} is still being evaluated (job {running.id}: "
                          f"{running.done + running.failed} of {running.total} runs): the figures cover the runs "
                          "evaluated so far")

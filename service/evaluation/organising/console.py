@@ -10,6 +10,7 @@ configuration version and the same planned job, so the numbers it announces ("re
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, select
@@ -160,8 +161,8 @@ def _consequences(before: dict[str, Any], after: dict[str, Any], changed: list[d
         said.append("Open enrolment: participants enrol their own team (in a public collection)."
                     if after["enrolment"] == "open" else "Invite-only enrolment: organisers enrol the teams.")
     if keys & {"submission_opens_at", "submission_closes_at"}:
-        window = (after["submission_opens_at"] or "now", after["submission_closes_at"] or "never")
-        said.append(f"Submissions are accepted from {window[0]} until {window[1]} (UTC)" +
+        opens, closes = _moment(after["submission_opens_at"]) or "now", _moment(after["submission_closes_at"])
+        said.append(f"Submissions are accepted from {opens}" + (f" until {closes}" if closes else " on, with no closing time") +
                     (": the window is closed now." if not policy.window_open(_window(coll, after)) else "."))
     if "daily_run_quota" in keys:
         quota = after["daily_run_quota"]
@@ -173,6 +174,11 @@ def _consequences(before: dict[str, Any], after: dict[str, Any], changed: list[d
         said.append("Warning: open enrolment applies to public collections only; while the collection is "
                     "private, its organisers enrol the teams.")
     return said
+
+
+def _moment(value: str | None) -> str | None:
+    """A stored time (ISO 8601) as a person reads it: "2031-01-01 00:00 UTC"."""
+    return datetime.fromisoformat(value).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if value else None
 
 
 def _window(coll: Collection, after: dict[str, Any]) -> Collection:

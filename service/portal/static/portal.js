@@ -98,7 +98,7 @@
         if (bar && doc.job) {
           bar.max = Math.max(doc.job.total, 1); bar.value = doc.job.done + doc.job.failed;
           var label = document.getElementById("job-status");
-          if (label) { label.textContent = doc.job.status + ": " + (doc.job.done + doc.job.failed) + " of " + doc.job.total + " runs"; }
+          if (label && doc.job.summary) { label.textContent = doc.job.summary; }
           if (doc.job.status !== "done" && doc.job.status !== "failed") { pending = true; }
         }
         var finished = false;
