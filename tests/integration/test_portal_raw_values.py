@@ -55,7 +55,8 @@ RAW = [
 # ------------------------------------------------------------------------------ reading a page
 class VisibleText(HTMLParser):
     """The text a reader sees: the elements' text (the charts' SVG text included), without
-    scripts, styles, hidden elements and attribute values; each table cell apart."""
+    scripts, styles, hidden elements, an SVG's metadata and attribute values; each table cell
+    apart."""
 
     VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"})
 
@@ -73,7 +74,7 @@ class VisibleText(HTMLParser):
             self.links.append(names["href"] or "")
         if tag in self.VOID:
             return
-        if self._skipping or tag in ("script", "style", "template") or "hidden" in names:
+        if self._skipping or tag in ("script", "style", "template", "metadata") or "hidden" in names:
             self._skipping.append(tag)
         elif tag in ("td", "th"):
             self._cell = []
