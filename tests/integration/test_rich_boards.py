@@ -230,7 +230,7 @@ def test_snapshot_downloads(world: World) -> None:
     assert latex.startswith("\\begin{tabular}")
     assert world.client.get(f"/snapshots/{sid}/board.csv", headers=as_role(world, "organiser")).text == snap_csv.text
     assert world.client.get(f"/snapshots/{sid}/board.tex", headers=as_role(world, "organiser")).text == latex
-    assert f'href="/snapshots/{sid}/board.csv"' in world.client.get(f"/snapshots/{sid}",
+    assert f'href="/snapshots/{sid}/board.csv?metric=nDCG%4010"' in world.client.get(f"/snapshots/{sid}",
                                                                      headers=as_role(world, "organiser")).text
     for role, status in (("anonymous", 401), ("alpha", 403)):  # a snapshot is the organisers' until released
         assert world.client.get(f"/snapshots/{sid}/board.csv", headers=as_role(world, role)).status_code == status

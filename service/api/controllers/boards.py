@@ -167,7 +167,7 @@ class BoardsController(Controller):
                      "The frozen metric whose rows lead the document and its CSV or LaTeX (default: the metric "
                      "the snapshot was frozen on); `metrics` lists those it holds."))] = None) -> Response[Snapshot]:
         """A frozen board, as it was served when frozen (as CSV or a LaTeX table too): every metric
-        of the board (``boards``; snapshots frozen before that hold their own metric only)."""
+        of the board (`boards`; snapshots frozen before that hold their own metric only)."""
         doc = boards.snapshot(uow.session, sid, me, metric)
         if format == "csv":
             return Response(board_csv(doc), media_type="text/csv")  # type: ignore[return-value]
