@@ -8,10 +8,12 @@ fresh database (created and dropped here) and its own Celery queue, migrated wit
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -47,6 +49,7 @@ class Backend:
     env: dict[str, str]
     tmp: Path
     workers: list[subprocess.Popen] = field(default_factory=list)
+    copied_from: str | None = None  # the template its database is a copy of ("migrated", "world")
 
     def activate(self) -> None:
         """Point this process's settings at the backend."""
@@ -117,12 +120,13 @@ def _sqlite_backend(tmp: Path) -> Backend:
     return Backend("sqlite", url, env, tmp)
 
 
-def create_database() -> tuple[str, str]:
-    """A new, empty PostgreSQL database (its name and URL); the caller drops it."""
+def create_database(template: str | None = None) -> tuple[str, str]:
+    """A new PostgreSQL database, empty or a copy of the database ``template`` (its name and
+    URL); the caller drops it."""
     name = f"cranfield_test_{uuid.uuid4().hex[:10]}"
     try:
         with _pg_admin().connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
     except Exception as exc:  # noqa: BLE001
         _unavailable(f"PostgreSQL at {PG_ADMIN}", exc)
     return name, PG_ADMIN.rsplit("/", 1)[0] + f"/{name}"
@@ -157,6 +161,22 @@ class Templates:
         self.made: dict[tuple[str, str], str] = {}  # (backend, what) -> file path or database name
         self.made_on: dict[tuple[str, str], date] = {}  # (backend, what) -> the UTC day it was made
         self.seeds: dict[str, Any] = {}  # backend -> the world's ids and tokens
+        self.dropping: queue.Queue[str | None] = queue.Queue()
+        self.dropper = threading.Thread(target=self._drop_in_turn, name="drop-test-databases", daemon=True)
+        self.dropper.start()
+
+    def drop_later(self, name: str) -> None:
+        """Drop the PostgreSQL database ``name`` while the next tests run: DROP DATABASE waits
+        for a checkpoint (1-3 s on these machines), which no test needs to wait for."""
+        self.dropping.put(name)
+
+    def _drop_in_turn(self) -> None:
+        while (name := self.dropping.get()) is not None:
+            try:
+                with _pg_admin().connect() as conn:
+                    conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            except Exception as exc:  # noqa: BLE001  (a database left behind fails no test)
+                print(f"could not drop the test database {name}: {exc}", file=sys.stderr)
 
     def has(self, backend: str, what: str, *, made_today: bool = False) -> bool:
         """Whether the template ``what`` exists (with ``made_today``: made on today's UTC day,
@@ -210,6 +230,8 @@ class Templates:
                 conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')
 
     def drop_all(self) -> None:
+        self.dropping.put(None)
+        self.dropper.join()
         names = [name for (kind, _), name in self.made.items() if kind == "postgres"]
         if names:
             with _pg_admin().connect() as conn:
@@ -250,9 +272,14 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path, templates: Templates
     from service.store.migrate import upgrade
 
     saved = dict(os.environ)
+    # A test of the world starts from a copy of it (the world fixture then copies nothing).
+    start = "world" if "world" in request.fixturenames and templates.has(request.param, "world", made_today=True) \
+        else "migrated"
     if request.param == "sqlite":
         be = _sqlite_backend(tmp_path)
         name = None
+        if templates.has("sqlite", start):
+            templates.restore(be, start)
     else:
         try:
             import redis
@@ -260,14 +287,15 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path, templates: Templates
             redis.Redis.from_url(REDIS, socket_connect_timeout=3).ping()
         except Exception as exc:  # noqa: BLE001
             _unavailable(f"Redis at {REDIS}", exc)
-        name, url = create_database()
+        name, url = create_database(template=templates.made.get(("postgres", start)))
         be = Backend("postgres", url, {"CRANFIELD_DATABASE_URL": url, "CRANFIELD_BROKER_URL": REDIS,
                                        "CRANFIELD_QUEUE": f"q-{uuid.uuid4().hex[:8]}"}, tmp_path)
-    if templates.has(be.name, "migrated"):
-        templates.restore(be, "migrated")
-    else:
+    if templates.has(be.name, start):
+        be.copied_from = start
+    else:  # the session's first test on this backend
         upgrade(be.database_url)
         templates.keep(be, "migrated")
+        be.copied_from = "migrated"
     be.activate()
     try:
         yield be
@@ -279,8 +307,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path, templates: Templates
         os.environ.clear()
         os.environ.update(saved)
         if name is not None:
-            with _pg_admin().connect() as conn:
-                conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            templates.drop_later(name)
 
 
 # ------------------------------------------------------------------ restarting the shared services
@@ -441,9 +468,13 @@ def world(backend: Backend, templates: Templates) -> Iterator[World]:
 
     from service.api.app import create_app
 
-    if templates.has(backend.name, "world", made_today=True):
+    if backend.copied_from == "world" and templates.has(backend.name, "world", made_today=True):
+        pass  # (the backend fixture made its database a copy of the world)
+    elif templates.has(backend.name, "world", made_today=True):
         templates.restore(backend, "world")
     else:
+        if backend.copied_from != "migrated":  # (a world of yesterday: built again from the schema)
+            templates.restore(backend, "migrated")
         begun_on = _utc_today()
         templates.seeds[backend.name] = _seed_world(backend)
         templates.keep(backend, "world", begun_on=begun_on)
