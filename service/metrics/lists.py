@@ -17,6 +17,7 @@ computed once per evaluation and cached on the object; views for a cutoff
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -94,8 +95,16 @@ class RankedLists:
         self.levels = levels  # (rows, D) int16
         self.row_topic = row_topic  # (rows,) index into stats
         self.stats = stats
-        self._parent = _parent
+        # A cutoff view is kept in its parent's cache; a strong link back would make a reference
+        # cycle, and the lists' arrays would wait for the cyclic collector (a worker evaluating
+        # run file after run file grew by hundreds of MB between collections). Without its
+        # parent, a view computes prefix quantities itself: the same values (see prefix).
+        self._parent_ref = weakref.ref(_parent) if _parent is not None else None
         self._cache: dict[Any, Any] = {}
+
+    @property
+    def _parent(self) -> RankedLists | None:
+        return self._parent_ref() if self._parent_ref is not None else None
 
     # ------------------------------------------------------------------ shape
     @property
@@ -146,8 +155,9 @@ class RankedLists:
         parent's first k columns, so ``compute`` always runs on the full-depth
         lists it is given and the result is cached there.
         """
-        if self._parent is not None:
-            return self._parent.prefix(key, compute)[:, : self.depth]
+        parent = self._parent
+        if parent is not None:
+            return parent.prefix(key, compute)[:, : self.depth]
         if key not in self._cache:
             self._cache[key] = compute(self)
         return self._cache[key]
@@ -216,8 +226,8 @@ class RankedLists:
 
     def stats_cache(self, key: Any, compute: Callable[[], Any]) -> Any:
         root = self
-        while root._parent is not None:
-            root = root._parent
+        while (parent := root._parent) is not None:
+            root = parent
         if key not in root._cache:
             root._cache[key] = compute()
         return root._cache[key]
