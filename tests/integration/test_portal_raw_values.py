@@ -234,6 +234,19 @@ def _build(c: Any, stalled: Any, factory: Any, seed: Any) -> Site:
     r = c.post(f"/c/{cid}/snapshots", data={"csrf": csrf, "label": "official", "metric": "AP"}, headers=as_org,
                follow_redirects=False)
     assert r.status_code == 303, r.text[:500]
+    # a run submitted with what the form asks (a type, stated and unstated flags, a priority)
+    r = c.post(f"/c/{cid}/submit", files={"file": ("described.txt", seed.runs["RUN-02"].replace("RUN-02", "described"))},
+               data={"csrf": site.csrf("alpha"), "description": "BM25 and a reranker", "run_type": "manual",
+                     "uses_training_data": "true", "uses_external_resources": "", "priority": "2"},
+               headers=site.headers("alpha"), follow_redirects=False)
+    assert r.status_code == 303, r.text[:500]
+    # a second judgment set (automatic, some of its fields left empty), judged and evaluated
+    r = c.post(f"/api/collections/{cid}/judgment-sets", headers=org, json={
+        "name": "umbrela", "source": "automatic", "model": "gpt-4o-2024-08-06", "prompt": "UMBRELA v1"})
+    assert r.status_code == 201, r.text
+    r = c.post(f"/api/collections/{cid}/qrels", params={"judgment_set": "umbrela"},
+               content=seed.qrels.replace(" L1\n", " L0\n", 20), headers=org)
+    assert r.status_code == 201, r.text
     r = c.patch(f"/api/collections/{cid}", json={"significance": {"test": "randomisation", "resamples": 200},
                                                  "leaderboard_released": True, "visibility": "public",
                                                  "daily_run_quota": None}, headers=org)
