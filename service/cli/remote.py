@@ -95,6 +95,11 @@ def _remote_arguments(parser: argparse.ArgumentParser) -> None:
     sb.add_argument("--team", help="organisers: the team the run is submitted for")
     sb.add_argument("--idempotency-key", metavar="KEY",
                     help="send the same KEY again to retry a submission without storing it twice (default: new)")
+    sb.add_argument("--reproduces", type=positive_int, metavar="ORIGINAL_RUN_ID",
+                    help="declare the run a reproduction of this registered original run (a reproducibility track)")
+    sb.add_argument("--reproduces-pair", type=positive_int, nargs=2, metavar=("MY_BASELINE_RUN", "ORIGINAL_BASELINE"),
+                    help="with --reproduces (the original advanced run): the run and your run MY_BASELINE_RUN "
+                         "reproduce the original pair (ORIGINAL_BASELINE, the --reproduces run)")
     sb.add_argument("--wait", action="store_true", help="then wait until the run is evaluated")
     sb.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                     help="with --wait: give up after SECONDS (default: wait as long as it takes)")
@@ -122,6 +127,12 @@ def _remote_arguments(parser: argparse.ArgumentParser) -> None:
     jd.add_argument("--notes")
     jd.add_argument("--idempotency-key", metavar="KEY", help="as for submit (default: new)")
     jd.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: %(default)s)")
+
+    rb = sub.add_parser("repro-board", help="a reproducibility board: every reproduction with its measures and "
+                                            "verdict")
+    rb.add_argument("collection", metavar="COLLECTION", help="an id or a name")
+    rb.add_argument("-m", "--metric", help="default: the official metric")
+    rb.add_argument("--format", choices=("tsv", "json", "csv"), default="tsv", help="output format (default: %(default)s)")
 
     jb = sub.add_parser("judge-board", help="a judges track's board: judges ranked by agreement with the official "
                                             "judgments")
@@ -376,8 +387,11 @@ def _submit(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     bar = ProgressBar(run.name, sys.stderr)
     try:
         # one key per invocation: a retry after a lost connection is answered, not stored again
+        if args.reproduces_pair and not args.reproduces:
+            raise BadRequest("--reproduces-pair names the pair's baseline runs: give --reproduces ORIGINAL_ADVANCED too")
         doc = client.submit_run(coll["id"], run, metadata, team=args.team, ir_metadata=ir,
-                                idempotency_key=args.idempotency_key or str(uuid.uuid4()), progress=bar)
+                                idempotency_key=args.idempotency_key or str(uuid.uuid4()), progress=bar,
+                                reproduces=None if args.reproduces_pair else args.reproduces)
     except InvalidInput as exc:  # the server's line, in the file the user named
         named = {run.name: args.run, "upload": args.run, "run upload": args.run,
                  **({ir.name: args.ir_metadata, "ir_metadata": args.ir_metadata} if ir else {})}
@@ -389,10 +403,15 @@ def _submit(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     finally:
         if bar.total:
             bar.finish()
+    if args.reproduces_pair:  # the pair (MY_BASELINE_RUN, this run) of (ORIGINAL_BASELINE, --reproduces)
+        mine, original = args.reproduces_pair
+        doc["reproduction"] = client.declare_reproduction(mine, original, doc["id"], args.reproduces)["id"]
     if args.format == "json":
         write_json(doc, out)
     else:
         _report_submission(doc, coll, out)
+        if doc.get("reproduction") is not None:
+            out.write(f"reproduction\t{doc['reproduction']}\n")
     if args.wait:
         return _wait_run(client, doc["id"], args.timeout, 1.0, out)
     return 0
@@ -482,6 +501,29 @@ def _board(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     return _tsv(out, ["rank", "run", "team", "mean", "interval", "topics", "baseline", "groups"],
                 [[r["rank"], r["run"], r["team"], _fixed(r["mean"]), _interval(r, doc.get("bounds")),
                   r.get("n_topics"), "yes" if r.get("baseline") else "", r.get("groups") or ""] for r in doc["rows"]])
+
+
+def _repro_board(args: argparse.Namespace, client: Any, out: TextIO) -> int:
+    """The reproducibility board: a line per reproduction (tsv), or the server's CSV or JSON."""
+    coll = client.find_collection(args.collection)
+    if args.format == "csv":
+        out.write(client.reproducibility_csv(coll["id"], args.metric))
+        return 0
+    doc = client.reproducibility_board(coll["id"], args.metric)
+    if args.format == "json":
+        return write_json(doc, out)
+    sys.stderr.write(f"# {coll['name']}: {doc['metric']}"
+                     + (" (stale: the workers are measuring again)" if doc.get("stale") else "") + "\n")
+
+    def tag(run: dict[str, Any] | None) -> str:
+        return run["tag"] if run else "-"
+
+    rows = [[r["id"], r["run"]["team"] if r["run"] else "-", tag(r["run"]) + ("+" + tag(r["advanced_run"])
+                                                                             if r["advanced_run"] else ""),
+             tag(r["original"]["run"]) + ("+" + tag(r["original"]["advanced_run"])
+                                          if r["original"]["advanced_run"] else ""),
+             "same" if r["same_collection"] else "other", r["verdict"]] for r in doc["rows"]]
+    return _tsv(out, ["id", "team", "runs", "original", "collection", "verdict"], rows)
 
 
 def _fixed(value: float | None, decimals: int = 4) -> str:
@@ -637,4 +679,5 @@ def _judge_pool(args: argparse.Namespace, client: Any, out: TextIO) -> int:
 
 
 HANDLERS = {"collections": _collections, "runs": _runs, "submit": _submit, "wait": _wait, "board": _board,
-            "scores": _scores, "judgments": _judgments, "judge-board": _judge_board, "judge-pool": _judge_pool}
+            "scores": _scores, "judgments": _judgments, "judge-board": _judge_board, "judge-pool": _judge_pool,
+            "repro-board": _repro_board}

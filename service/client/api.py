@@ -14,6 +14,7 @@ after the Retry-After it names.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -56,6 +57,8 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "submitJudgments": ("POST", "/api/collections/{cid}/judge-submissions"),
     "getJudgeBoard": ("GET", "/api/collections/{cid}/judge-board"),
     "downloadJudgePool": ("GET", "/api/collections/{cid}/judge-track/pool"),
+    "declareReproduction": ("POST", "/api/runs/{rid}/reproduction"),
+    "getReproducibilityBoard": ("GET", "/api/collections/{cid}/reproducibility"),
 }
 
 _BY_STATUS: dict[int, type[CranfieldError]] = {400: BadRequest, 401: Unauthenticated, 403: Forbidden, 404: NotFound,
@@ -249,7 +252,7 @@ class Client:
 
     def submit_run(self, cid: int, run: Upload, metadata: RunMetadata | None = None, *, team: str | None = None,
                    ir_metadata: Upload | None = None, idempotency_key: str | None = None,
-                   progress: Progress | None = None) -> Json:
+                   progress: Progress | None = None, reproduces: int | None = None) -> Json:
         """submitRun: the run and its metadata as a multipart form; ``progress(sent, total)``
         is called as the body goes out. The body is encoded once, so a retry (only with an
         ``idempotency_key``) sends the very same bytes under the same key."""
@@ -268,7 +271,8 @@ class Client:
                 if progress is not None:
                     progress(min(start + CHUNK, len(data)), len(data))
 
-        response = self._send("POST", self._path("submitRun", cid=cid), params={"team": team}, body=chunks,
+        response = self._send("POST", self._path("submitRun", cid=cid), params={"team": team,
+                                                                                "reproduces": reproduces}, body=chunks,
                               headers=headers, retry=idempotency_key is not None,
                               timeout=httpx.Timeout(600.0, connect=10.0))  # the server validates the file
         return response.json()  # type: ignore[no-any-return]
@@ -296,6 +300,26 @@ class Client:
     def judge_pool(self, cid: int) -> str:
         """downloadJudgePool: the documents to judge, a ``topic docno`` line each."""
         return self._send("GET", self._path("downloadJudgePool", cid=cid)).text
+
+    # ------------------------------------------------------------------ a reproducibility track
+    def declare_reproduction(self, rid: int, original_run: int, advanced_run: int | None = None,
+                             original_advanced_run: int | None = None) -> Json:
+        """declareReproduction: run ``rid`` reproduces ``original_run``; with the two others, the
+        pair (``rid``, ``advanced_run``) reproduces the original pair."""
+        body = json.dumps({"original_run": original_run, "advanced_run": advanced_run,
+                           "original_advanced_run": original_advanced_run}).encode()
+        response = self._send("POST", self._path("declareReproduction", rid=rid), body=lambda: body,
+                              headers={"Content-Type": "application/json"})
+        return response.json()  # type: ignore[no-any-return]
+
+    def reproducibility_board(self, cid: int, metric: str | None = None) -> Json:
+        """getReproducibilityBoard: every reproduction with its measures and verdict."""
+        return self._json(self._path("getReproducibilityBoard", cid=cid), metric=metric)
+
+    def reproducibility_csv(self, cid: int, metric: str | None = None) -> str:
+        """getReproducibilityBoard as CSV."""
+        return self._send("GET", self._path("getReproducibilityBoard", cid=cid),
+                          params={"format": "csv", "metric": metric}).text
 
     # ------------------------------------------------------------------ jobs
     def job(self, jid: int) -> Json:

@@ -47,6 +47,7 @@ from service.portal.controllers.judges import JudgesController
 from service.portal.controllers.judging import AssessmentController, PoolController
 from service.portal.controllers.judgment_sets import JudgmentSetsController
 from service.portal.controllers.qrels import QrelsController
+from service.portal.controllers.reproducibility import ReproducibilityController
 from service.portal.controllers.runs import RunController
 from service.portal.controllers.signin import SignInController
 from service.portal.controllers.snapshots import SnapshotController
@@ -71,7 +72,7 @@ SECURITY_HEADERS = {
 CONTROLLERS = [SignInController, BoardController, RunController, AnalysisController, SubmissionController,
                QrelsController, PoolController, AssessmentController, SnapshotController, TeamController,
                TopicController, ConsoleController, ConsoleRunsController, TokenController, JudgesController,
-               JudgmentSetsController, JudgeTrackController]
+               JudgmentSetsController, JudgeTrackController, ReproducibilityController]
 
 
 @get("/favicon.ico", include_in_schema=False, sync_to_thread=False)

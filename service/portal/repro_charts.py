@@ -1,0 +1,47 @@
+"""The ER/DeltaRI plane of a reproducibility board (Breuer et al., SIGIR 2020, Fig. 2), as an
+inline SVG (issue 28): each pair reproduction a point at (ER, DeltaRI) with its bootstrap
+intervals as error bars; the ideal reproduction at (1, 0) marked by the two reference lines."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from service.portal.charts import MARKERS, SERIES, _cached, _figure
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def er_dri_plane(rows: Sequence[dict[str, Any]], metric: str) -> str:
+    """``rows``: the board's pair rows (``label``, ``effect`` with ER, DeltaRI and their
+    intervals); rows without a finite ER and DeltaRI are left out (the table says why)."""
+    points = [{"label": r["label"], **{k: r["effect"].get(k) for k in (
+        "ER", "ER_low", "ER_high", "DeltaRI", "DeltaRI_low", "DeltaRI_high")}}
+              for r in rows if r.get("effect") and _finite(r["effect"].get("ER"))
+              and _finite(r["effect"].get("DeltaRI"))]
+
+    def draw():  # type: ignore[no-untyped-def]
+        fig = _figure(5.2, 3.6)
+        ax = fig.add_subplot()
+        ax.axvline(1.0, color="#777777", linewidth=0.8, linestyle="--")
+        ax.axhline(0.0, color="#777777", linewidth=0.8, linestyle="--")
+        for i, p in enumerate(points):
+            xerr = [[p["ER"] - p["ER_low"]], [p["ER_high"] - p["ER"]]] if _finite(p["ER_low"]) and _finite(
+                p["ER_high"]) else None
+            yerr = [[p["DeltaRI"] - p["DeltaRI_low"]], [p["DeltaRI_high"] - p["DeltaRI"]]] if _finite(
+                p["DeltaRI_low"]) and _finite(p["DeltaRI_high"]) else None
+            ax.errorbar([p["ER"]], [p["DeltaRI"]], xerr=xerr, yerr=yerr, fmt=MARKERS[i % len(MARKERS)],
+                        color=SERIES[i % len(SERIES)], capsize=3, linewidth=1, label=p["label"])
+        ax.set_xlabel(f"Effect ratio (ER) on {metric}")
+        ax.set_ylabel("ΔRI (original − reproduction)")
+        if points:
+            ax.legend(loc="best", fontsize=8, frameon=False)
+        return fig
+
+    label = (f"ER/DeltaRI plane on {metric}: " + "; ".join(
+        f"{p['label']} ER {p['ER']:.2f}, DeltaRI {p['DeltaRI']:.2f}" for p in points)) if points else \
+        f"ER/DeltaRI plane on {metric}: no pair reproduction with a defined effect"
+    return _cached("er_dri", {"points": points, "metric": metric}, draw, label)
