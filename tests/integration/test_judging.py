@@ -77,9 +77,13 @@ def task(backend: Backend) -> Iterator[Task]:
         truth.setdefault(t, {})[d] = int(label[1:])
     with TestClient(app=create_app(backend.database_url, lambda f: send(f, celery))) as c:
         a = auth(admin)
+        # B = 1000, no sequential extension: this test reads no verdict, and the default (10,000
+        # resamples, extended for undecided pairs) costs ~10 s a round of tests at 31 runs.
         cid = c.post("/api/collections", json={"name": "pooled task", "official_metric": "AP",
                                                "metrics": ["AP", "nDCG@10", "bpref"],
-                                               "evaluation": {"max_level": 3}}, headers=a).json()["id"]
+                                               "evaluation": {"max_level": 3},
+                                               "significance": {"resamples": 1000, "max_resamples": 1000}},
+                     headers=a).json()["id"]
         org = c.post("/api/tokens", json={"role": "organiser", "collections": [cid]}, headers=a).json()["token"]
         tokens = {"admin": admin, "organiser": org}
         for i in range(11):
