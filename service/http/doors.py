@@ -72,6 +72,7 @@ ROUTES: dict[tuple[str, str], Door | None] = {
     ("POST", "/c/{cid}/topics/texts"): doors.CONFIGURE,
     ("POST", "/c/{cid}/judges/settings"): doors.CONFIGURE,
     ("POST", "/c/{cid}/judges/board"): doors.CONFIGURE,
+    ("POST", "/c/{cid}/reproducibility/originals"): doors.CONFIGURE,
     ("POST", "/c/{cid}/teams"): doors.MANAGE_TEAMS,
     ("POST", "/c/{cid}/enrolment"): doors.ENROL_SELF,
     ("POST", "/tokens"): doors.MANAGE_TOKENS,

@@ -38,7 +38,9 @@ def er_dri_plane(rows: Sequence[dict[str, Any]], metric: str) -> str:
         ax.set_xlabel(f"Effect ratio (ER) on {metric}")
         ax.set_ylabel("ΔRI (original − reproduction)")
         if points:
-            ax.legend(loc="best", fontsize=8, frameon=False)
+            # below the axes: a point never hides behind its own name
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=8, frameon=False,
+                      ncols=min(2, len(points)))
         return fig
 
     label = (f"ER/DeltaRI plane on {metric}: " + "; ".join(

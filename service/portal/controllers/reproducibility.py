@@ -5,15 +5,18 @@ one reproduction's per-topic values. The page reads what the API reads
 
 from __future__ import annotations
 
-from litestar import Controller, get
+from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
-from litestar.response import Response, Template
+from litestar.response import Redirect, Response, Template
 
 from service.evaluation.permissions import policy
 from service.evaluation.reproducing import board as repro_board
-from service.portal.pages import Page, download
+from service.evaluation.reproducing import declarations
+from service.portal.forms import PostedForm
+from service.portal.pages import Page, Refusal, attempt, download, see_other
 from service.portal.repro_charts import er_dri_plane
+from service.store.models import Collection
 
 
 def _label(row: dict) -> str:  # type: ignore[type-arg]
@@ -22,17 +25,44 @@ def _label(row: dict) -> str:  # type: ignore[type-arg]
         f" + {row['advanced_run']['tag']}" if row.get("advanced_run") else "")
 
 
+def _board_page(page: Page, coll: Collection, metric: str | None = None, refused: Refusal | None = None,
+                done: str | None = None, values: dict[str, str] | None = None) -> Template:
+    doc = repro_board.board(page.session, coll, page.me, metric)
+    for row in doc["rows"]:
+        row["label"] = _label(row)
+    pairs = [r for r in doc["rows"] if r["kind"] == "pair"]
+    can_register = policy.may_register_originals(page.me, coll)
+    return page.show(coll, "reproducibility.html", status=refused.status if refused else 200, error=refused,
+                     board=doc, chart=er_dri_plane(pairs, doc["metric"]), done=done, values=values or {},
+                     can_configure=policy.may_configure(page.me, coll), can_register=can_register,
+                     originals=declarations.originals(page.session, coll, page.me))
+
+
 class ReproducibilityController(Controller):
     @get("/c/{cid:int}/reproducibility", sync_to_thread=True)
-    def board(self, cid: FromPath[int], page: NamedDependency[Page], metric: FromQuery[str | None] = None) -> Template:
-        """``policy.may_see_reproducibility``: the board and the plane."""
+    def board(self, cid: FromPath[int], page: NamedDependency[Page], metric: FromQuery[str | None] = None,
+              done: FromQuery[str | None] = None) -> Template:
+        """``policy.may_see_reproducibility``: the board, the plane, the originals; the
+        organisers' form registering an original."""
+        return _board_page(page, page.collection(cid), metric, done=done)
+
+    @post("/c/{cid:int}/reproducibility/originals", sync_to_thread=True)
+    def register(self, cid: FromPath[int], page: NamedDependency[Page], form: NamedDependency[PostedForm]
+                 ) -> Redirect | Template:
+        """Register an original (``policy.may_register_originals``), as POST
+        ``.../reproduction-originals``: a run id and, for a pair, the advanced run's id."""
         coll = page.collection(cid)
-        doc = repro_board.board(page.session, coll, page.me, metric)
-        for row in doc["rows"]:
-            row["label"] = _label(row)
-        pairs = [r for r in doc["rows"] if r["kind"] == "pair"]
-        return page.show(coll, "reproducibility.html", board=doc, chart=er_dri_plane(pairs, doc["metric"]),
-                         can_configure=policy.may_configure(page.me, coll))
+        policy.require(policy.may_register_originals(page.me, coll), page.me, f"the originals of collection {cid}")
+        run = form.whole_number("run", "the original run")
+        advanced = form.whole_number("advanced_run", "the advanced run")
+        if run is None:
+            return _board_page(page, coll, refused=Refusal(400, "name the original run by its id"),
+                               values=dict(form.fields))
+        saved, refused = attempt(page.uow, lambda: declarations.register_original(
+            page.session, coll, page.me, run, advanced, form.text("label")))
+        if saved is None:
+            return _board_page(page, coll, refused=refused, values=dict(form.fields))
+        return see_other(f"/c/{cid}/reproducibility?done=registered")
 
     @get("/c/{cid:int}/reproducibility.csv", sync_to_thread=True)
     def csv(self, cid: FromPath[int], page: NamedDependency[Page], metric: FromQuery[str | None] = None
