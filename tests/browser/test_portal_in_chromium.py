@@ -298,7 +298,8 @@ def test_enrolment_with_the_button_and_on_the_teams_page(service: Service, brows
         shot(page, "16-enrol-button")
         with page.expect_navigation():
             row.get_by_role("button", name="Enrol my team in open task").click()
-        assert page.url == f"{service.base}/c/{open_cid}"
+        assert page.url == f"{service.base}/c/{open_cid}?notice=self-enrolled&team=gamma"
+        assert page.inner_text("#notice").startswith("Your team gamma is enrolled")
         nav = page.get_by_role("navigation", name="Collection open task")
         assert nav.get_by_role("link", name="Submit a run").count() == 1
         assert page.get_by_role("button", name="Enrol my team").count() == 0
