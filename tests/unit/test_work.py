@@ -13,7 +13,8 @@ def test_the_celery_task_names_do_not_change() -> None:
     assert {n.name: n.value for n in TaskName} == {
         "EVALUATE_ITEM": "cranfield.evaluate_item", "RUN_TESTS": "cranfield.run_tests",
         "RUN_ANALYSIS": "cranfield.run_analysis", "BUILD_POOL": "cranfield.build_pool",
-        "RANK_JUDGES": "cranfield.rank_judges", "SWEEP": "cranfield.sweep", "REFRESH": "cranfield.refresh",
+        "RANK_JUDGES": "cranfield.rank_judges", "MEASURE_REPRODUCTIONS": "cranfield.measure_reproductions",
+        "SWEEP": "cranfield.sweep", "REFRESH": "cranfield.refresh",
         "PRUNE": "cranfield.prune"}
 
 
