@@ -350,6 +350,21 @@ def test_board_rows_by_role(track: Track) -> None:
         assert len(rows) == 2, role
     assert c.get(f"/api/collections/{track.cid}/reproducibility",
                  headers=_headers(track, "other_organiser")).status_code == 403
+    # an unrevealed topic split: the figures (over every topic) are the organisers' only, and a
+    # team's per-topic view leaves the hidden topics out
+    pair_topics = c.get(f"/api/collections/{track.cid}/reproducibility/{pair['id']}",
+                        headers=_headers(track, "organiser")).json()
+    hidden = sorted({t["topic"] for p in pair_topics["parts"] for t in p["topics"]})[:3]
+    assert c.patch(f"/api/collections/{track.cid}", json={"hidden_topics": hidden},
+                   headers=_headers(track, "organiser")).status_code == 200
+    org_rows = _board(track, track.cid)["rows"]
+    assert all(r["baseline"] is not None for r in org_rows)
+    alpha_rows = _board(track, track.cid, role="alpha")["rows"]
+    assert alpha_rows and all(r["baseline"] is None and r["effect"] is None and r["verdict"].startswith("shown once")
+                              for r in alpha_rows)
+    seen = c.get(f"/api/collections/{track.cid}/reproducibility/{pair['id']}", headers=_headers(track, "alpha")).json()
+    listed = {t["topic"] for p in seen["parts"] for t in p["topics"]}
+    assert listed and not listed & set(hidden)
 
 
 def test_who_registers_originals_and_declares(track: Track) -> None:

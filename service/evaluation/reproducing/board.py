@@ -4,7 +4,8 @@ metric, a verdict in words, the per-topic values of one reproduction, and the CS
 Role rules (the leaderboard's, :func:`service.evaluation.permissions.policy.may_see_reproducibility`):
 organisers see every reproduction; an enrolled team its own until the organisers release the
 board; once released, whoever may read the collection sees every one. Under an unrevealed
-topic split a team's per-topic view leaves the hidden topics out. Nothing is computed here:
+topic split the others see no figure on the board (they are over every topic) and a per-topic
+view without the hidden topics. Nothing is computed here:
 the figures are the workers' (:mod:`.measuring`).
 
 The verdict's rule (docs/reproducibility.md, "Reading the board"): for a pair, from ER's
@@ -102,6 +103,9 @@ def board(s: Session, coll: Collection, me: Principal, metric: str | None = None
         "stale": done is None or measuring.computed_key(done) != measuring.key(inp) if inp["reproductions"] else False,
         "waiting": measuring.waiting(inp), "rows": []}
     reps = _visible(s, coll, me)
+    # Under an unrevealed topic split the measures (over every topic) are the organisers' only:
+    # the others see who reproduces what, and the per-topic values of the visible topics.
+    hidden = policy.sees_visible_topics_only(me, coll)
     stored: dict[int, dict[tuple[str, str], ReproductionMeasure]] = {}
     if reps:
         for m in s.scalars(select(ReproductionMeasure).where(
@@ -121,6 +125,9 @@ def board(s: Session, coll: Collection, me: Principal, metric: str | None = None
             row[part] = dict(m.summary) if m is not None else None
         row["note"] = notes.get(str(rep.id))
         row["verdict"] = verdict(row, chosen)
+        if hidden:
+            row.update(order=None, baseline=None, advanced=None, effect=None,
+                       verdict="shown once the organisers reveal the topic split (measured on every topic)")
         doc["rows"].append(row)
     return doc
 
