@@ -231,13 +231,14 @@ def test_the_walkthrough_from_an_admin_token_to_a_released_board(tmp_path: Path,
                 page.get_by_label("Topic ids").fill(" ".join(topics))
                 with page.expect_navigation():
                     page.get_by_role("button", name="Register the topics").click()
-                assert "20 new topics registered" in page.inner_text("#added")
+                assert "Topics saved: 20 new, 0 updated, 0 unchanged." in page.inner_text("#notice")
                 for topic, title in TITLES.items():
                     page.get_by_label("Topic id", exact=True).fill(topic)
                     page.get_by_label("Title", exact=True).fill(title)
                     page.get_by_label("Description", exact=True).fill(f"Documents about {title.lower()} are relevant.")
                     with page.expect_navigation():
                         page.get_by_role("button", name="Save the topic").click()
+                    assert "Topics saved: 0 new, 1 updated, 0 unchanged." in page.inner_text("#notice")
                 assert page.locator("#topics tbody tr").count() == 20
                 assert TITLES["0002"] in page.inner_text('#topics tr[data-topic="0002"]')
                 shot(page, "walkthrough-05-topics")
@@ -416,8 +417,9 @@ def test_the_walkthrough_from_an_admin_token_to_a_released_board(tmp_path: Path,
                 page.get_by_label("Label").fill("official results")
                 with page.expect_navigation():
                     page.get_by_role("button", name="Freeze a snapshot").click()
-                assert re.search(r"/snapshots/\d+$", page.url), page.url
+                assert re.search(r"/snapshots/\d+\?notice=snapshot-frozen", page.url), page.url
                 assert "official results" in page.inner_text("main")
+                assert page.inner_text("#notice").startswith("Snapshot frozen: the board on every metric")
                 shot(page, "walkthrough-15-snapshot")
 
         with walk.step("Check what participants see", "cranfield remote board",

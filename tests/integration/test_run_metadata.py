@@ -315,6 +315,7 @@ def test_portal_submit_with_metadata_shows_the_warnings(world: World) -> None:
 def test_portal_primary_runs_marked_by_their_team_or_organisers(world: World) -> None:
     c, cid = world.client, world.cid
     alpha_run, beta_run = world.run_ids["RUN-01"], world.run_ids["RUN-03"]
+    alpha_tag = "RUN-01"
 
     def primary(rid: int) -> bool:
         return bool(c.get(f"/api/runs/{rid}", headers=auth(world.tokens["organiser"])).json()["primary"])
@@ -326,8 +327,10 @@ def test_portal_primary_runs_marked_by_their_team_or_organisers(world: World) ->
     assert r.status_code == 403 and not primary(alpha_run)  # no form token
     r = c.post(f"/c/{cid}/runs/{alpha_run}/primary", data={"csrf": alpha_csrf, "primary": "true"}, headers=alpha,
                follow_redirects=False)
-    assert r.status_code == 303 and r.headers["location"] == f"/c/{cid}/runs" and primary(alpha_run)
-    assert "Unmark" in c.get(f"/c/{cid}/runs", headers=alpha).text
+    assert r.status_code == 303 and r.headers["location"] == f"/c/{cid}/runs?notice=primary-on&run={alpha_tag}"
+    assert primary(alpha_run)
+    answered = c.get(r.headers["location"], headers=alpha).text
+    assert "Unmark" in answered and f"Run {alpha_tag} is marked as its team&#39;s primary run." in answered
     # another team's run: refused, unchanged
     r = c.post(f"/c/{cid}/runs/{beta_run}/primary", data={"csrf": alpha_csrf, "primary": "true"}, headers=alpha,
                follow_redirects=False)
