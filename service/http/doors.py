@@ -38,6 +38,7 @@ ROUTES: dict[tuple[str, str], Door | None] = {
     ("POST", "/api/collections/{cid}/reproduction-originals"): doors.CONFIGURE,
     ("POST", "/api/collections/{cid}/reproducibility"): doors.CONFIGURE,
     ("POST", "/api/runs/{rid}/reproduction"): doors.DECLARE_REPRODUCTION,
+    ("DELETE", "/api/runs/{rid}/reproduction"): doors.DECLARE_REPRODUCTION,
     ("POST", "/api/teams"): doors.CREATE_TEAM,
     ("POST", "/api/tokens"): doors.ISSUE_TOKENS,
     ("DELETE", "/api/tokens/{tid}"): doors.REVOKE_TOKEN,

@@ -415,6 +415,21 @@ def test_declarations_follow_the_window_and_the_originals(track: Track) -> None:
     # the new single declaration replaced alpha's pair (a run is in one declaration)
     kinds = sorted(x["kind"] for x in _board(track, track.cid)["rows"])
     assert kinds == ["run", "run"]
+    # withdrawn: a team not after the window, the organisers at any time; the measures go with it
+    rid = track.run_ids["noise-a"]
+    assert c.delete(f"/api/runs/{rid}/reproduction", headers=alpha).status_code == 409
+    assert c.delete(f"/api/runs/{rid}/reproduction", headers=_headers(track, "beta")).status_code == 403
+    r = c.delete(f"/api/runs/{rid}/reproduction", headers=_headers(track, "organiser"))
+    assert r.status_code == 200, r.text
+    assert c.delete(f"/api/runs/{rid}/reproduction", headers=_headers(track, "organiser")).status_code == 404
+    assert [x["run"]["tag"] for x in _board(track, track.cid)["rows"]] == ["trunc-a"]
+    from sqlalchemy import select
+
+    from service.store.models import ReproductionMeasure
+    with track.factory() as s:
+        assert set(s.scalars(select(ReproductionMeasure.reproduction_id))) == {
+            x["id"] for x in _board(track, track.cid)["rows"]} | {
+            x["id"] for x in _board(track, track.other_cid)["rows"]}
 
 
 def _portal(track: Track, role: str) -> dict[str, str]:

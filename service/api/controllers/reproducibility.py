@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
-from litestar import Controller, Response, get, post
+from litestar import Controller, Response, delete, get, post
 from litestar.params import JSONBody, Parameter
 
 from service.api.dependencies import Caller, Coll, Uow
@@ -21,6 +21,7 @@ from service.api.schemas.reproducibility import (
     ReproducibilityBoard,
     ReproductionTopics,
 )
+from service.api.schemas.runs import Deleted
 from service.evaluation.reproducing import board, declarations
 
 Format = Annotated[Literal["json", "csv"], Parameter(description="json or csv.")]
@@ -30,7 +31,7 @@ ReproductionId = Annotated[int, Parameter(description="The reproduction's id.", 
 class ReproducibilityController(Controller):
     """Which runs reproduce which, and how well (Breuer et al., SIGIR 2020)."""
 
-    tags = ["reproducibility"]
+    tags: ClassVar[list[str]] = ["reproducibility"]
 
     @get("/api/collections/{cid:int}/reproduction-originals", operation_id="listOriginals",
          summary="List the originals to reproduce", sync_to_thread=True, responses=errors(401, 403, 404, 422))
@@ -55,6 +56,14 @@ class ReproducibilityController(Controller):
         naming either run; the workers measure it."""
         return out(DeclarationOut, uow.collect(declarations.declare(
             uow.session, me, rid, data.original_run, data.advanced_run, data.original_advanced_run)))
+
+    @delete("/api/runs/{rid:int}/reproduction", operation_id="withdrawReproduction",
+            summary="Withdraw what a run was declared to reproduce", sync_to_thread=True, status_code=200,
+            responses=errors(*WRITE_ERRORS))
+    def withdraw(self, rid: RunId, uow: Uow, me: Caller) -> Deleted:
+        """The declaration naming this run (alone or in a pair) withdrawn with its measures: the
+        run's team within the submission window, or the organisers."""
+        return out(Deleted, uow.collect(declarations.withdraw(uow.session, me, rid)))
 
     @get("/api/collections/{cid:int}/reproducibility", operation_id="getReproducibilityBoard",
          summary="Read the reproducibility board", sync_to_thread=True, responses=errors(400, 401, 403, 404, 422))

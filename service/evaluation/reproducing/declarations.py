@@ -162,15 +162,20 @@ def declare(s: Session, me: Principal, run_id: int, original_run: int, advanced_
     return Outcome(declaration_doc(s, rep), tuple(measuring.queue_if_stale(s, coll, me.name)))
 
 
-def withdraw(s: Session, me: Principal, reproduction_id: int) -> Outcome[dict[str, Any]]:
-    """Withdraw a declaration (its team, within the window; its organisers)."""
-    rep = existing(s, Reproduction, reproduction_id, "reproduction")
-    run = s.get(Run, rep.run_id)
-    coll = s.get(Collection, rep.collection_id)
+def withdraw(s: Session, me: Principal, run_id: int) -> Outcome[dict[str, Any]]:
+    """Withdraw the declaration naming run ``run_id`` (its team, within the window; its
+    organisers); its stored measures go with it."""
+    run = existing(s, Run, run_id, "run")
+    coll = s.get(Collection, run.collection_id)
     check_declaration(s, me, run, coll)
+    rep = s.scalar(select(Reproduction).where(or_(Reproduction.run_id == run_id,
+                                                  Reproduction.advanced_run_id == run_id)))
+    if rep is None:
+        raise NotFound(f"run {run_id} is declared the reproduction of nothing")
+    rid = rep.id
     s.delete(rep)
-    audit(s, me.name, "reproduction.withdraw", coll.id, reproduction=reproduction_id)
-    return Outcome({"deleted": reproduction_id})
+    audit(s, me.name, "reproduction.withdraw", coll.id, reproduction=rid, run=run_id)
+    return Outcome({"deleted": rid}, tuple(measuring.queue_if_stale(s, coll, me.name)))
 
 
 def check_original(factory: sessionmaker[Session], cid: int, original_run: int) -> None:
