@@ -577,16 +577,11 @@ def _bootstrap_sums(zb: np.ndarray, padded: np.ndarray, rows: int, scratch: _Scr
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(t observed, C w / n, C w^2) of a block of pairs: the resamples' means and sums of squares."""
     n, cols = zb.shape
-    mean = zb.mean(axis=0)
-    t_obs = t_statistic(mean, zb.std(axis=0, ddof=1), n)
-    w = zb - mean
-    # Centred differences at round-off level are zero (see t_statistic): otherwise resamples
-    # of pure noise (equal noise values give sd* = 0) would count as infinitely extreme.
-    w = np.where(np.abs(w) <= 1e-12 * np.max(np.abs(zb), axis=0), 0.0, w)
+    t_obs, w, w2 = _centred(zb)
     # Sums over a resample are count-weighted sums: C @ w and C @ w^2.
     mean_star = np.matmul(padded, w, out=scratch.get("mean", cols))[:rows]
     mean_star /= n
-    sq = np.matmul(padded, w * w, out=scratch.get("sd", cols))[:rows]
+    sq = np.matmul(padded, w2, out=scratch.get("sd", cols))[:rows]
     return t_obs, mean_star, sq
 
 
@@ -630,25 +625,55 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
     resamples (added to ``extreme``) and the informative resamples (added to ``informative``):
     ``BootstrapBlock.extreme_counts`` and ``informative_counts``, the same counts, with blocks
     the size of a core's cache (``common.CACHE_BYTES``) side by side on the CPUs, and fewer
-    passes over each (:func:`_extreme_counts`)."""
-    rows = counts.shape[0]
+    passes over each (:func:`_extreme_counts`). The resamples are taken a slice of rows at a
+    time (:func:`_row_slices`, whole tiles of ``ROW_PAD`` rows): with B = 10,000 a block of
+    pairs then multiplies a slice of the count matrix that stays in the cache instead of the
+    whole matrix, read again for every dozen pairs."""
+    rows, n = counts.shape
     padded = padded_rows(counts)
+    slices = _row_slices(padded.shape[0], n)
     local = threading.local()  # each thread's own arrays, reused from block to block
 
     def work(lo: int, hi: int) -> None:
         own = getattr(local, "scratch", None)
         if own is None:
-            own = local.scratch = _Scratch(padded.shape[0], True)
-        with single_threaded_products():
-            observed, mean_star, sq = _bootstrap_sums(diffs.block(lo, hi), padded, rows, own)
+            own = local.scratch = _Scratch(max(r1 - r0 for r0, r1 in slices), True)
+        observed, w, w2 = _centred(diffs.block(lo, hi))
         if t_obs is not None:
             t_obs[lo:hi] = observed
-        count, trials = _extreme_counts(mean_star, sq, diffs.n, tie_threshold(np.abs(observed)), own)
-        extreme[lo:hi] += count
-        informative[lo:hi] += trials
+        threshold = tie_threshold(np.abs(observed))
+        cols = hi - lo
+        with single_threaded_products():
+            for r0, r1 in slices:
+                real = min(r1, rows) - r0  # the slice's resamples (the rest: padding)
+                mean_star = np.matmul(padded[r0:r1], w, out=own.get("mean", cols)[: r1 - r0])[:real]
+                mean_star /= n
+                sq = np.matmul(padded[r0:r1], w2, out=own.get("sd", cols)[: r1 - r0])[:real]
+                count, trials = _extreme_counts(mean_star, sq, n, threshold, own)
+                extreme[lo:hi] += count
+                informative[lo:hi] += trials
 
-    width = block_width(max(padded.shape[0], diffs.n), min(block_bytes, CACHE_BYTES))
+    width = block_width(max(max(r1 - r0 for r0, r1 in slices), n), min(block_bytes, CACHE_BYTES))
     for_each_block(work, column_blocks(diffs.pairs, width))
+
+
+def _row_slices(padded_rows_: int, n: int) -> list[tuple[int, int]]:
+    """[r0, r1) slices of a padded count matrix's rows, each a whole number of ``ROW_PAD`` tiles
+    and about half of ``CACHE_BYTES`` of counts (n topics a row)."""
+    step = max(ROW_PAD, (CACHE_BYTES // 2) // (8 * max(n, 1)) // ROW_PAD * ROW_PAD)
+    return [(r0, min(r0 + step, padded_rows_)) for r0 in range(0, padded_rows_, step)]
+
+
+def _centred(zb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t observed, w, w^2) of a block of differences: w = z - mean(z), round-off zeroed."""
+    n = zb.shape[0]
+    mean = zb.mean(axis=0)
+    t_obs = t_statistic(mean, zb.std(axis=0, ddof=1), n)
+    w = zb - mean
+    # Centred differences at round-off level are zero (see t_statistic): otherwise resamples
+    # of pure noise (equal noise values give sd* = 0) would count as infinitely extreme.
+    w = np.where(np.abs(w) <= 1e-12 * np.max(np.abs(zb), axis=0), 0.0, w)
+    return t_obs, w, w * w
 
 
 def _extreme_counts(mean_star: np.ndarray, sq: np.ndarray, n: int, threshold: np.ndarray, scratch: _Scratch
