@@ -203,6 +203,9 @@ def _check_against_core(track: Track, row: dict[str, Any], core: dict[str, Any],
             continue
         for k in ("mean_original", "mean_reproduction", "RMSE", "nRMSE", "p_value"):
             _close(row[part][k], entry[part][k], f"{metric} {part} {k}")
+        delta = entry[part]["mean_reproduction"] - entry[part]["mean_original"]
+        _close(row[part]["delta"], delta, f"{metric} {part} delta")
+        _close(row[part]["relative_delta"], delta / entry[part]["mean_original"], f"{metric} {part} relative delta")
         per = {t["topic"]: t["values"] for t in parts[(metric, part)]["topics"]}
         for name in ("original", "reproduction"):
             for topic, v in entry[part]["per_topic"][name].items():

@@ -62,6 +62,9 @@ def test_the_stored_rows_are_the_cores_figures() -> None:
     assert by[(ORDER, "baseline")]["values"].shape == (2, 12)
     c = rp.compare_run(oa, ra, same_collection=True)
     assert by[("AP", "advanced")]["summary"]["RMSE"] == c.rmse and by[("AP", "advanced")]["summary"]["p_value"] == c.p_value
+    assert by[("AP", "advanced")]["summary"]["delta"] == c.reproduction_mean - c.original_mean
+    assert by[("AP", "advanced")]["summary"]["relative_delta"] == pytest.approx(
+        (c.reproduction_mean - c.original_mean) / c.original_mean)
     e = rp.compare_effect(ob, oa, rb, ra, same_collection=True)
     s = by[("AP", "effect")]["summary"]
     assert (s["ER"], s["DeltaRI"], s["ER_low"], s["DeltaRI_high"]) == (e.er, e.delta_ri, e.intervals.er_low,

@@ -68,6 +68,9 @@ class RunFigures(Response, kw_only=True):
     nRMSE: float | None = None
     p_value: float | None = None
     test: str
+    delta: Annotated[float | None, Meta(description="mean_reproduction - mean_original (a longitudinal track's "
+                                                    "result delta between snapshots).")] = None
+    relative_delta: Annotated[float | None, Meta(description="delta / mean_original.")] = None
 
 
 class EffectFigures(Response, kw_only=True):

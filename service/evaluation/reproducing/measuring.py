@@ -263,6 +263,10 @@ def _store(factory: sessionmaker[Session], analysis_id: int, attempt: int, rep_i
     return patiently(store, heartbeat)
 
 
+def _relative(change: float, base: float) -> float:
+    return change / base if base and math.isfinite(base) else math.nan
+
+
 def _matrix(topics: list[str], *series: Mapping[str, float]) -> np.ndarray:
     return np.array([[x.get(t, math.nan) for t in topics] for x in series], dtype=np.float64).reshape(
         len(series), len(topics))
@@ -295,7 +299,11 @@ def measure(original: list[dict[str, dict[str, float]]], reproduction: list[dict
             rows.append({"metric": m, "part": part, "topics": topics, "rows": ["original", "reproduction"],
                          "values": _matrix(topics, o, r),
                          "summary": {"mean_original": c.original_mean, "mean_reproduction": c.reproduction_mean,
-                                     "RMSE": c.rmse, "nRMSE": c.nrmse, "p_value": c.p_value, "test": c.test}})
+                                     "RMSE": c.rmse, "nRMSE": c.nrmse, "p_value": c.p_value, "test": c.test,
+                                     # LongEval's result delta between snapshots, absolute and relative
+                                     "delta": c.reproduction_mean - c.original_mean,
+                                     "relative_delta": _relative(c.reproduction_mean - c.original_mean,
+                                                                 c.original_mean)}})
         if len(per_part) == 2:
             (ob, rb), (oa, ra) = per_part
             e = rp.compare_effect(ob, oa, rb, ra, same_collection=same_collection, resamples=st["resamples"],
