@@ -270,6 +270,7 @@ def test_the_walkthrough_from_an_admin_token_to_a_released_board(tmp_path: Path,
                     page.get_by_label("New team's name").fill(team)
                     with page.expect_navigation():
                         page.get_by_role("button", name="Create and enrol").click()
+                    assert page.inner_text("#notice").startswith(f"Team {team} is created and enrolled")
                 teams = page.locator("#teams tbody tr").evaluate_all("rows => rows.map(r => r.dataset.team)")
                 assert sorted(teams) == sorted(TEAMS), teams
                 shot(page, "walkthrough-07-teams")
@@ -376,6 +377,7 @@ def test_the_walkthrough_from_an_admin_token_to_a_released_board(tmp_path: Path,
                 page.wait_for_url(f"{base}/c/{cid}/console/runs")
                 with page.expect_navigation():
                     page.get_by_role("button", name="Mark RUN-08 as a baseline").click()
+                assert page.inner_text("#notice").startswith("Run RUN-08 is marked as a baseline")
                 assert page.get_by_role("button", name="Unmark RUN-08 as a baseline").count() == 1
                 shot(page, "walkthrough-12-baseline")
 
