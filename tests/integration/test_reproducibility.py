@@ -261,6 +261,21 @@ def test_stored_measures_equal_the_cores(track: Track) -> None:
         assert by_kind["run"]["baseline"]["test"] == "paired t"
         assert _board(track, track.other_cid, metric=metric)["rows"][0]["baseline"]["test"] == "Student t"
         assert _board(track, track.other_cid, metric=metric)["rows"][0]["baseline"]["RMSE"] is None
+    # the longitudinal view of DL 2020 follows alpha's pair back to DL 2019: stored means, deltas
+    lon = track.client.get(f"/api/collections/{track.other_cid}/longitudinal?metric=AP",
+                           headers=_headers(track, "organiser"))
+    assert lon.status_code == 200, lon.text
+    row = _board(track, track.other_cid, metric="AP")["rows"][0]
+    systems = {x["part"]: x for x in lon.json()["systems"]}
+    assert set(systems) == {"baseline", "advanced"}
+    for part, x in systems.items():
+        assert [p["collection"] for p in x["points"]] == [track.cid, track.other_cid]
+        assert x["points"][0]["tag"] == ("bm25base_p" if part == "baseline" else "p_exp_rm3_bert")
+        _close(x["points"][0]["mean"], row[part]["mean_original"], "longitudinal original mean")
+        _close(x["points"][1]["mean"], row[part]["mean_reproduction"], "longitudinal mean")
+        assert x["steps"][0]["delta"] == row[part]["delta"] and x["steps"][0]["ER"] == row["effect"]["ER"]
+    assert track.client.get(f"/api/collections/{track.other_cid}/longitudinal",
+                            headers=_headers(track, "beta")).status_code == 403
     # the verdict names the figures it is read from
     e = pair["effect"]
     assert pair["verdict"].endswith(f"ER {e['ER']:.2f} [{e['ER_low']:.2f}, {e['ER_high']:.2f}], "

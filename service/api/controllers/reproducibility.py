@@ -14,6 +14,7 @@ from service.api.schemas import Items, out
 from service.api.schemas.reproducibility import (
     DeclarationIn,
     DeclarationOut,
+    Longitudinal,
     MeasureIn,
     MeasureRequested,
     OriginalIn,
@@ -77,6 +78,15 @@ class ReproducibilityController(Controller):
         if format == "csv":
             return Response(board.board_csv(doc), media_type="text/csv")  # type: ignore[return-value]
         return Response(out(ReproducibilityBoard, doc))
+
+    @get("/api/collections/{cid:int}/longitudinal", operation_id="getLongitudinal",
+         summary="Follow each system along the snapshots", sync_to_thread=True,
+         responses=errors(400, 401, 403, 404, 422))
+    def read_longitudinal(self, coll: Coll, uow: Uow, me: Caller, metric: Metric = None) -> Longitudinal:
+        """Each system of the board followed back along its declarations (this snapshot's run
+        reproducing the previous snapshot's, and so on): its mean in every snapshot, and per
+        step the result delta, the t-test's p and a pair's ER and DeltaRI. The board's rules."""
+        return out(Longitudinal, board.longitudinal(uow.session, coll, me, metric))
 
     @get("/api/collections/{cid:int}/reproducibility/{xid:int}", operation_id="getReproductionTopics",
          summary="Read a reproduction's per-topic values", sync_to_thread=True,

@@ -135,3 +135,30 @@ class MeasureRequested(Response, kw_only=True):
     analysis: int | None
     queued: bool
     status: str | None
+
+
+class SnapshotPoint(RunBrief, kw_only=True):
+    mean: Annotated[float | None, Meta(description="The run's stored mean on the metric in its collection.")]
+
+
+class SnapshotStep(Response, kw_only=True):
+    reproduction: int
+    delta: float | None = None
+    relative_delta: float | None = None
+    p_value: float | None = None
+    ER: float | None = None
+    DeltaRI: float | None = None
+
+
+class LongitudinalSystem(Response, kw_only=True):
+    reproduction: int
+    team: str
+    part: Annotated[str, Meta(description="baseline or advanced (the run's role in its declaration).")]
+    points: Annotated[list[SnapshotPoint], Meta(description="The system's runs, oldest snapshot first.")]
+    steps: Annotated[list[SnapshotStep], Meta(description="Between consecutive points: the stored measures.")]
+
+
+class Longitudinal(Response, kw_only=True):
+    collection: int
+    metric: str
+    systems: list[LongitudinalSystem]

@@ -21,7 +21,7 @@ import io
 import math
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from service.errors import InvalidMeasure, NotFound
@@ -31,7 +31,14 @@ from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
 from service.evaluation.reproducing import declarations, measuring
 from service.store.arrays import unpack
-from service.store.models import Collection, Reproduction, ReproductionMeasure, Run
+from service.store.models import (
+    Collection,
+    Reproduction,
+    ReproductionMeasure,
+    ReproductionOriginal,
+    Run,
+    Score,
+)
 
 ALPHA = 0.05  # the single run's verdict: the t-test at this level
 
@@ -199,3 +206,54 @@ def request(s: Session, coll: Collection, me: Principal, force: bool = False) ->
     row = measuring.newest(s, coll)
     return Outcome({"analysis": row.id if row else None, "queued": bool(followups),
                     "status": row.status if row else None}, tuple(followups))
+
+
+def _mean(s: Session, run_id: int, metric: str) -> float | None:
+    """The run's stored mean on ``metric`` under its own collection's current evaluation."""
+    ev = measuring.current_evaluation(s, run_id)
+    if ev is None:
+        return None
+    return s.scalar(select(Score.mean).where(Score.run_evaluation_id == ev, Score.metric == metric))
+
+
+def longitudinal(s: Session, coll: Collection, me: Principal, metric: str | None = None) -> dict[str, Any]:
+    """Each system the caller may see on the board, followed back along its declarations
+    (snapshot t+1's run reproducing snapshot t's, and so on): its stored mean on ``metric`` in
+    every snapshot, oldest first, and per step the stored result delta, the t-test's p and, for
+    a pair, ER and DeltaRI (issue 28, item 4). Read from stored figures only."""
+    policy.require(policy.may_see_reproducibility(me, coll), me, f"the reproducibility board of collection {coll.id}")
+    chosen = _metric(coll, metric)
+    hidden = policy.sees_visible_topics_only(me, coll)
+    systems = []
+    for rep in _visible(s, coll, me):
+        orig = s.get(ReproductionOriginal, rep.original_id)
+        _, mine = measuring.runs_of(rep, orig)
+        for i, part in enumerate(measuring.PARTS[:len(mine)]):
+            run_id, link, role, seen = mine[i], rep, part, set()
+            points, steps = [], []
+            while link is not None and link.id not in seen and len(seen) < 100:
+                seen.add(link.id)
+                o = s.get(ReproductionOriginal, link.original_id)
+                stored = {m.part: m.summary for m in s.scalars(select(ReproductionMeasure).where(
+                    ReproductionMeasure.reproduction_id == link.id, ReproductionMeasure.metric == chosen))}
+                figures = stored.get(role) or {}
+                effect = stored.get("effect") or {}
+                steps.append({"reproduction": link.id, "delta": figures.get("delta"),
+                              "relative_delta": figures.get("relative_delta"), "p_value": figures.get("p_value"),
+                              "ER": effect.get("ER"), "DeltaRI": effect.get("DeltaRI")})
+                points.append(run_id)
+                run_id = o.run_id if role == "baseline" or o.advanced_run_id is None else o.advanced_run_id
+                link = s.scalar(select(Reproduction).where(or_(Reproduction.run_id == run_id,
+                                                               Reproduction.advanced_run_id == run_id)))
+                if link is not None:
+                    role = "advanced" if link.advanced_run_id == run_id else "baseline"
+            points.append(run_id)
+            points.reverse()
+            steps.reverse()
+            docs = []
+            for rid in points:
+                brief = declarations.run_brief(s, rid)
+                docs.append({**brief, "mean": None if hidden else _mean(s, rid, chosen)})
+            systems.append({"reproduction": rep.id, "team": docs[-1]["team"], "part": part, "points": docs,
+                            "steps": [] if hidden else steps})
+    return {"collection": coll.id, "metric": chosen, "systems": systems}

@@ -42,6 +42,11 @@ def _run_doc(s: Session, run_id: int | None) -> dict[str, Any] | None:
             "collection": coll.id if coll else None, "collection_name": coll.name if coll else ""}
 
 
+def run_brief(s: Session, run_id: int) -> dict[str, Any]:
+    """A run's id, tag, team and collection (as the board names runs)."""
+    return _run_doc(s, run_id) or {}
+
+
 def original_doc(s: Session, row: ReproductionOriginal) -> dict[str, Any]:
     return {"id": row.id, "collection": row.collection_id, "label": row.label,
             "kind": "pair" if row.advanced_run_id is not None else "run",
