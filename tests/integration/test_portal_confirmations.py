@@ -171,6 +171,9 @@ def test_every_form_of_the_templates_is_answered(world: World) -> None:
              "Snapshot frozen: the board on every metric (nDCG@10, AP)")
     a.landed(("analysis.html", "/c/{}/analysis"), "organiser", post(world, "organiser", f"/c/{cid}/analysis"),
              "The reduced-judgment experiment is being computed by the workers")
+    a.landed(("reproducibility.html", "register-original"), "organiser",
+             post(world, "organiser", f"/c/{cid}/reproducibility/originals",
+                  {"run": str(run_ids["RUN-01"]), "label": "the original"}), "The original is registered")
 
     # ----------------------------------------------------------------- qrels: preview, its pages, upload
     qrels = f"/c/{cid}/qrels"
