@@ -47,3 +47,35 @@ def er_dri_plane(rows: Sequence[dict[str, Any]], metric: str) -> str:
         f"{p['label']} ER {p['ER']:.2f}, DeltaRI {p['DeltaRI']:.2f}" for p in points)) if points else \
         f"ER/DeltaRI plane on {metric}: no pair reproduction with a defined effect"
     return _cached("er_dri", {"points": points, "metric": metric}, draw, label)
+
+
+def persistence_lines(systems: Sequence[dict[str, Any]], metric: str) -> str:
+    """A longitudinal track's systems (:func:`service.evaluation.reproducing.board.longitudinal`):
+    each system's mean on ``metric`` in every snapshot, oldest first, one line per system
+    (LongEval's persistence view); a snapshot where a mean is hidden or missing breaks the line."""
+    series = [{"label": f"{s['team']}: {s['points'][-1]['tag']}" + ("" if s["part"] == "baseline" else " (advanced)"),
+               "x": [p["collection_name"] for p in s["points"]],
+               "y": [p["mean"] if _finite(p["mean"]) else None for p in s["points"]]} for s in systems]
+    series = [s for s in series if any(v is not None for v in s["y"])]
+    snapshots = list(dict.fromkeys(x for s in series for x in s["x"]))
+
+    def draw():  # type: ignore[no-untyped-def]
+        fig = _figure(5.2, 3.2)
+        ax = fig.add_subplot()
+        for i, s in enumerate(series):
+            xs = [snapshots.index(x) for x in s["x"]]
+            ys = [math.nan if v is None else v for v in s["y"]]
+            ax.plot(xs, ys, marker=MARKERS[i % len(MARKERS)], color=SERIES[i % len(SERIES)], linewidth=1.2,
+                    label=s["label"])
+        ax.set_xticks(range(len(snapshots)), snapshots, fontsize=8)
+        ax.set_xlabel("Snapshot (collection), oldest first")
+        ax.set_ylabel(f"Mean {metric}")
+        if series:
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=8, frameon=False,
+                      ncols=min(2, len(series)))
+        return fig
+
+    label = (f"Mean {metric} per snapshot: " + "; ".join(
+        f"{s['label']} " + ", ".join("--" if v is None else f"{v:.3f}" for v in s["y"]) for s in series)
+             ) if series else f"Mean {metric} per snapshot: no system with a stored mean"
+    return _cached("persistence", {"series": series, "metric": metric}, draw, label)

@@ -484,6 +484,23 @@ def test_portal_page_shows_the_board_and_the_plane(track: Track) -> None:
     csv_r = c.get(f"/c/{track.cid}/reproducibility.csv?metric=AP", headers=org)
     assert csv_r.status_code == 200 and csv_r.text == c.get(
         f"/api/collections/{track.cid}/reproducibility?format=csv&metric=AP", headers=_headers(track, "organiser")).text
+    tex = c.get(f"/c/{track.cid}/reproducibility.tex?metric=AP", headers=org)
+    assert tex.status_code == 200 and tex.text == c.get(
+        f"/api/collections/{track.cid}/reproducibility?format=latex&metric=AP", headers=_headers(track, "organiser")).text
+    assert tex.text.startswith("\\begin{tabular}") and tex.text.count(" \\\\\n") == 1 + len(api["rows"])
+    assert f"{pair['effect']['ER']:.3f} [{pair['effect']['ER_low']:.3f}, {pair['effect']['ER_high']:.3f}]" in tex.text
+    # the longitudinal page: DL 2020's systems followed back to DL 2019, the API's means and deltas
+    lon = c.get(f"/api/collections/{track.other_cid}/longitudinal?metric=AP", headers=_headers(track, "organiser"))
+    page = c.get(f"/c/{track.other_cid}/reproducibility/longitudinal?metric=AP", headers=org)
+    assert page.status_code == 200 and '<figure class="chart" id="persistence-chart"><svg' in page.text
+    assert page.text.count('<table class="persistence"') == len(lon.json()["systems"]) == 2
+    for system in lon.json()["systems"]:
+        for point in system["points"]:
+            assert f'<td class="num">{point["mean"]:.4f}</td>' in page.text
+        step = system["steps"][0]
+        assert f'{step["delta"]:+.4f}' in page.text and f'{step["ER"]:.3f}' in page.text
+    assert c.get(f"/c/{track.other_cid}/reproducibility/longitudinal",
+                 headers=_portal(track, "other_organiser")).status_code == 403
     beta = c.get(f"/c/{track.cid}/reproducibility?metric=AP", headers=_portal(track, "beta")).text
     assert len(re.findall(r'<tr data-reproduction="\d+">', beta)) == 1
     assert c.get(f"/c/{track.cid}/reproducibility/{pair['id']}", headers=_portal(track, "beta")).status_code == 404

@@ -9,7 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from service.evaluation.reproducing.board import CSV_COLUMNS, board_csv, verdict
+from service.evaluation.publishing.exports import REPRODUCIBILITY_COLUMNS as CSV_COLUMNS
+from service.evaluation.publishing.exports import reproducibility_csv as board_csv
+from service.evaluation.publishing.exports import reproducibility_latex
+from service.evaluation.reproducing.board import verdict
 from service.evaluation.reproducing.measuring import ORDER, measure
 from service.metrics.stats import reproducibility as rp
 
@@ -96,3 +99,18 @@ def test_csv_has_a_line_per_reproduction_and_empty_cells_for_undefined() -> None
     assert header.split(",") == list(CSV_COLUMNS)
     cells = dict(zip(CSV_COLUMNS, line.split(",")))
     assert cells["RMSE_baseline"] == "" and cells["p_baseline"] == "0.25" and cells["ER"] == ""
+
+
+def test_latex_has_a_row_per_reproduction_escaped_with_its_intervals_and_verdict() -> None:
+    row = {"id": 4, "kind": "pair", "run": {"tag": "b_rep", "team": "team_1"}, "advanced_run": {"tag": "a&rep"},
+           "original": {"run": {"tag": "bm25base_p"}, "advanced_run": {"tag": "p_exp_rm3_bert"}},
+           "same_collection": True, "order": {"advanced": {"KTU": 0.5, "RBO": 0.75}},
+           "baseline": {"mean_original": 0.3, "mean_reproduction": 0.31, "RMSE": 0.1, "nRMSE": 0.2, "p_value": 0.5},
+           "advanced": {"mean_original": 0.4, "mean_reproduction": 0.39, "RMSE": 0.05, "nRMSE": 0.1, "p_value": 0.6},
+           "effect": {"ER": 0.93, "ER_low": 0.71, "ER_high": 1.12, "DeltaRI": 0.02, "DeltaRI_low": -0.1,
+                      "DeltaRI_high": 0.1},
+           "verdict": "effect reproduced: ER 0.93 [0.71, 1.12], DeltaRI 0.02"}
+    text = reproducibility_latex({"metric": "nDCG@10", "rows": [row]})
+    assert text.startswith("\\begin{tabular}") and "\\end{tabular}" in text
+    assert "team\\_1 & b\\_rep + a\\&rep & bm25base\\_p + p\\_exp\\_rm3\\_bert & 0.500 & 0.750 & 0.3900 (0.4000)" in text
+    assert "0.930 [0.710, 1.120]" in text and "0.020 [-0.100, 0.100]" in text and "ER 0.93 [0.71, 1.12]" in text

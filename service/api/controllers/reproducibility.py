@@ -23,9 +23,10 @@ from service.api.schemas.reproducibility import (
     ReproductionTopics,
 )
 from service.api.schemas.runs import Deleted
+from service.evaluation.publishing import exports
 from service.evaluation.reproducing import board, declarations
 
-Format = Annotated[Literal["json", "csv"], Parameter(description="json or csv.")]
+Format = Annotated[Literal["json", "csv", "latex"], Parameter(description="json, csv or latex.")]
 ReproductionId = Annotated[int, Parameter(description="The reproduction's id.", ge=1, le=2**31 - 1)]
 
 
@@ -76,7 +77,9 @@ class ReproducibilityController(Controller):
         its own until the board is released; then whoever reads the collection."""
         doc = board.board(uow.session, coll, me, metric)
         if format == "csv":
-            return Response(board.board_csv(doc), media_type="text/csv")  # type: ignore[return-value]
+            return Response(exports.reproducibility_csv(doc), media_type="text/csv")  # type: ignore[return-value]
+        if format == "latex":
+            return Response(exports.reproducibility_latex(doc), media_type="text/x-tex")  # type: ignore[return-value]
         return Response(out(ReproducibilityBoard, doc))
 
     @get("/api/collections/{cid:int}/longitudinal", operation_id="getLongitudinal",

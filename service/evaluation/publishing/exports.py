@@ -162,3 +162,84 @@ def disagreeing_topics_csv(doc: dict[str, Any]) -> str:
                      cell(lab.get("kappa")), cell(lab.get("documents"))])
     return _csv(["topic", "tau", "disagreement", "mean_a", "mean_b", "mean_difference", "added", "removed", "changed",
                  "kappa", "documents_both"], rows)
+
+
+# ---------------------------------------------------------------- the reproducibility board
+#: The reproducibility board's CSV columns (service.evaluation.reproducing.board.board's rows).
+REPRODUCIBILITY_COLUMNS = (
+    "reproduction", "kind", "team", "run", "advanced_run", "original_run", "original_advanced_run",
+    "same_collection", "metric", "KTU_baseline", "RBO_baseline", "KTU_advanced", "RBO_advanced",
+    "mean_original_baseline", "mean_reproduction_baseline", "RMSE_baseline", "nRMSE_baseline", "p_baseline",
+    "mean_original_advanced", "mean_reproduction_advanced", "RMSE_advanced", "nRMSE_advanced", "p_advanced",
+    "ER", "ER_low", "ER_high", "DeltaRI", "DeltaRI_low", "DeltaRI_high", "verdict")
+
+
+def _tag(run: dict[str, Any] | None) -> str:
+    return run["tag"] if run else ""
+
+
+def _reproduction_cells(r: dict[str, Any], metric: str) -> dict[str, Any]:
+    order = r.get("order") or {}
+    cells: dict[str, Any] = {
+        "reproduction": r["id"], "kind": r["kind"], "team": r["run"]["team"] if r["run"] else "",
+        "run": _tag(r["run"]), "advanced_run": _tag(r["advanced_run"]), "original_run": _tag(r["original"]["run"]),
+        "original_advanced_run": _tag(r["original"]["advanced_run"]), "same_collection": r["same_collection"],
+        "metric": metric, "verdict": r["verdict"]}
+    for part in ("baseline", "advanced"):
+        for k in ("KTU", "RBO"):
+            cells[f"{k}_{part}"] = (order.get(part) or {}).get(k)
+        for k, col in (("mean_original", "mean_original"), ("mean_reproduction", "mean_reproduction"),
+                       ("RMSE", "RMSE"), ("nRMSE", "nRMSE"), ("p_value", "p")):
+            cells[f"{col}_{part}"] = (r.get(part) or {}).get(k)
+    for k in ("ER", "ER_low", "ER_high", "DeltaRI", "DeltaRI_low", "DeltaRI_high"):
+        cells[k] = (r.get("effect") or {}).get(k)
+    return cells
+
+
+def reproducibility_csv(doc: dict[str, Any]) -> str:
+    """The reproducibility board as CSV: a line per reproduction, full floats, empty where a
+    measure is undefined (or does not apply: KTU and RBO on another collection)."""
+    rows = []
+    for r in doc["rows"]:
+        cells = _reproduction_cells(r, doc["metric"])
+        rows.append([cells.get(c) for c in REPRODUCIBILITY_COLUMNS])
+    return _csv(list(REPRODUCIBILITY_COLUMNS), rows)
+
+
+def reproducibility_latex(doc: dict[str, Any]) -> str:
+    """The reproducibility board as a LaTeX table: per reproduction its team and runs, what it
+    reproduces, KTU and RBO (same collection), the reproduction's mean against the original's,
+    RMSE, the t-test's p, ER and DeltaRI with their bootstrap intervals, and the verdict."""
+    def esc(text: Any) -> str:
+        special = {"\\": "\\textbackslash{}", "^": "\\^{}", "~": "\\~{}"}
+        return "".join(special.get(c) or ("\\" + c if c in "&%$#_{}" else c) for c in str(text))
+
+    def num(x: float | None, digits: int = 3) -> str:
+        return "--" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+    def span(x: float | None, low: float | None, high: float | None) -> str:
+        return num(x) if low is None or high is None else f"{num(x)} [{num(low)}, {num(high)}]"
+
+    lines = ["\\begin{tabular}{lllrrrrrll}", "\\hline",
+             "Team & Reproduction & Original & KTU & RBO & Mean (orig.) & RMSE & $p$ & ER & $\\Delta$RI \\\\",
+             "\\hline"]
+    for r in doc["rows"]:
+        c = _reproduction_cells(r, doc["metric"])
+        runs = esc(c["run"] + (f" + {c['advanced_run']}" if c["advanced_run"] else ""))
+        original = esc(c["original_run"] + (f" + {c['original_advanced_run']}" if c["original_advanced_run"] else ""))
+        part = "advanced" if c["advanced_run"] else "baseline"
+        mean = (f"{num(c[f'mean_reproduction_{part}'], 4)} ({num(c[f'mean_original_{part}'], 4)})"
+                if c[f"mean_reproduction_{part}"] is not None else "--")
+        lines.append(f"{esc(c['team'])} & {runs} & {original} & {num(c[f'KTU_{part}'])} & {num(c[f'RBO_{part}'])} & "
+                     f"{mean} & {num(c[f'RMSE_{part}'], 4)} & {num(c[f'p_{part}'], 4)} & "
+                     f"{span(c['ER'], c['ER_low'], c['ER_high'])} & "
+                     f"{span(c['DeltaRI'], c['DeltaRI_low'], c['DeltaRI_high'])} \\\\")
+    lines += ["\\hline", "\\end{tabular}"]
+    note = (f"Metric: {esc(doc['metric'])}. KTU and RBO compare document orders (same collection only); for a pair "
+            "the figures are the advanced run's, ER and $\\Delta$RI compare the two effects, with 95\\% bootstrap "
+            "intervals over topics (docs/reproducibility.md).")
+    verdicts = [f"{esc(r['run']['team'] if r['run'] else '')}: {esc(r['verdict'])}" for r in doc["rows"]]
+    lines.append(f"\\par\\smallskip{{\\footnotesize {note}}}")
+    if verdicts:
+        lines.append("\\par{\\footnotesize Verdicts: " + "; ".join(verdicts) + ".}")
+    return "\n".join(lines) + "\n"

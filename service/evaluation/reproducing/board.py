@@ -16,8 +16,6 @@ single run, from the t-test at 0.05 (no significant difference: reproduced).
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from typing import Any
 
@@ -160,43 +158,6 @@ def per_topic(s: Session, coll: Collection, me: Principal, reproduction_id: int,
                                     for i, name in enumerate(m.rows)}}
             for j, t in enumerate(m.topics) if t not in hidden]})
     return {"reproduction": declarations.declaration_doc(s, rep), "metric": chosen, "parts": parts}
-
-
-CSV_COLUMNS = ("reproduction", "kind", "team", "run", "advanced_run", "original_run", "original_advanced_run",
-               "same_collection", "metric", "KTU_baseline", "RBO_baseline", "KTU_advanced", "RBO_advanced",
-               "mean_original_baseline", "mean_reproduction_baseline", "RMSE_baseline", "nRMSE_baseline",
-               "p_baseline", "mean_original_advanced", "mean_reproduction_advanced", "RMSE_advanced",
-               "nRMSE_advanced", "p_advanced", "ER", "ER_low", "ER_high", "DeltaRI", "DeltaRI_low",
-               "DeltaRI_high", "verdict")
-
-
-def board_csv(doc: dict[str, Any]) -> str:
-    """The board as CSV: a line per reproduction, full floats, empty where undefined."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
-
-    def tag(run: dict[str, Any] | None) -> str:
-        return run["tag"] if run else ""
-
-    for r in doc["rows"]:
-        order = r.get("order") or {}
-        line: dict[str, Any] = {
-            "reproduction": r["id"], "kind": r["kind"], "team": r["run"]["team"] if r["run"] else "",
-            "run": tag(r["run"]), "advanced_run": tag(r["advanced_run"]), "original_run": tag(r["original"]["run"]),
-            "original_advanced_run": tag(r["original"]["advanced_run"]), "same_collection": r["same_collection"],
-            "metric": doc["metric"], "verdict": r["verdict"]}
-        for part in ("baseline", "advanced"):
-            for k in ("KTU", "RBO"):
-                line[f"{k}_{part}"] = (order.get(part) or {}).get(k)
-            for k, col in (("mean_original", "mean_original"), ("mean_reproduction", "mean_reproduction"),
-                           ("RMSE", "RMSE"), ("nRMSE", "nRMSE"), ("p_value", "p")):
-                line[f"{col}_{part}"] = (r.get(part) or {}).get(k)
-        for k in ("ER", "ER_low", "ER_high", "DeltaRI", "DeltaRI_low", "DeltaRI_high"):
-            line[k] = (r.get("effect") or {}).get(k)
-        w.writerow(["" if line.get(c) is None else repr(line[c]) if isinstance(line[c], float) else line[c]
-                    for c in CSV_COLUMNS])
-    return buf.getvalue()
 
 
 def request(s: Session, coll: Collection, me: Principal, force: bool = False) -> Outcome[dict[str, Any]]:

@@ -11,11 +11,12 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Response, Template
 
 from service.evaluation.permissions import policy
+from service.evaluation.publishing import exports
 from service.evaluation.reproducing import board as repro_board
 from service.evaluation.reproducing import declarations
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, Refusal, attempt, download, see_other
-from service.portal.repro_charts import er_dri_plane
+from service.portal.repro_charts import er_dri_plane, persistence_lines
 from service.store.models import Collection
 
 
@@ -70,7 +71,27 @@ class ReproducibilityController(Controller):
         """The board as CSV (as GET ``.../reproducibility?format=csv``)."""
         coll = page.collection(cid)
         doc = repro_board.board(page.session, coll, page.me, metric)
-        return download(repro_board.board_csv(doc), "text/csv", f"{coll.name}-reproducibility.csv")
+        return download(exports.reproducibility_csv(doc), "text/csv", f"{coll.name}-reproducibility.csv")
+
+    @get("/c/{cid:int}/reproducibility.tex", sync_to_thread=True)
+    def latex(self, cid: FromPath[int], page: NamedDependency[Page], metric: FromQuery[str | None] = None
+              ) -> Response[str]:
+        """The board as a LaTeX table (as GET ``.../reproducibility?format=latex``)."""
+        coll = page.collection(cid)
+        doc = repro_board.board(page.session, coll, page.me, metric)
+        return download(exports.reproducibility_latex(doc), "text/x-tex", f"{coll.name}-reproducibility.tex")
+
+    @get("/c/{cid:int}/reproducibility/longitudinal", sync_to_thread=True)
+    def longitudinal(self, cid: FromPath[int], page: NamedDependency[Page], metric: FromQuery[str | None] = None
+                     ) -> Template:
+        """Each system followed back along its declarations over the snapshots (LongEval's
+        persistence): its mean in every snapshot and per step the result delta, the t-test's p
+        and a pair's ER and DeltaRI, as GET ``.../longitudinal`` (the board's role rules)."""
+        coll = page.collection(cid)
+        doc = repro_board.longitudinal(page.session, coll, page.me, metric)
+        metrics = repro_board.board(page.session, coll, page.me, doc["metric"]).get("metrics") or [doc["metric"]]
+        return page.show(coll, "longitudinal.html", doc=doc, metrics=metrics,
+                         chart=persistence_lines(doc["systems"], doc["metric"]))
 
     @get("/c/{cid:int}/reproducibility/{xid:int}", sync_to_thread=True)
     def topics(self, cid: FromPath[int], xid: FromPath[int], page: NamedDependency[Page],
