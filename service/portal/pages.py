@@ -77,7 +77,21 @@ def navigation(coll: Collection, me: Principal) -> dict[str, Any]:
         "can_enrol": policy.may_enrol_self(me, coll) and not policy.is_enrolled(me, coll),
         "can_judgment_sets": policy.may_list_judgment_sets(me, coll),
         "can_judges": policy.may_see_judge_board(me, coll),
+        # organisers always (they register the originals); others where the track has any
+        "can_reproducibility": policy.may_see_reproducibility(me, coll) and (
+            policy.may_configure(me, coll) or _has_originals(coll)),
     }
+
+
+def _has_originals(coll: Collection) -> bool:
+    """Whether the collection runs a reproducibility track (an original is registered)."""
+    from sqlalchemy import exists, select
+    from sqlalchemy.orm import object_session
+
+    from service.store.models import ReproductionOriginal
+
+    s = object_session(coll)
+    return s is not None and bool(s.scalar(select(exists().where(ReproductionOriginal.collection_id == coll.id))))
 
 
 @dataclass(frozen=True)

@@ -503,5 +503,9 @@ def test_portal_page_shows_the_board_and_the_plane(track: Track) -> None:
                  headers=_portal(track, "other_organiser")).status_code == 403
     beta = c.get(f"/c/{track.cid}/reproducibility?metric=AP", headers=_portal(track, "beta")).text
     assert len(re.findall(r'<tr data-reproduction="\d+">', beta)) == 1
+    # the track's page is in the collection's navigation, marked where it is
+    assert f'<a href="/c/{track.cid}/reproducibility" aria-current="page">Reproducibility</a>' in beta
+    assert f'<a href="/c/{track.cid}/reproducibility">Reproducibility</a>' in c.get(
+        f"/c/{track.cid}", headers=_portal(track, "beta")).text
     assert c.get(f"/c/{track.cid}/reproducibility/{pair['id']}", headers=_portal(track, "beta")).status_code == 404
     assert c.get(f"/c/{track.cid}/reproducibility", headers=_portal(track, "other_organiser")).status_code == 403
