@@ -509,3 +509,33 @@ def test_portal_page_shows_the_board_and_the_plane(track: Track) -> None:
         f"/c/{track.cid}", headers=_portal(track, "beta")).text
     assert c.get(f"/c/{track.cid}/reproducibility/{pair['id']}", headers=_portal(track, "beta")).status_code == 404
     assert c.get(f"/c/{track.cid}/reproducibility", headers=_portal(track, "other_organiser")).status_code == 403
+
+
+def test_a_team_names_what_its_run_reproduces_in_the_portals_submission_form(track: Track) -> None:
+    from service.config import settings
+    from service.evaluation.permissions import access
+    from service.portal.forms import COOKIE, csrf_for
+
+    with track.factory() as s:
+        me = access.principal_for(s, f"Bearer {track.tokens['gamma']}")
+        secret = access.open_session(s, me.token_id, settings().web.session_cookie_lifetime)
+        s.commit()
+    cookie, csrf = {"Cookie": f"{COOKIE}={secret}"}, csrf_for(secret)
+    c, original = track.client, track.run_ids["bm25base_p"]
+    form = c.get(f"/c/{track.cid}/submit", headers=cookie).text
+    assert 'id="reproduces"' in form and f'<option value="{original}">bm25base_p' in form
+    text = track.files["noise-a"].read_text().replace(" noise-a", " gamma-rep")
+    before = len(c.get(f"/api/collections/{track.cid}/runs", headers=_headers(track, "organiser")).json()["items"])
+    # not an original: refused on the form, nothing stored
+    r = c.post(f"/c/{track.cid}/submit", files={"file": ("gamma-rep.run", text)},
+               data={"csrf": csrf, "reproduces": str(track.run_ids["noise-a"])}, headers=cookie)
+    assert r.status_code == 404 and "Not accepted" in r.text, r.text[:500]
+    runs = c.get(f"/api/collections/{track.cid}/runs", headers=_headers(track, "organiser")).json()["items"]
+    assert len(runs) == before
+    # an original: the run is stored and declared its reproduction
+    r = c.post(f"/c/{track.cid}/submit", files={"file": ("gamma-rep.run", text)},
+               data={"csrf": csrf, "reproduces": str(original)}, headers=cookie, follow_redirects=False)
+    assert r.status_code == 303, r.text[:500]
+    declared = c.get(f"/api/collections/{track.cid}/reproducibility", headers=_headers(track, "organiser")).json()
+    mine = [x for x in declared["rows"] if x["run"] and x["run"]["tag"] == "gamma-rep"]
+    assert len(mine) == 1 and mine[0]["original"]["run"]["id"] == original

@@ -19,6 +19,7 @@ from service.evaluation.judging import pools
 from service.evaluation.organising import teams
 from service.evaluation.permissions import policy
 from service.evaluation.publishing import boards
+from service.evaluation.reproducing import declarations as reproduction_declarations
 from service.evaluation.runs import submissions
 from service.portal import presenters
 from service.portal.forms import PostedForm
@@ -39,12 +40,21 @@ class SubmissionController(Controller):
         back on the form with its line."""
         upload = form.upload("file", "run")
         ir = form.upload("ir_metadata", "ir_metadata")  # optional: an empty file input is no file
+        reproduces = form.whole_number("reproduces", "the original run this run reproduces")
+        if reproduces is not None:  # an unknown original refused on the form before anything is stored
+            try:
+                reproduction_declarations.check_original(page.uow.factory, cid, reproduces)
+            except NotFound as exc:
+                return _submit_page(page, page.collection(cid), Refusal(404, str(exc)), form.fields)
         doc, refused = attempt(page.uow, lambda: submissions.submit(
             page.uow.factory, lambda _s: page.me, cid, upload.required(), team_param=form.optional("team"),
             source=upload.name, metadata=submissions.metadata_from_fields(
                 {name: form.text(name) for name in submissions.METADATA_FIELDS}, ir.body, ir.name)))
         if doc is None:
             return _submit_page(page, page.collection(cid), refused, form.fields)
+        if reproduces is not None:  # the run is stored: its declaration in a transaction of its own
+            attempt(page.uow, lambda: reproduction_declarations.declare_in_transaction(
+                page.uow.factory, page.me, doc["id"], reproduces))
         return see_other(f"/c/{cid}/runs?submitted={doc['id']}")
 
     @post("/c/{cid:int}/runs/{rid:int}/primary", sync_to_thread=True)
@@ -108,4 +118,5 @@ def _submit_page(page: Page, coll: Collection, refused: Refusal | None,
     topics = sorted(s.scalars(select(Topic.topic_id).where(Topic.collection_id == coll.id)))
     return page.show(coll, "submit.html", status=refused.status if refused else 200, error=refused, teams=names,
                      topics=topics, order=(coll.current_config.evaluation or {}).get("order", "score"),
-                     run_types=submissions.RUN_TYPES, values=values or {}, **submissions.quota_document(s, coll, me))
+                     run_types=submissions.RUN_TYPES, values=values or {}, **submissions.quota_document(s, coll, me),
+                     originals=reproduction_declarations.originals(s, coll, me))
