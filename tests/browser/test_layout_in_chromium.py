@@ -37,6 +37,7 @@ from tests.browser.test_portal_in_chromium import _ok, _require_chromium, _teste
 from tests.conftest import require_shared
 from tests.integration.conftest import wait_for
 from tests.integration.test_api_server import free_port, stop
+from tests.support.page_text import raw_values
 
 browser = portal.browser  # Chromium, as the portal's browser tests drive it
 
@@ -303,6 +304,8 @@ def test_every_page_fits_a_laptop_and_a_phone(served: Served, browser: object, r
             for path in paths:
                 page.goto(served.base + path)
                 problems += _check_page(page, path, width)
+                if width == next(iter(WIDTHS)):  # what a page says does not change with its width
+                    problems += [f"{path}: a raw value, {found}" for found in raw_values(page.content())]
                 if path == f"/c/{served.cid}":
                     problems += _check_board(page, width)
                     shot(page, f"layout-{role}-{width}-board")

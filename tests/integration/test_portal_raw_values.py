@@ -18,7 +18,6 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -29,6 +28,7 @@ from service.config import settings
 from service.evaluation.permissions import access
 from service.portal.forms import COOKIE, csrf_for
 from tests.integration.conftest import Templates, _seed_world, _sqlite_backend, auth, run_inline
+from tests.support.page_text import raw_values, read_page
 
 SQLITE_ONLY_BUT: set[str] = set()  # a question of pages: SQLite only
 
@@ -37,86 +37,6 @@ MAX_PAGES = 400  # per role: the crawl stops there (the module's state has about
 MAX_VARIANTS = 4  # query strings followed per path (a selector's choices, the pages of a listing)
 # Links not followed: downloads (not pages), the API and its documentation, sign-out (a form).
 SKIPPED = re.compile(r"^/(api|schema|static|health)(/|$)|\.(csv|tex|txt|json|yaml|ico|svg)$|/file$|^/logout$")
-
-# What a program prints and a person should never read.
-RAW = [
-    (re.compile(r"\bNone\b"), "None"),
-    (re.compile(r"\b(?:nan|NaN|NAN)\b"), "nan"),
-    (re.compile(r"\b(?:True|False)\b"), "a Python boolean"),
-    (re.compile(r"\{'|'\}|\['"), "a Python dict or list"),
-    (re.compile(r"\{\s*\}|\[\s*\]"), "an empty dict or list"),
-    (re.compile(r"\b0 of 0\b"), "a count of nothing"),
-    (re.compile(r"[–-]\s+UTC\b"), "a missing time"),
-    (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d"), "an ISO time"),
-    (re.compile(r"\b(?:for|of|by|on)\s+(?:yet|the)?[.,;:]"), "a name left out"),
-]
-
-
-# ------------------------------------------------------------------------------ reading a page
-class VisibleText(HTMLParser):
-    """The text a reader sees: the elements' text (the charts' SVG text included), without
-    scripts, styles, hidden elements, an SVG's metadata and attribute values; each table cell
-    apart."""
-
-    VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"})
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.cells: list[str] = []
-        self.links: list[str] = []
-        self._skipping: list[str] = []  # the open elements whose content is not shown
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        names = dict(attrs)
-        if tag == "a" and names.get("href"):
-            self.links.append(names["href"] or "")
-        if tag in self.VOID:
-            return
-        if self._skipping or tag in ("script", "style", "template", "metadata") or "hidden" in names:
-            self._skipping.append(tag)
-        elif tag in ("td", "th"):
-            self._cell = []
-
-    def handle_endtag(self, tag: str) -> None:
-        if self._skipping:
-            if self._skipping[-1] == tag:
-                self._skipping.pop()
-            return
-        if tag in ("td", "th") and self._cell is not None:
-            self.cells.append(" ".join("".join(self._cell).split()))
-            self._cell = None
-
-    def handle_data(self, data: str) -> None:
-        if self._skipping:
-            return
-        self.parts.append(data)
-        if self._cell is not None:
-            self._cell.append(data)
-
-    @property
-    def text(self) -> str:
-        return " ".join(" ".join(self.parts).split())
-
-
-def read_page(html: str) -> VisibleText:
-    parser = VisibleText()
-    parser.feed(html)
-    parser.close()
-    return parser
-
-
-def raw_values(html: str) -> list[str]:
-    """What the page shows that is a raw value: each with a little of the text around it."""
-    page = read_page(html)
-    found = []
-    for pattern, what in RAW:
-        for m in pattern.finditer(page.text):
-            found.append(f"{what}: …{page.text[max(0, m.start() - 60):m.end() + 40]}…")
-    found += [f"a cell showing {cell!r}" for cell in page.cells if cell in ("[]", "{}", "()")]
-    return found
-
 
 def test_the_reader_finds_every_kind_of_raw_value() -> None:
     """The check itself: each raw value a template could print is found, and only in what a
