@@ -12,8 +12,6 @@ import importlib
 import io
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +26,7 @@ import pytest
 
 from service.sample import CollectionSpec, generate
 from tests.integration.conftest import REPO, wait_for
+from tests.integration.test_api_server import _ready, free_port, stop
 
 PACKAGE = "cranfield_generated_client"
 # Operations whose bodies the generator could not take when they were text/plain only.
@@ -45,27 +44,7 @@ class Server:
     package_dir: Path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
-
-def _ready(base: str) -> bool:
-    try:
-        return httpx.get(f"{base}/health/ready", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def _stop(server: subprocess.Popen) -> None:
-    """SIGTERM (uvicorn shuts down gracefully, with its worker), SIGKILL to the group if it lingers."""
-    os.kill(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +57,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     cli = [sys.executable, "-m", "service.cli"]
     admin = subprocess.run([*cli, "token", "create", "--role", "admin"], env=env, cwd=tmp, check=True,
                            capture_output=True, text=True).stdout.strip()
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([*cli, "serve", "--port", str(port)], env=env, cwd=tmp, start_new_session=True,
                             stdout=open(tmp / "serve.log", "w"), stderr=subprocess.STDOUT)  # noqa: SIM115
     base = f"http://127.0.0.1:{port}"
@@ -102,7 +81,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             for name in [m for m in sys.modules if m == PACKAGE or m.startswith(f"{PACKAGE}.")]:
                 del sys.modules[name]
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 def _module(name: str) -> ModuleType:
