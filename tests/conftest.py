@@ -31,8 +31,9 @@ def require_shared(sub: str) -> Path:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A test marked ``exclusive`` stops or restarts a shared service (PostgreSQL, Redis): with
-    other tests running beside it (pytest-xdist) they would fail by chance, so it refuses to
-    run there. The README's test command runs them in a second, serial pytest: -m exclusive."""
+    """A test marked ``exclusive`` stops or restarts a shared service (PostgreSQL, Redis), or
+    needs the machine to itself (a burst of 150 clients against one server): with other tests
+    running beside it (pytest-xdist) they, or it, would fail by chance, so it refuses to run
+    there. The README's test command runs them in a second, serial pytest: -m exclusive."""
     if item.get_closest_marker("exclusive") and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
         pytest.fail("an exclusive test runs alone: `pytest -m exclusive` without -n", pytrace=False)

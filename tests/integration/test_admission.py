@@ -92,6 +92,7 @@ def test_the_in_flight_limit_counts_every_route_together(world: World, backend: 
     assert other == 503 and after == 200 and upload in (201, 422)
 
 
+@pytest.mark.exclusive  # 150 clients against one server: alone, not beside another test's load (xdist)
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)  # the production shape; the gate knows no database
 def test_a_burst_far_above_the_limits_is_served_throughout_and_refused_only_with_503s(backend: Backend) -> None:
     """A real `cranfield serve` with 4 request slots and 8 places to wait; 150 clients that
