@@ -491,7 +491,9 @@ def _wait_run(client: Any, rid: int, timeout: float | None, interval: float, out
 def _board(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     cid = client.find_collection(args.collection)["id"]
     if args.format == "csv":
-        out.write(client.leaderboard_text(cid, "csv", args.metric, args.primary_only))  # the server's columns
+        # the server's columns; its CSV lines end CRLF, a terminal's and a pipe's LF (the output
+        # shows a lone CR as \x0d, as any control character)
+        out.write(client.leaderboard_text(cid, "csv", args.metric, args.primary_only).replace("\r\n", "\n"))
         return 0
     doc = client.leaderboard(cid, args.metric, args.primary_only)
     if args.format == "json":
@@ -507,7 +509,7 @@ def _repro_board(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     """The reproducibility board: a line per reproduction (tsv), or the server's CSV or JSON."""
     coll = client.find_collection(args.collection)
     if args.format == "csv":
-        out.write(client.reproducibility_csv(coll["id"], args.metric))
+        out.write(client.reproducibility_csv(coll["id"], args.metric).replace("\r\n", "\n"))  # (as the board's)
         return 0
     doc = client.reproducibility_board(coll["id"], args.metric)
     if args.format == "json":

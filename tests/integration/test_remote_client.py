@@ -329,6 +329,7 @@ def test_board_in_three_formats_agrees_with_the_api(svc: Service) -> None:
     for fmt, delimiter, precision in (("csv", ",", 1e-9), ("tsv", "\t", 5e-5)):  # tsv: 4 decimals, for people
         done = remote(svc, "board", str(svc.board), "--format", fmt, token=svc.tokens["organiser"])
         assert done.returncode == 0, done.stderr
+        assert "\\x0d" not in done.stdout and "\r" not in done.stdout, fmt  # lines end LF, no escaped CR
         rows = list(csv.DictReader(io.StringIO(done.stdout), delimiter=delimiter))
         got = [(int(r["rank"]), r["run"], r["team"], float(r["mean"])) for r in rows]
         assert [g[:3] for g in got] == [e[:3] for e in expected], fmt

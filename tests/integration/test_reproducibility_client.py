@@ -54,7 +54,8 @@ def test_submit_with_reproduces_and_read_the_repro_board(svc: Service) -> None: 
     assert mine[1] == "alpha" and mine[4] == "other" and mine[5] == row["verdict"]
     as_csv = remote(svc, "repro-board", "task", "--format", "csv", token=org)
     with svc.api(org) as c:
-        assert as_csv.stdout == c.get(f"/api/collections/{svc.task}/reproducibility?format=csv").text
+        served = c.get(f"/api/collections/{svc.task}/reproducibility?format=csv").text
+        assert as_csv.stdout == served.replace("\r\n", "\n")  # (the CSV's CRLF, read back as text: LF)
     parsed = list(csv.DictReader(io.StringIO(as_csv.stdout)))
     assert float(next(p for p in parsed if p["reproduction"] == str(pair_id))["ER"]) == row["effect"]["ER"]
     as_json = json.loads(remote(svc, "repro-board", "task", "--format", "json", token=org).stdout)
