@@ -1,4 +1,14 @@
-"""kombu's Redis transport, with the one fault that made a worker die in a Redis outage fixed.
+"""kombu's Redis and filesystem transports, each with a fault fixed that made a worker die.
+
+**Filesystem** (the embedded default's server-less broker). kombu's ``_put`` creates the
+message file under its final name and only then writes it, while a consumer lists the folder,
+moves every ``*.QUEUE.msg`` file it finds and parses it: a consumer that came between the two
+read an empty file, ``json.loads`` failed, the worker's main process exited ("Unrecoverable
+error: JSONDecodeError") and the message was gone (a CI run: the pooled late run never
+evaluated). Here a message is written under a name no consumer picks up (``….msg.part``) and
+renamed into place (``os.replace``, atomic on POSIX), so a consumer sees a whole message or none.
+
+**Redis.**
 
 The fault (kombu 5.7.0 with celery 5.7.0, and every earlier release we read): when the broker
 connection breaks, Celery's consumer first *collects* the connection (which detaches the
@@ -21,11 +31,20 @@ every task is idempotent. docs/decisions.md records the choice.
 
 from __future__ import annotations
 
+import os
+import time
+import uuid
+
+from kombu.transport import filesystem as kombu_filesystem
 from kombu.transport import redis as kombu_redis
+from kombu.utils.encoding import str_to_bytes
+from kombu.utils.json import dumps
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 #: Celery's ``broker_transport`` for redis:// and rediss:// URLs.
 TRANSPORT = "workers.broker:Transport"
+#: ... and for filesystem:// (the embedded default).
+FILESYSTEM_TRANSPORT = "workers.broker:FilesystemTransport"
 
 
 class Channel(kombu_redis.Channel):
@@ -40,7 +59,27 @@ class Transport(kombu_redis.Transport):
     Channel = Channel
 
 
+class FilesystemChannel(kombu_filesystem.Channel):
+    def _put(self, queue: str, payload: dict, **kwargs: object) -> None:  # type: ignore[override]
+        """Put a message on ``queue``: written whole under a name no consumer reads, then
+        renamed to kombu's ``<ms>_<uuid>.<queue>.msg`` (consumers and ``_size`` match that suffix)."""
+        final = os.path.join(self.data_folder_out, f"{int(time.monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg")
+        part = final + ".part"
+        try:
+            with open(part, "wb", buffering=0) as f:
+                f.write(str_to_bytes(dumps(payload)))
+            os.replace(part, final)
+        except OSError as exc:
+            raise kombu_filesystem.ChannelError(f"Cannot add file {final!r} to directory") from exc
+
+
+class FilesystemTransport(kombu_filesystem.Transport):
+    Channel = FilesystemChannel
+
+
 def transport_for(broker_url: str) -> str | None:
     """The transport Celery should use for ``broker_url`` (None: kombu's own choice)."""
     scheme = broker_url.split("://", 1)[0].lower()
-    return TRANSPORT if scheme in ("redis", "rediss") else None
+    if scheme in ("redis", "rediss"):
+        return TRANSPORT
+    return FILESYSTEM_TRANSPORT if scheme == "filesystem" else None
