@@ -16,7 +16,6 @@ import gc
 import os
 import resource
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 _M_TRIM_THRESHOLD = -1
@@ -93,20 +92,6 @@ def release_memory() -> bool:
         return bool(libc.malloc_trim(0)) if libc is not None else False
     except AttributeError:  # not glibc (e.g. musl)
         return False
-
-
-def trim_above(limit: int) -> Callable[[], bool]:
-    """A function that gives the heap's free pages back (:func:`release_memory`) when this
-    process's resident memory is above ``limit`` bytes. With :func:`tune_allocator`'s thresholds
-    freed arrays stay in the heap, and a long-lived worker evaluating group after group of run
-    files grew with fragmentation (1,000 runs: about 1 GB per worker); trimmed only past the
-    bound, it stays near it at the cost of a trim every few groups."""
-
-    def trim() -> bool:
-        used = memory_in_use()
-        return used is not None and used > limit and release_memory()
-
-    return trim
 
 
 #: Which memory a limit counts: the address space (RLIMIT_AS) or resident memory (a cgroup, the RAM).

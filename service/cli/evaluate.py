@@ -48,11 +48,6 @@ def _eval_arguments(ev: argparse.ArgumentParser) -> None:
                     help="session metrics (sDCG, nsDCG): run topic ids are SESSION<sep>POSITION (default ':')")
 
 
-#: Resident bytes past which an evaluating process gives its heap's free pages back (a group of
-#: four runs of depth 1000 works in about 150 MB).
-WORKER_HEAP_BOUND = 384 << 20
-
-
 @command("eval", "evaluate runs against qrels", _eval_arguments, description="Evaluate TREC runs against qrels.")
 def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
     from service.formats.compressed import read_file
@@ -74,12 +69,8 @@ def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
                                probabilities=probabilities, probabilities_source=args.probabilities or "")
     # Each run file read and scored in worker processes (every core; --jobs): the same floats
     # as one call in this process (service/metrics/run_files.py).
-    # A worker's heap is trimmed once it passes WORKER_HEAP_BOUND (freed arrays stay in the heap
-    # for speed: service.runtime), so memory stays bounded whatever the number of runs.
-    from service.runtime import trim_above
-
     result = evaluate_run_files(judgments.qrels, args.runs, measures, settings, extra=judgments.extra,
-                                order=args.order, processes=args.jobs, between_groups=trim_above(WORKER_HEAP_BOUND))
+                                order=args.order, processes=args.jobs)
     tags = list(result.runs)
     if len(set(tags)) != len(tags):
         dup = next(t for t in tags if tags.count(t) > 1)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -57,25 +57,18 @@ def evaluate_run_files(
     extra: IntentQrels | SampledQrels | None = None,
     order: str = "score",
     processes: int | None = None,
-    between_groups: Callable[[], object] | None = None,
 ) -> Evaluation:
     """Read the run files ``paths`` and score them, as ``evaluate(qrels, [read_run(p) ...])``
-    does, with ``processes`` workers (default: every available core). ``between_groups`` is
-    called in the process that evaluated a group, after it (the CLI gives back the heap's free
-    pages there once a worker grows past a bound: see service.runtime.trim_above)."""
+    does, with ``processes`` workers (default: every available core)."""
     settings = settings or EvalSettings()
     ms = parse_measures(measures)
     processes = available_processes() if processes is None else max(1, processes)
     groups = [list(paths[i:i + GROUP]) for i in range(0, len(paths), GROUP)]
     parts: list[tuple[tuple[str, ...], tuple[str, ...], list[np.ndarray]]] = []
     if processes == 1 or len(groups) < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        for group in groups:
-            parts.append(_evaluate_group(qrels, group, ms, settings, extra, order))
-            if between_groups is not None:
-                between_groups()
+        parts = [_evaluate_group(qrels, group, ms, settings, extra, order) for group in groups]
     else:
-        _SHARED.update(qrels=qrels, measures=ms, settings=settings, extra=extra, order=order,
-                       between_groups=between_groups)
+        _SHARED.update(qrels=qrels, measures=ms, settings=settings, extra=extra, order=order)
         try:
             with multiprocessing.get_context("fork").Pool(min(processes, len(groups))) as pool:
                 for outcome in pool.imap(_evaluate_shared_group, groups):
@@ -104,11 +97,8 @@ def _evaluate_shared_group(group: list[str]) -> Any:
     """In a worker: one group, with the qrels and settings inherited from the parent; an error
     is sent back to be raised there (as the same exception)."""
     try:
-        part = _evaluate_group(_SHARED["qrels"], group, _SHARED["measures"], _SHARED["settings"], _SHARED["extra"],
+        return _evaluate_group(_SHARED["qrels"], group, _SHARED["measures"], _SHARED["settings"], _SHARED["extra"],
                                _SHARED["order"])
     except Exception as exc:  # noqa: BLE001  (re-raised by the parent)
         return exc
-    if _SHARED.get("between_groups") is not None:
-        _SHARED["between_groups"]()
-    return part
 
