@@ -352,12 +352,11 @@ def test_the_difference_required_skips_degenerate_resamples_as_the_asl_does() ->
             assert len(found) < 0.8 * resamples  # the degenerate resamples were there
     assert got.difference_required == pytest.approx(max(expected), rel=1e-9)
     # pair by pair (the maximum above could hide the degenerate pair)
-    from service.metrics.stats.meta import _required
-    from service.metrics.stats.pairwise import Differences, bootstrap_blocks
+    from service.metrics.stats.pairwise import Differences, bootstrap
 
     pairs = np.array([0, 0, 1]), np.array([1, 2, 2])
-    blocks = list(bootstrap_blocks(Differences(x, *pairs), counts))
-    t_star = np.concatenate([blk.abs_t_star for blk in blocks], axis=1)
-    mean_star = np.concatenate([blk.mean_star for blk in blocks], axis=1)
-    assert _required(t_star, mean_star, alpha, max(1, math.ceil(resamples * alpha))) == pytest.approx(expected,
-                                                                                                       rel=1e-9)
+    draws = bootstrap(Differences(x, *pairs), resamples=resamples, seed=4, required_alpha=alpha)
+    assert np.array_equal(draws.counts, counts)
+    assert draws.required == pytest.approx(expected, rel=1e-9)
+    boot = pairwise(x, ["a", "b", "c"], "bootstrap", resamples=resamples, seed=4, alpha=alpha, difference_required=True)
+    assert np.array_equal(boot.required, draws.required) and np.array_equal(boot.p, got.asl)

@@ -36,7 +36,7 @@ from service.metrics.stats.common import (
     t_statistic,
 )
 from service.metrics.stats.correction import adjust
-from service.metrics.stats.meta import discriminative_power, kth_largest_index, meta_evaluation
+from service.metrics.stats.meta import discriminative_power, meta_evaluation
 from service.metrics.stats.pairwise import (
     ROW_PAD,
     TESTS,
@@ -255,13 +255,28 @@ def test_the_tukey_binary_search_counts_what_the_comparison_counted_ties_include
         assert np.isin(np.abs(means[a] - means[b]), ranges).any()  # exact ties occurred
 
 
-def test_kth_largest_index_is_the_stable_argsort_choice() -> None:
+def test_the_difference_required_is_the_stable_sort_choice_among_the_informative_resamples() -> None:
+    """``required_from_lanes`` against a plain sort per lane: the resamples with a finite |t*|, by
+    decreasing |t*| with ties in resample order, the k-th of them (k = max(1, ceil(B_inf alpha)));
+    many ties (few distinct values), degenerate resamples (inf) and lanes without any."""
+    import math
+
+    from service.metrics.stats.pairwise import required_from_lanes
+
     rng = np.random.default_rng(7)
     for _ in range(300):
-        key = rng.integers(0, 4, size=(int(rng.integers(1, 40)), 6)).astype(float)
-        key[rng.random(key.shape) < 0.1] = np.inf
-        k = int(rng.integers(1, key.shape[0] + 1))
-        assert np.array_equal(kth_largest_index(key, k), np.argsort(-key, axis=0, kind="stable")[k - 1])
+        pairs, rows = int(rng.integers(1, 7)), int(rng.integers(1, 40))
+        key = rng.integers(0, 4, size=(pairs, rows)).astype(float)
+        key[rng.random(key.shape) < rng.choice([0.0, 0.1, 0.5, 1.0])] = np.inf
+        magnitude = rng.random((pairs, rows))
+        alpha = float(rng.choice([0.01, 0.05, 0.3, 1.0]))
+        expected = []
+        for lane, mags in zip(key.tolist(), magnitude.tolist()):
+            found = sorted((-v, row) for row, v in enumerate(lane) if math.isfinite(v))
+            k = max(1, math.ceil(len(found) * alpha))
+            expected.append(mags[found[k - 1][1]] if found else math.nan)
+        got = required_from_lanes(key.copy(), magnitude, alpha)
+        assert np.array_equal(got, np.array(expected), equal_nan=True)
 
 
 # ------------------------------------------------------------------------- versus baseline

@@ -194,17 +194,21 @@ def _compute(settings: dict[str, Any], tables: ScoreTables,
                 # resampling tests settle each verdict sequentially (issue 25, item 1; docs/statistics.md)
                 res = pairwise(x, [str(r) for r in run_ids], sig["test"], resamples=int(sig["resamples"]),
                                alpha=float(sig["alpha"]), correction=sig["correction"], seed=int(sig["seed"]),
-                               sequential=True, max_resamples=int(sig.get("max_resamples") or MAX_RESAMPLES))
+                               sequential=True, max_resamples=int(sig.get("max_resamples") or MAX_RESAMPLES),
+                               difference_required=subset == "all")
             except ValueError as exc:
                 errors[metric if subset == "all" else f"{metric} (visible topics)"] = str(exc)
                 continue
             results.append((metric, run_ids, res, subset, stored_letters(res, x)))
-    # The bootstrap's ASLs of a metric tested on all topics are the meta-evaluation's own: not counted twice.
-    asl = {metric: res.p for metric, _, res, subset, _ in results
-           if subset == "all" and res.test == "bootstrap"
-           and tables[metric][2] is all_tables.get(metric, (0, 0, None))[2]}
+    # The bootstrap's ASLs and differences required of a metric tested on all topics are the
+    # meta-evaluation's own (the same B, seed and alpha): not resampled twice.
+    reused = [(metric, res) for metric, _, res, subset, _ in results
+              if subset == "all" and res.test == "bootstrap" and res.required is not None
+              and tables[metric][2] is all_tables.get(metric, (0, 0, None))[2]]
     meta = meta_evaluation({m: (ids, matrix) for m, (ids, _, matrix) in all_tables.items()},
-                           alpha=float(sig["alpha"]), resamples=int(sig["resamples"]), seed=int(sig["seed"]), asl=asl)
+                           alpha=float(sig["alpha"]), resamples=int(sig["resamples"]), seed=int(sig["seed"]),
+                           asl={metric: res.p for metric, res in reused},
+                           required={metric: res.required for metric, res in reused})
     return results, errors, meta
 
 

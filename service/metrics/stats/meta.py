@@ -16,17 +16,17 @@ share of pairs with ASL < alpha. Difference required: for each pair, sort the B
 replicates of the shifted differences by |t*| in decreasing order, take the
 ceil(B * alpha)-th, and record |mean| of that replicate; the estimate is the
 largest of these over all pairs (as the MATTERS toolkit's discriminativePower).
-Both are computed a block of pairs at a time from the one count matrix (memory linear in
-the pairs; the same values whatever the block size). A caller that already has the
-bootstrap ASLs (``pairwise(..., "bootstrap")`` with the same B and seed on the same
-matrix) passes them as ``asl``: the ASL counting is skipped and the replicates are only
-made for the difference required.
+Both come from one pass over the replicates, a block of pairs at a time from the one count
+matrix (``pairwise.bootstrap(..., required_alpha=alpha)``: memory linear in the pairs, the
+same values whatever the block size). A caller that already ran that test
+(``pairwise(..., "bootstrap", difference_required=True)`` with the same B and seed on the
+same matrix, as the workers' test round does) passes its ``p`` and ``required``: nothing is
+resampled again.
 """
 
 from __future__ import annotations
 
 import math
-import threading
 import zlib
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,22 +38,10 @@ from scipy import stats
 from service.formats.types import Qrels, Run
 from service.metrics.stats.common import (
     BLOCK_BYTES,
-    as_rng,
     as_score_matrix,
-    block_pool,
-    column_slices,
     pair_indices,
-    run_slices,
 )
-from service.metrics.stats.pairwise import (
-    Differences,
-    _bootstrap_sums,
-    _Scratch,
-    _studentised,
-    bootstrap_blocks,
-    padded_rows,
-    resampling_counts,
-)
+from service.metrics.stats.pairwise import Differences, bootstrap
 
 if TYPE_CHECKING:
     from service.metrics.scoring import EvalSettings
@@ -77,105 +65,35 @@ def discriminative_power(
     resamples: int = 1000,
     seed: int | np.random.Generator | None = None,
     asl: np.ndarray | None = None,
+    required: np.ndarray | None = None,
     block_bytes: int = BLOCK_BYTES,
 ) -> DiscriminativePower:
     """Sakai's discriminative power and the difference required (see the module's notes).
 
-    ``asl``: the pairs' bootstrap ASLs already computed by the same procedure (B = ``resamples``,
-    the same seed, the complete topics of ``scores``, pairs in ``pair_indices`` order); then
-    they are used as they are and not counted again.
+    ``asl`` and ``required``: the pairs' bootstrap ASLs and differences required already computed
+    by the same procedure (B = ``resamples``, the same seed, the complete topics of ``scores``,
+    pairs in ``pair_indices`` order: ``pairwise(..., "bootstrap", difference_required=True)``'s
+    ``p`` and ``required``); they are used as they are and not computed again. Otherwise one
+    pass of ``pairwise.bootstrap`` over the replicates makes both.
     """
     x = as_score_matrix(scores).values
-    n, m = x.shape
-    a, b = pair_indices(m)
-    if asl is not None:
-        asl = np.asarray(asl, dtype=np.float64)
-        if asl.shape != a.shape:
-            raise ValueError(f"{asl.shape[0] if asl.ndim else 0} ASLs given for {len(a)} pairs of runs")
-    counts = resampling_counts(n, resamples, as_rng(seed))
-    k = max(1, math.ceil(resamples * alpha))
-    p = np.empty(len(a)) if asl is None else asl
-    required = np.empty(len(a))
-    if asl is None:
-        for blk in bootstrap_blocks(Differences(x, a, b), counts, block_bytes, reuse=True):
-            p[blk.lo : blk.hi] = blk.p()  # over the informative resamples, as pairwise
-            required[blk.lo : blk.hi] = _required(blk.abs_t_star, blk.mean_star, alpha, k)
-    else:
-        _required_blocks(Differences(x, a, b), counts, block_bytes, alpha, k, required)
+    a, b = pair_indices(x.shape[1])
+    for name, given in (("ASLs", asl), ("differences required", required)):
+        if given is not None and np.shape(given) != a.shape:
+            raise ValueError(f"{np.shape(given)[0] if np.ndim(given) else 0} {name} given for {len(a)} pairs of runs")
+    if asl is None or required is None:
+        boot = bootstrap(Differences(x, a, b), resamples=resamples, seed=seed, block_bytes=block_bytes,
+                         required_alpha=alpha)
+        asl = boot.p if asl is None else asl  # over the informative resamples, as pairwise
+        required = boot.required if required is None else required
+    p = np.asarray(asl, dtype=np.float64)
+    assert required is not None
     significant = int((p < alpha).sum())
     defined = required[~np.isnan(required)]
     return DiscriminativePower(
         alpha=alpha, power=significant / len(a), significant_pairs=significant, pairs=len(a),
         difference_required=float(defined.max()) if defined.size else math.nan, asl=p, resamples=resamples,
     )
-
-
-def _required_blocks(diffs: Differences, counts: np.ndarray, block_bytes: int, alpha: float, k: int,
-                     required: np.ndarray) -> None:
-    """``_required`` of every block of ``bootstrap_blocks``, the same values: each block's products
-    as there (the same floats), then its t* and the k-th largest a cache-sized slice of pairs at a
-    time on every CPU (element by element and column by column: the same values in any slices)."""
-    rows, n = counts.shape
-    padded = padded_rows(counts)
-    scratch = _Scratch(padded.shape[0], True)
-    local = threading.local()
-    with block_pool() as pool:
-        for lo, _, zb in diffs.blocks(padded.shape[0], block_bytes):
-            _, mean_star, sq = _bootstrap_sums(zb, padded, rows, scratch)
-
-            def work(c0: int, c1: int, lo: int = lo, mean_star: np.ndarray = mean_star, sq: np.ndarray = sq) -> None:
-                own = getattr(local, "scratch", None)
-                if own is None:
-                    own = local.scratch = _Scratch(rows, True)
-                m = mean_star[:, c0:c1]
-                _, abs_t = _studentised(m, sq[:, c0:c1], n, own.get("t", c1 - c0),
-                                        own.get("mask", c1 - c0, np.bool_))[:2]
-                required[lo + c0 : lo + c1] = _required(abs_t, m, alpha, k)
-
-            run_slices(pool, work, column_slices(zb.shape[1], rows))
-
-
-def _required(abs_t_star: np.ndarray, mean_star: np.ndarray, alpha: float, k: int) -> np.ndarray:
-    """Per pair, |mean*| of the resample with the k-th largest |t*| among its informative
-    resamples (finite t*; k = ceil(B_informative alpha)), as the ASL counts only those (a
-    degenerate resample has no t*: docs/statistics.md, "Degenerate resamples"). NaN for a pair
-    without an informative resample."""
-    finite = np.isfinite(abs_t_star)
-    informative = finite.sum(axis=0)
-    full = informative == abs_t_star.shape[0]
-    cols = np.arange(abs_t_star.shape[1])
-    if full.all():
-        chosen = kth_largest_index(abs_t_star, k)
-        return np.abs(mean_star[chosen, cols])
-    key = np.where(finite, abs_t_star, -1.0)  # the degenerate ones last, never chosen
-    out = np.full(abs_t_star.shape[1], np.nan)
-    if full.any():
-        chosen = kth_largest_index(key[:, full], k)
-        out[full] = np.abs(mean_star[chosen, cols[full]])
-    for col in np.flatnonzero(~full & (informative > 0)).tolist():
-        row = kth_largest_index(key[:, col:col + 1], max(1, math.ceil(int(informative[col]) * alpha)))[0]
-        out[col] = abs(mean_star[row, col])
-    return out
-
-
-def kth_largest_index(key: np.ndarray, k: int) -> np.ndarray:
-    """Per column of ``key`` (B, columns; no NaN), the row that ``np.argsort(-key, axis=0,
-    kind="stable")[k - 1]`` gives: the k-th largest value, ties taken in row order. By a
-    partial sort (linear in B) instead of a full sort of every column."""
-    rows = key.shape[0]
-    # the k-th largest value of each column, from each column's values made a contiguous row (a
-    # partition along a strided axis is several times slower; the value is the same)
-    lanes = key.T.copy(order="C")  # a copy always: the partition reorders it
-    lanes.partition(rows - k, axis=1)
-    kth = lanes[:, rows - k]
-    tied = key == kth
-    rank = k - 1 - (key > kth).sum(axis=0)  # the wanted row's place among the tied rows (0-based)
-    chosen = np.argmax(tied, axis=0)  # the first tied row: right when rank is 0
-    more = np.flatnonzero(rank > 0)
-    if len(more):
-        t = tied[:, more]
-        chosen[more] = np.argmax(t & (np.cumsum(t, axis=0) == rank[more] + 1), axis=0)
-    return chosen
 
 
 def kendall_tau(x: np.ndarray, y: np.ndarray, variant: str = "b") -> float:
@@ -320,7 +238,8 @@ class MetaEvaluation:
 
 def meta_evaluation(scores: Mapping[str, tuple[Sequence[Hashable], np.ndarray]], *, alpha: float = 0.05,
                     resamples: int = 1000, seed: int = 0,
-                    asl: Mapping[str, np.ndarray] | None = None) -> MetaEvaluation:
+                    asl: Mapping[str, np.ndarray] | None = None,
+                    required: Mapping[str, np.ndarray] | None = None) -> MetaEvaluation:
     """The meta-evaluation of a collection's metrics on their per-topic scores.
 
     ``scores`` maps each metric to (run keys, (topics, runs) matrix). For every metric with
@@ -332,8 +251,10 @@ def meta_evaluation(scores: Mapping[str, tuple[Sequence[Hashable], np.ndarray]],
 
     ``asl`` maps a metric to its pairs' bootstrap ASLs when the caller already has them
     (``pairwise(matrix, runs, "bootstrap")`` with this ``resamples`` and ``seed``; p in pair
-    order): they are used instead of counting again (see :func:`discriminative_power`).
-    Without it (or for the metrics it leaves out), the same values are computed here.
+    order): they are used instead of counting again (see :func:`discriminative_power`);
+    ``required`` likewise maps a metric to its pairs' differences required
+    (``difference_required=True``). Without them (or for the metrics they leave out), the same
+    values are computed here.
     """
     power: dict[str, MetricPower] = {}
     errors: dict[str, str] = {}
@@ -343,7 +264,8 @@ def meta_evaluation(scores: Mapping[str, tuple[Sequence[Hashable], np.ndarray]],
             continue
         try:
             dp = discriminative_power(matrix, alpha=alpha, resamples=resamples, seed=seed,
-                                      asl=None if asl is None else asl.get(metric))
+                                      asl=None if asl is None else asl.get(metric),
+                                      required=None if required is None else required.get(metric))
         except ValueError as exc:
             errors[metric] = str(exc)
             continue

@@ -33,10 +33,12 @@ Tests
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -60,10 +62,12 @@ from service.metrics.stats.common import (
     t_sf,
     t_statistic,
     tie_threshold,
+    worker_count,
 )
 from service.metrics.stats.correction import Correction, adjust
 from service.metrics.stats.sequential import MonteCarlo
 
+T = TypeVar("T")
 Test = Literal["t", "wilcoxon", "sign", "bootstrap", "randomisation", "tukey", "friedman"]
 TESTS: tuple[str, ...] = ("bootstrap", "t", "wilcoxon", "sign", "randomisation", "tukey", "friedman")
 
@@ -101,6 +105,9 @@ class PairwiseResult:
     degenerate: np.ndarray | None = None
     undecided: np.ndarray | None = None
     sequential: bool = False
+    #: Bootstrap with ``difference_required``: per pair, the difference required at alpha over the
+    #: first B draws (``meta.discriminative_power``'s per-pair values).
+    required: np.ndarray | None = None
 
     @property
     def diff(self) -> np.ndarray:
@@ -207,6 +214,7 @@ def pairwise(
     max_resamples: int | None = None,
     max_work: float | None = None,
     guarantee: float | None = None,
+    difference_required: bool = False,
 ) -> PairwiseResult:
     """Run ``test`` on every pair of runs of a (topics, runs) score matrix.
 
@@ -220,6 +228,9 @@ def pairwise(
     ``max_resamples`` per pair and ``max_work``), so that every settled verdict is the
     B -> infinity verdict with probability at least 1 - ``guarantee``; a pair still straddling is
     ``undecided``. Each pair's p is then over its own B (``pair_resamples``).
+
+    ``difference_required`` (bootstrap): also each pair's difference required at ``alpha`` from
+    the first ``resamples`` draws (``PairwiseResult.required``; see ``meta.discriminative_power``).
     """
     if not 0 < alpha < 1:
         raise ValueError("alpha must lie strictly between 0 and 1")
@@ -231,6 +242,7 @@ def pairwise(
     a, b = run_pairs(sm.runs, baselines)
     notes = (f"{sm.dropped_topics} topics with missing scores left out",) if sm.dropped_topics else ()
     used_b: int | None = None
+    required: np.ndarray | None = None
     diffs = Differences(x, a, b)
     mc: MonteCarlo | None = None
     rng = as_rng(seed) if test in RESAMPLING and not (test == "randomisation" and exact) else None
@@ -260,8 +272,9 @@ def pairwise(
         width = min(block_width(x.shape[0], cap), max(MIN_PARALLEL_BLOCK, -(-diffs.pairs // 8)))
         for_each_block(classic, column_blocks(diffs.pairs, width), workers=1 if test == "wilcoxon" else None)
     elif test == "bootstrap":
-        boot = bootstrap(diffs, resamples=resamples, seed=rng, block_bytes=block_bytes)
-        stat, used_b = boot.t_observed, resamples
+        boot = bootstrap(diffs, resamples=resamples, seed=rng, block_bytes=block_bytes,
+                         required_alpha=alpha if difference_required else None)
+        stat, used_b, required = boot.t_observed, resamples, boot.required
         assert boot.extreme is not None and boot.informative is not None
         mc = _monte_carlo(boot.extreme, boot.informative, resamples)
     elif test == "randomisation":
@@ -301,6 +314,7 @@ def pairwise(
         degenerate=None if mc is None or test != "bootstrap" else mc.degenerate,
         undecided=np.zeros(len(a), dtype=bool) if mc is None else mc.undecided,
         sequential=bool(mc is not None and mc.sequential),
+        required=required,
     )
 
 
@@ -354,21 +368,29 @@ def _sequential(test: str, x: np.ndarray, a: np.ndarray, b: np.ndarray, first: M
     means = x.mean(axis=0)
 
     def draw(stage: int, sub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from service.metrics.stats.tukey import tukey_counts, tukey_ranges
+
         gen = seq.stage_stream(base, stage)
         total = seq.stage_rows(stage, b0)
         count, trials = np.zeros(len(sub)), np.zeros(len(sub))
         diffs = Differences(x, a[sub], b[sub])
-        for lo in range(0, total, STAGE_CHUNK):
-            rows = min(STAGE_CHUNK, total - lo)
-            if test == "bootstrap":
-                _bootstrap_counts(diffs, resampling_counts(n, rows, gen), block_bytes, None, count, trials)
-            elif test == "randomisation":
-                count += _randomisation_counts(diffs, _sign_rows(gen, rows, n), block_bytes, rows)[1]
-                trials += rows
-            else:  # tukey: one null distribution for every pair
-                from service.metrics.stats.tukey import tukey_counts, tukey_ranges
 
-                count += tukey_counts(np.sort(tukey_ranges(x, resamples=rows, seed=gen)), means, a[sub], b[sub])
+        def make(rows: int) -> np.ndarray:  # a chunk's draws, from the stage's stream in chunk order
+            if test == "bootstrap":
+                return resampling_counts(n, rows, gen)
+            if test == "randomisation":
+                return _sign_rows(gen, rows, n)
+            return np.sort(tukey_ranges(x, resamples=rows, seed=gen))  # tukey: one null for every pair
+
+        sizes = [min(STAGE_CHUNK, total - lo) for lo in range(0, total, STAGE_CHUNK)]
+        for rows, drawn in made_ahead(make, sizes):
+            if test == "bootstrap":
+                _bootstrap_counts(diffs, drawn, block_bytes, None, count, trials)
+            elif test == "randomisation":
+                count += _randomisation_counts(diffs, drawn, block_bytes, rows)[1]
+                trials += rows
+            else:
+                count += tukey_counts(drawn, means, a[sub], b[sub])
                 trials += rows
         return count, trials
 
@@ -376,6 +398,24 @@ def _sequential(test: str, x: np.ndarray, a: np.ndarray, b: np.ndarray, first: M
                                 ("guarantee", guarantee)) if v is not None}
     return seq.settle(first.count, first.resamples, draw, b0=b0, alpha=alpha, correction=correction,
                       shared=test == "tukey", cost_per_draw=float(n * runs if test == "tukey" else n), **kwargs)
+
+
+def made_ahead(make: Callable[[int], T], sizes: Sequence[int]) -> Iterator[tuple[int, T]]:
+    """(size, make(size)) for each size in order, the next one made on a thread of its own while
+    the caller works on the current one: a later stage's resamples are drawn (most of its time
+    when few pairs are left) while the previous chunk is counted. ``make``'s calls run one at a
+    time and in order, so a random stream they draw from gives the same draws as a plain loop."""
+    if len(sizes) <= 1 or worker_count() <= 1:
+        for size in sizes:
+            yield size, make(size)
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(make, sizes[0])
+        for i, size in enumerate(sizes):
+            made = pending.result()
+            if i + 1 < len(sizes):
+                pending = pool.submit(make, sizes[i + 1])
+            yield size, made
 
 
 # ----------------------------------------------------------------------- classic tests
@@ -472,6 +512,7 @@ class BootstrapDraws:
     block_bytes: int = BLOCK_BYTES
     extreme: np.ndarray | None = None  # (pairs,) #{|t*| >= |t|} among the informative resamples
     informative: np.ndarray | None = None  # (pairs,) resamples with a finite t* (B minus the degenerate ones)
+    required: np.ndarray | None = None  # (pairs,) difference required at ``required_alpha`` (when asked)
 
     def blocks(self) -> Iterator[BootstrapBlock]:
         return bootstrap_blocks(self.differences, self.counts, self.block_bytes)
@@ -620,7 +661,8 @@ def _studentised(mean_star: np.ndarray, sq: np.ndarray, n: int, t: np.ndarray, m
 
 
 def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
-                      t_obs: np.ndarray | None, extreme: np.ndarray, informative: np.ndarray) -> None:
+                      t_obs: np.ndarray | None, extreme: np.ndarray, informative: np.ndarray,
+                      required: tuple[float, np.ndarray] | None = None) -> None:
     """Each pair's observed t (into ``t_obs`` unless None), #{|t*| >= |t|} among the informative
     resamples (added to ``extreme``) and the informative resamples (added to ``informative``):
     ``BootstrapBlock.extreme_counts`` and ``informative_counts``, the same counts, with blocks
@@ -628,7 +670,11 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
     passes over each (:func:`_extreme_counts`). The resamples are taken a slice of rows at a
     time (:func:`_row_slices`, whole tiles of ``ROW_PAD`` rows): with B = 10,000 a block of
     pairs then multiplies a slice of the count matrix that stays in the cache instead of the
-    whole matrix, read again for every dozen pairs."""
+    whole matrix, read again for every dozen pairs.
+
+    ``required`` = (alpha, out): also each pair's difference required at alpha (into ``out``,
+    :func:`required_from_lanes`) from the same replicates, kept a block of pairs at a time as
+    (pairs, B) lanes: the meta-evaluation's second pass over every replicate is not needed."""
     rows, n = counts.shape
     padded = padded_rows(counts)
     slices = _row_slices(padded.shape[0], n)
@@ -638,23 +684,70 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
         own = getattr(local, "scratch", None)
         if own is None:
             own = local.scratch = _Scratch(max(r1 - r0 for r0, r1 in slices), True)
+            local.lanes = _Scratch(width, True) if required is not None else None
         observed, w, w2 = _centred(diffs.block(lo, hi))
         if t_obs is not None:
             t_obs[lo:hi] = observed
         threshold = tie_threshold(np.abs(observed))
         cols = hi - lo
+        if required is not None:  # (pairs, B): each pair's |t*| and |mean*|, a contiguous lane each
+            abs_t_lanes = local.lanes.get("abs_t", rows)[:cols]
+            magnitude_lanes = local.lanes.get("magnitude", rows)[:cols]
         with single_threaded_products():
             for r0, r1 in slices:
                 real = min(r1, rows) - r0  # the slice's resamples (the rest: padding)
                 mean_star = np.matmul(padded[r0:r1], w, out=own.get("mean", cols)[: r1 - r0])[:real]
                 mean_star /= n
                 sq = np.matmul(padded[r0:r1], w2, out=own.get("sd", cols)[: r1 - r0])[:real]
-                count, trials = _extreme_counts(mean_star, sq, n, threshold, own)
+                count, trials, abs_t, magnitude = _extreme_counts(mean_star, sq, n, threshold, own)
                 extreme[lo:hi] += count
                 informative[lo:hi] += trials
+                if required is not None:
+                    abs_t_lanes[:, r0 : r0 + real] = abs_t.T
+                    magnitude_lanes[:, r0 : r0 + real] = magnitude.T
+        if required is not None:
+            alpha, out = required
+            out[lo:hi] = required_from_lanes(abs_t_lanes, magnitude_lanes, alpha)
 
     width = block_width(max(max(r1 - r0 for r0, r1 in slices), n), min(block_bytes, CACHE_BYTES))
+    if required is not None:  # the lanes of a block: two (width, B) arrays per thread, within block_bytes
+        width = min(width, block_width(rows, max(block_bytes // 8, 1)))
     for_each_block(work, column_blocks(diffs.pairs, width))
+
+
+def required_from_lanes(abs_t: np.ndarray, magnitude: np.ndarray, alpha: float) -> np.ndarray:
+    """Per pair (a row of the (pairs, B) lanes), the difference required at ``alpha``: |mean*| of
+    the resample with the k-th largest |t*| among the pair's informative resamples (finite t*;
+    k = max(1, ceil(B_informative alpha)), as the ASL counts only those), ties in |t*| taken in
+    resample order (the choice of a stable sort by decreasing |t*|). NaN for a pair without an
+    informative resample. ``abs_t`` is overwritten (a degenerate resample's inf becomes -1).
+
+    One partial sort per lane (linear in B) finds the k-th largest value; the resamples above it
+    are counted among the k - 1 it leaves on its right, and a tie is resolved only in the lanes
+    that have one."""
+    pairs, rows = abs_t.shape
+    finite = np.isfinite(abs_t)
+    informative = np.count_nonzero(finite, axis=1)
+    if (informative < rows).any():
+        np.copyto(abs_t, -1.0, where=~finite)  # the degenerate ones last, never chosen (k <= informative)
+    out = np.full(pairs, np.nan)
+    wanted = np.array([max(1, math.ceil(int(i) * alpha)) for i in informative.tolist()], dtype=np.int64)
+    for k in np.unique(wanted[informative > 0]).tolist():
+        lanes = np.flatnonzero((wanted == k) & (informative > 0))
+        key = abs_t if len(lanes) == pairs else abs_t[lanes]
+        part = key.copy()  # the partial sort reorders its lanes
+        part.partition(rows - k, axis=1)
+        kth = part[:, rows - k]
+        above = np.count_nonzero(part[:, rows - k + 1 :] > kth[:, None], axis=1)
+        rank = k - 1 - above  # the wanted resample's place among those tied at the k-th value (0-based)
+        tied = key == kth[:, None]
+        chosen = np.argmax(tied, axis=1)  # the first tied resample: right when rank is 0
+        more = np.flatnonzero(rank > 0)
+        if len(more):
+            t = tied[more]
+            chosen[more] = np.argmax(t & (np.cumsum(t, axis=1) == rank[more, None] + 1), axis=1)
+        out[lanes] = magnitude[lanes, chosen]
+    return out
 
 
 def _row_slices(padded_rows_: int, n: int) -> list[tuple[int, int]]:
@@ -677,13 +770,14 @@ def _centred(zb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _extreme_counts(mean_star: np.ndarray, sq: np.ndarray, n: int, threshold: np.ndarray, scratch: _Scratch
-                    ) -> tuple[np.ndarray, np.ndarray | int]:
+                    ) -> tuple[np.ndarray, np.ndarray | int, np.ndarray, np.ndarray]:
     """Per pair of a block, #{|t*| >= threshold} among the finite t* and the finite t*, from the
     resamples' mean* and sums of squares (``sq``, overwritten): :func:`_studentised`'s t* and the
     counts of ``BootstrapBlock``, the same floats and counts, in fewer passes: |t*| is computed as
     |mean*| / sd* (exactly |mean* / sd*|: sd* >= 0), ``_studentised``'s max(., 0) is left out
     (every remainder it meets is already above 1e-12 sum w*^2 >= 0), and without a zero sd*, every
-    t* is finite (an sd* above 1e-12 |mean*| bounds |t*|), so finiteness needs no pass."""
+    t* is finite (an sd* above 1e-12 |mean*| bounds |t*|), so finiteness needs no pass. Also returns
+    |t*| (inf: a degenerate resample) and |mean*|, in the arrays of ``sq`` and ``mean_star``."""
     rows, cols = mean_star.shape
     t = scratch.get("t", cols)[:rows]
     mask = scratch.get("mask", cols, np.bool_)[:rows]
@@ -711,10 +805,10 @@ def _extreme_counts(mean_star: np.ndarray, sq: np.ndarray, n: int, threshold: np
         np.copyto(abs_t, 0.0, where=mask)
     hit = np.greater_equal(abs_t, threshold[None, :], out=mask)
     if not zero_sd:
-        return np.count_nonzero(hit, axis=0), rows
+        return np.count_nonzero(hit, axis=0), rows, abs_t, magnitude
     finite = np.isfinite(abs_t)  # degenerate resamples (t* = +-inf) are left out
     hit &= finite
-    return np.count_nonzero(hit, axis=0), np.count_nonzero(finite, axis=0)
+    return np.count_nonzero(hit, axis=0), np.count_nonzero(finite, axis=0), abs_t, magnitude
 
 
 def bootstrap(
@@ -723,6 +817,7 @@ def bootstrap(
     resamples: int = 1000,
     seed: int | np.random.Generator | None = None,
     block_bytes: int = BLOCK_BYTES,
+    required_alpha: float | None = None,
 ) -> BootstrapDraws:
     """Sakai's paired bootstrap test on differences z (topics, pairs), two-sided.
 
@@ -730,6 +825,8 @@ def bootstrap(
     topics drawn with replacement (one count matrix C shared by all pairs),
     t* = mean(w*) / (sd(w*)/sqrt(n)); ASL = (#{|t*| >= |t|} + 1) / (B + 1).
     ``z`` may be a ``Differences`` (the pairs' differences made a block at a time).
+    With ``required_alpha`` each pair's difference required at that alpha is made from the
+    same replicates (``required``; ``meta.discriminative_power`` takes its maximum).
     """
     diffs = _differences(z)
     rng = as_rng(seed)
@@ -737,8 +834,11 @@ def bootstrap(
     t_obs = np.empty(diffs.pairs)
     count = np.zeros(diffs.pairs)
     informative = np.zeros(diffs.pairs)
-    _bootstrap_counts(diffs, counts, block_bytes, t_obs, count, informative)
-    return BootstrapDraws(t_obs, monte_carlo_p(count, informative), counts, diffs, block_bytes, count, informative)
+    required = None if required_alpha is None else np.empty(diffs.pairs)
+    _bootstrap_counts(diffs, counts, block_bytes, t_obs, count, informative,
+                      None if required is None else (float(required_alpha), required))
+    return BootstrapDraws(t_obs, monte_carlo_p(count, informative), counts, diffs, block_bytes, count, informative,
+                          required)
 
 
 @dataclass(frozen=True)
