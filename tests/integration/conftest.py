@@ -113,10 +113,17 @@ class Backend:
         return "\n".join(p.read_text()[-4000:] for p in sorted(self.tmp.glob("worker-*.log")))
 
 
+#: The tests round's debounce in the suite's workers and clients (the default, 5 s, is a burst's
+#: window in production: here every job would wait it out). The tests of the debounce itself set
+#: theirs (test_recovery's burst, test_broker_outage).
+TESTS_DEBOUNCE = {"CRANFIELD_TESTS_DEBOUNCE": "1"}
+
+
 def _sqlite_backend(tmp: Path) -> Backend:
     url = f"sqlite:///{tmp / 'cranfield.sqlite'}"
     env = {"CRANFIELD_DATABASE_URL": url, "CRANFIELD_BROKER_URL": "filesystem://",
-           "CRANFIELD_BROKER_FOLDER": str(tmp / "broker"), "CRANFIELD_QUEUE": f"q-{uuid.uuid4().hex[:8]}"}
+           "CRANFIELD_BROKER_FOLDER": str(tmp / "broker"), "CRANFIELD_QUEUE": f"q-{uuid.uuid4().hex[:8]}",
+           **TESTS_DEBOUNCE}
     return Backend("sqlite", url, env, tmp)
 
 
@@ -289,7 +296,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path, templates: Templates
             _unavailable(f"Redis at {REDIS}", exc)
         name, url = create_database(template=templates.made.get(("postgres", start)))
         be = Backend("postgres", url, {"CRANFIELD_DATABASE_URL": url, "CRANFIELD_BROKER_URL": REDIS,
-                                       "CRANFIELD_QUEUE": f"q-{uuid.uuid4().hex[:8]}"}, tmp_path)
+                                       "CRANFIELD_QUEUE": f"q-{uuid.uuid4().hex[:8]}", **TESTS_DEBOUNCE}, tmp_path)
     if templates.has(be.name, start):
         be.copied_from = start
     else:  # the session's first test on this backend

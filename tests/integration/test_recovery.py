@@ -112,6 +112,8 @@ def test_a_burst_of_submissions_costs_one_round_of_tests(backend: Backend) -> No
     of pairwise tests and meta-evaluation for all of them."""
     from workers.tasks import send
 
+    backend.env["CRANFIELD_TESTS_DEBOUNCE"] = "5"  # the production default: the burst's window
+    backend.activate()
     spec = CollectionSpec(topics=10, runs=32, depth=30, docs_per_topic=100, judged_per_topic=50, seed=11)
     qrels, runs = generate(spec)
     tags = list(runs)
