@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))
 
-from bench_eval import cranfield_command, ensure_collection  # noqa: E402  (the same generator)
+from bench_eval import cranfield_command, ensure_collection
 
 
 def _children(pid: int) -> list[int]:

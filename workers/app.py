@@ -11,7 +11,6 @@ from service.config import settings
 from service.evaluation.computing.work import TaskName
 from workers.broker import transport_for
 
-
 #: How often an idle worker lists the filesystem broker's folder for messages. kombu's default
 #: (1 s) capped the embedded default at about one prefetch (the worker's concurrency) of tasks
 #: a second however short they were: 20 runs of 30 ms each took 10 s to evaluate. A listing of

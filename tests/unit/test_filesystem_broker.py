@@ -75,3 +75,22 @@ def test_a_consumer_polling_while_messages_are_put_reads_each_whole(tmp_path: Pa
     assert not errors and sorted(got) == list(range(sent))
     conn.release()
     conn2.release()
+
+
+def test_an_idle_worker_on_the_embedded_broker_looks_for_messages_every_50_ms(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """kombu polls a filesystem queue once a second by default, which held the embedded default
+    to one prefetch of tasks a second (20 evaluations of 30 ms took 10 s). The application's
+    connection, as a worker opens it, polls every FILESYSTEM_POLL_SECONDS."""
+    from service.config import settings
+    from workers.app import FILESYSTEM_POLL_SECONDS, make_app
+
+    monkeypatch.setenv("CRANFIELD_BROKER_URL", "filesystem://")
+    monkeypatch.setenv("CRANFIELD_BROKER_FOLDER", str(tmp_path / "broker"))
+    settings.cache_clear()
+    try:
+        with make_app().connection_for_read() as conn:
+            assert type(conn.transport) is FilesystemTransport
+            assert conn.transport.polling_interval == FILESYSTEM_POLL_SECONDS == 0.05
+    finally:
+        monkeypatch.undo()
+        settings.cache_clear()
