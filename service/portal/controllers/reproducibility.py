@@ -5,6 +5,9 @@ one reproduction's per-topic values. The page reads what the API reads
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
@@ -39,6 +42,14 @@ def _board_page(page: Page, coll: Collection, metric: str | None = None, refused
                      originals=declarations.originals(page.session, coll, page.me))
 
 
+def _board_download(page: Page, cid: int, metric: str | None, render: Callable[[dict[str, Any]], str],
+                    media_type: str, suffix: str) -> Response[str]:
+    """The board the caller may see, rendered by ``render`` as a file to save."""
+    coll = page.collection(cid)
+    doc = repro_board.board(page.session, coll, page.me, metric)
+    return download(render(doc), media_type, f"{coll.name}-reproducibility.{suffix}")
+
+
 class ReproducibilityController(Controller):
     @get("/c/{cid:int}/reproducibility", sync_to_thread=True)
     def board(self, cid: FromPath[int], page: NamedDependency[Page], metric: FromQuery[str | None] = None,
@@ -69,17 +80,13 @@ class ReproducibilityController(Controller):
     def csv(self, cid: FromPath[int], page: NamedDependency[Page], metric: FromQuery[str | None] = None
             ) -> Response[str]:
         """The board as CSV (as GET ``.../reproducibility?format=csv``)."""
-        coll = page.collection(cid)
-        doc = repro_board.board(page.session, coll, page.me, metric)
-        return download(exports.reproducibility_csv(doc), "text/csv", f"{coll.name}-reproducibility.csv")
+        return _board_download(page, cid, metric, exports.reproducibility_csv, "text/csv", "csv")
 
     @get("/c/{cid:int}/reproducibility.tex", sync_to_thread=True)
     def latex(self, cid: FromPath[int], page: NamedDependency[Page], metric: FromQuery[str | None] = None
               ) -> Response[str]:
         """The board as a LaTeX table (as GET ``.../reproducibility?format=latex``)."""
-        coll = page.collection(cid)
-        doc = repro_board.board(page.session, coll, page.me, metric)
-        return download(exports.reproducibility_latex(doc), "text/x-tex", f"{coll.name}-reproducibility.tex")
+        return _board_download(page, cid, metric, exports.reproducibility_latex, "text/x-tex", "tex")
 
     @get("/c/{cid:int}/reproducibility/longitudinal", sync_to_thread=True)
     def longitudinal(self, cid: FromPath[int], page: NamedDependency[Page], metric: FromQuery[str | None] = None
@@ -89,7 +96,7 @@ class ReproducibilityController(Controller):
         and a pair's ER and DeltaRI, as GET ``.../longitudinal`` (the board's role rules)."""
         coll = page.collection(cid)
         doc = repro_board.longitudinal(page.session, coll, page.me, metric)
-        metrics = repro_board.board(page.session, coll, page.me, doc["metric"]).get("metrics") or [doc["metric"]]
+        metrics = list(coll.current_config.metrics)  # the selector's choices, as the board offers them
         return page.show(coll, "longitudinal.html", doc=doc, metrics=metrics,
                          chart=persistence_lines(doc["systems"], doc["metric"]))
 
