@@ -37,3 +37,48 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     there. The README's test command runs them in a second, serial pytest: -m exclusive."""
     if item.get_closest_marker("exclusive") and int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
         pytest.fail("an exclusive test runs alone: `pytest -m exclusive` without -n", pytrace=False)
+
+
+#: The suite's longest modules, longest first (seconds of test time under `-n 3`, measured
+#: 2026-11-28; the ranx modules as on a fresh venv, whose numba cache is cold). pytest-xdist
+#: hands a module at a time to whichever worker is free, in collection order; started last,
+#: a 100-second module would run alone while the other workers idle (issue 26: the suite in
+#: under 15 minutes). The order changes when tests run, never what they check; a module not
+#: listed keeps its place after these.
+LONGEST_FIRST = (
+    "integration/test_broker_outage.py",  # one 100 s test, mostly waiting out Redis outages
+    "integration/test_pipeline.py",
+    "integration/test_deadline.py",
+    "integration/test_api_schema.py",
+    "integration/test_api_server.py",
+    "integration/test_judging.py",
+    "browser/test_portal_in_chromium.py",
+    "browser/test_layout_in_chromium.py",
+    "integration/test_access_agreement.py",
+    "integration/test_reproducibility.py",
+    "integration/test_upload_memory.py",
+    "peers/test_tool_differences.py",
+    "peers/test_ranx_peer.py",
+    "browser/test_walkthrough_in_chromium.py",
+    "integration/test_judge_track.py",
+    "browser/test_boards_in_chromium.py",
+    "integration/test_portal.py",
+    "browser/test_console_in_chromium.py",
+    "integration/test_remote_client.py",
+    "integration/test_stratified_pools.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the longest modules first (see LONGEST_FIRST); a stable sort keeps each module's
+    own order and the order of every module not listed."""
+    gone = [name for name in LONGEST_FIRST if not (REPO / "tests" / name).is_file()]
+    if gone:  # a renamed module would silently lose its place
+        raise pytest.UsageError(f"tests/conftest.py LONGEST_FIRST names no module: {', '.join(gone)}")
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+
+    def module_rank(item: pytest.Item) -> int:
+        path = item.path.relative_to(REPO / "tests").as_posix() if item.path.is_relative_to(REPO / "tests") else ""
+        return rank.get(path, len(rank))
+
+    items.sort(key=module_rank)

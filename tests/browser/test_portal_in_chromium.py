@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -125,11 +126,29 @@ def browser() -> Iterator[object]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+#: Launches of Chromium tried before a test fails. Seen once here under three busy pytest
+#: workers: Chromium's zygote could not fork its GPU process ("Zygote could not fork") and the
+#: browser closed before it served a page. A launch that fails that way says nothing of the
+#: portal, so it is tried again; a page that misbehaves still fails at once.
+LAUNCH_ATTEMPTS = 3
+
+
 def _context(browser: object, name: str, javascript: bool = True):  # type: ignore[no-untyped-def]
+    from playwright.sync_api import Error as PlaywrightError
+
     p, profile = browser  # type: ignore[misc]
-    return p.chromium.launch_persistent_context(
-        str(profile / name), executable_path=str(CHROMIUM), headless=True, args=FLAGS,
-        java_script_enabled=javascript, viewport={"width": 1280, "height": 900})
+    for attempt in range(1, LAUNCH_ATTEMPTS + 1):
+        if attempt > 1:  # a fresh profile: the failed launch may have left a half-made one
+            shutil.rmtree(profile / name, ignore_errors=True)
+        try:
+            return p.chromium.launch_persistent_context(
+                str(profile / name), executable_path=str(CHROMIUM), headless=True, args=FLAGS,
+                java_script_enabled=javascript, viewport={"width": 1280, "height": 900})
+        except PlaywrightError as exc:
+            if attempt == LAUNCH_ATTEMPTS or "has been closed" not in str(exc):
+                raise
+            time.sleep(1)
+    raise AssertionError("unreachable")
 
 
 @contextmanager
