@@ -36,8 +36,9 @@ from tests.browser import test_portal_in_chromium as portal
 from tests.browser.test_portal_in_chromium import _ok, _require_chromium, _tested, browsing, shot, sign_in
 from tests.conftest import require_shared
 from tests.integration.conftest import wait_for
-from tests.integration.test_api_server import free_port, stop
+from tests.integration.test_api_server import stop
 from tests.support.page_text import raw_values
+from tests.support.ports import free_port
 
 browser = portal.browser  # Chromium, as the portal's browser tests drive it
 

@@ -25,7 +25,8 @@ import pytest
 
 from service.sample import CollectionSpec, generate
 from tests.integration.conftest import REPO, wait_for
-from tests.integration.test_api_server import free_port, stop
+from tests.integration.test_api_server import stop
+from tests.support.ports import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("CRANFIELD_ARTIFACTS", REPO / "artifacts")) / "screenshots"

@@ -27,7 +27,8 @@ import httpx
 from tests.browser import test_portal_in_chromium as portal
 from tests.browser.test_portal_in_chromium import _require_chromium, browsing, shot, sign_in
 from tests.integration.conftest import REPO, wait_for
-from tests.integration.test_api_server import free_port, stop
+from tests.integration.test_api_server import stop
+from tests.support.ports import free_port
 
 browser = portal.browser  # Chromium, as the portal's browser tests drive it
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 
@@ -12,6 +11,7 @@ import httpx
 
 from service.sample import CollectionSpec, generate
 from tests.integration.conftest import REPO, Backend, wait_for
+from tests.support.ports import free_port
 
 
 def stop(server: subprocess.Popen) -> None:
@@ -21,12 +21,6 @@ def stop(server: subprocess.Popen) -> None:
         server.wait(timeout=30)
     except subprocess.TimeoutExpired:
         os.killpg(server.pid, signal.SIGKILL)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_full_flow_against_a_running_server(backend: Backend) -> None:

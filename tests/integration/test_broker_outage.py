@@ -21,7 +21,6 @@ worker's main process exit with ``AttributeError: 'NoneType' object has no attri
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 import uuid
@@ -40,6 +39,7 @@ from service.store.db import engine_for, transaction
 from service.store.migrate import upgrade
 from service.store.models import Job, JobItem, QrelsVersion, RunEvaluation, Significance
 from tests.integration.conftest import Backend, _pg_admin, _unavailable, create_database, load_evaluated, wait_for
+from tests.support.ports import free_port
 from workers.tasks import send
 
 pytestmark = pytest.mark.slow
@@ -68,9 +68,7 @@ class PrivateRedis:
     every message and disturbs no other test."""
 
     def __init__(self, folder: Path) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         self.folder = folder
 
     def url(self, db: int) -> str:

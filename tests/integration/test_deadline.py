@@ -29,7 +29,8 @@ from sqlalchemy import func, select
 from service.sample import CollectionSpec, generate
 from service.store.models import Job, QrelsVersion, Run, RunEvaluation
 from tests.integration.conftest import REPO, Backend, wait_for
-from tests.integration.test_api_server import free_port, stop
+from tests.integration.test_api_server import stop
+from tests.support.ports import free_port
 
 CLI = [sys.executable, "-m", "service.cli"]
 QUOTA = 5

@@ -26,7 +26,8 @@ import pytest
 
 from service.sample import CollectionSpec, generate
 from tests.integration.conftest import REPO, wait_for
-from tests.integration.test_api_server import _ready, free_port, stop
+from tests.integration.test_api_server import _ready, stop
+from tests.support.ports import free_port
 
 PACKAGE = "cranfield_generated_client"
 # Operations whose bodies the generator could not take when they were text/plain only.

@@ -54,11 +54,17 @@ from service.formats.types import Qrels as CranfieldQrels
 from service.formats.types import Run as CranfieldRun
 from service.metrics import EvalSettings, evaluate
 from tests.support.collections import generate
-from tests.support.peers import require_peer
+from tests.support.peers import RANX_ID_LEN, compiling_alone, require_peer
 
 ranx = require_peer("ranx", "ranx")
 from ranx import Qrels, Run  # noqa: E402
-from ranx import evaluate as ranx_evaluate  # noqa: E402
+from ranx import evaluate as _ranx_evaluate  # noqa: E402
+
+
+def ranx_evaluate(*args, **kwargs):  # type: ignore[no-untyped-def]
+    """ranx's evaluate, compiling alone (tests.support.peers.compiling_alone)."""
+    with compiling_alone("ranx"):
+        return _ranx_evaluate(*args, **kwargs)
 
 pytestmark = [
     pytest.mark.peer,
@@ -80,7 +86,7 @@ RANX_SETTINGS = EvalSettings(missing="zero", no_relevant="count")
 #: ranx's Qrels and Run constructors store doc ids as numpy "<U{longest}" arrays and numba
 #: compiles them once per string length (about 5 s each without a warm numba cache), so every
 #: doc id in this module has the generated ids' length ("D0-000", "X7-019": topics <= 10).
-ID_LEN = 6
+ID_LEN = RANX_ID_LEN
 A, B, C, D, X = (f"toy--{c}" for c in "abcdx")
 
 

@@ -29,7 +29,7 @@ from service.cli import main
 from service.errors import InvalidInput, InvalidMeasure
 from service.formats.readers import read_qrels, read_run
 from service.metrics import EvalSettings, evaluate
-from tests.support.peers import require_peer
+from tests.support.peers import RANX_ID_LEN, compiling_alone, require_peer
 
 pytestmark = [
     pytest.mark.peer,
@@ -223,11 +223,28 @@ def test_gdeval_counts_a_duplicate_twice_where_cranfield_refuses_the_run(tmp_pat
 # -------------------------------------------------------------------------------------- ranx
 
 def ranx_values(metric: str, qrels: Path, run: Path) -> dict[str, float]:
+    """ranx's per-topic values, from its own reading of the files. The files' doc ids are
+    given ranx's test module's length first (a doc id is only compared for equality, so the
+    values are the same; see tests.support.peers.RANX_ID_LEN)."""
     ranx = require_peer("ranx", "ranx")
-    q = ranx.Qrels.from_file(str(qrels), kind="trec")
-    r = ranx.Run.from_file(str(run), kind="trec")
-    values = ranx.evaluate(q, r, metric, return_mean=False, make_comparable=True)
+    q = ranx.Qrels.from_file(str(with_padded_doc_ids(qrels, 2)), kind="trec")
+    r = ranx.Run.from_file(str(with_padded_doc_ids(run, 2)), kind="trec")
+    with compiling_alone("ranx"):
+        values = ranx.evaluate(q, r, metric, return_mean=False, make_comparable=True)
     return {t: float(v) for t, v in zip(r.get_query_ids(), values)}
+
+
+def with_padded_doc_ids(path: Path, column: int) -> Path:
+    """A copy of a qrels or run file whose doc ids (``column``) are RANX_ID_LEN characters long."""
+    lines = []
+    for line in path.read_text().splitlines():
+        fields = line.split()
+        assert len(fields[column]) < RANX_ID_LEN, fields[column]
+        fields[column] = fields[column].rjust(RANX_ID_LEN, "-")
+        lines.append(" ".join(fields) + "\n")
+    padded = path.with_name(f"{path.stem}-padded{path.suffix}")
+    padded.write_text("".join(lines))
+    return padded
 
 
 def test_ranx_keeps_the_last_line_of_a_duplicate_where_cranfield_refuses_the_run(tmp_path: Path) -> None:

@@ -10,6 +10,10 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -45,3 +49,26 @@ def load_peer_file(distribution: str, path: str, name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+#: ranx's numba kernels are compiled on a process's first call for each argument type (a doc-id
+#: array of another string length is another type) and cached on disk (``cache=True``). The
+#: two modules that call ranx give their doc ids one length (ranx's test module: ID_LEN), and
+#: each call holds this lock, so that whichever module comes second loads the first one's
+#: kernels from the cache instead of compiling them again at the same time (about half a
+#: minute of CPU each on a fresh environment, with the suite's other workers waiting for a core).
+RANX_ID_LEN = 6
+
+
+@contextmanager
+def compiling_alone(peer: str) -> Iterator[None]:
+    """Hold the suite-wide lock of ``peer``'s just-in-time compilation (a lock file in the
+    temporary folder, shared by every pytest-xdist worker)."""
+    import fcntl
+
+    with open(Path(tempfile.gettempdir()) / f"cranfield-tests-{peer}-compiles.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
