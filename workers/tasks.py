@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+import scipy.stats  # noqa: F401  (see below)
 from celery import Celery
 from sqlalchemy.exc import OperationalError
 
@@ -18,6 +19,10 @@ from service.evaluation.computing.task_table import USE_CASES, Limits, UseCase
 from service.evaluation.computing.work import Followup, TaskName
 from service.store.db import session_factory
 from workers.app import app
+
+# scipy.stats (the significance tests and analyses use it) is imported here, once, before the
+# prefork pool forks its children, instead of once in each child at its first test; the API's
+# modules import it only inside the functions that call it (most of a second of every start).
 
 log = logging.getLogger("cranfield.workers")
 

@@ -9,6 +9,8 @@ to the workers is done in-process, as a worker would.
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,15 +27,26 @@ from service.sample import CollectionSpec, generate
 from service.store.db import session_factory, transaction
 from service.store.migrate import upgrade
 
-DB = Path(os.environ.get("CRANFIELD_SCHEMA_TEST_DB", f"/tmp/cranfield-schemathesis-{os.getpid()}.sqlite"))
+#: The store the generated requests go to. Every pytest-xdist worker imports this module to
+#: collect its tests, and the schema is read from the application then; only the worker that
+#: runs the tests fills the store (the ``store`` fixture), and removes it afterwards.
+DB = Path(os.environ.get("CRANFIELD_SCHEMA_TEST_DB",
+                         Path(tempfile.gettempdir()) / f"cranfield-schemathesis-{os.getpid()}.sqlite"))
+URL = f"sqlite:///{DB}"
 TOKENS: dict[str, str] = {}
 
 
 def _app():  # type: ignore[no-untyped-def]
-    DB.unlink(missing_ok=True)
-    url = f"sqlite:///{DB}"
-    upgrade(url)
-    factory = session_factory(url)
+    factory = session_factory(URL)
+    return create_app(URL, lambda followups: run_here(factory, followups))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def store() -> Iterator[None]:
+    """An evaluated, public collection, its team enrolled, and a token of each role."""
+    _remove_store()
+    upgrade(URL)
+    factory = session_factory(URL)
     qrels, runs = generate(CollectionSpec(topics=4, runs=3, depth=10, docs_per_topic=30, judged_per_topic=15))
     with transaction(factory) as s:
         coll = ensure_collection(s, "task", ConfigSpec(official_metric="AP", metrics=("AP", "P@5")))
@@ -46,7 +59,16 @@ def _app():  # type: ignore[no-untyped-def]
         TOKENS["organiser"], _ = create_token(s, "organiser", name="org", collections=[coll.id])
         TOKENS["participant"], _ = create_token(s, "participant", name="p", team="alpha")
     run_here(factory, followups)
-    return create_app(url, lambda followups: run_here(factory, followups))
+    yield
+    _remove_store()
+
+
+def _remove_store() -> None:
+    from service.store.db import engine_for
+
+    engine_for(URL).dispose()
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{DB}{suffix}").unlink(missing_ok=True)
 
 
 schema = schemathesis.openapi.from_asgi("/schema/openapi.json", _app())

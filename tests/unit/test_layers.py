@@ -380,3 +380,17 @@ def test_the_circle_finder_finds_a_planted_circle_through_a_package_face() -> No
     }
     assert circles(import_graph(modules, top_only=True)) == [["p", "p.a"]]
     assert circles(import_graph(modules, top_only=False)) == [["p", "p.a", "p.b"]]
+
+
+def test_the_api_starts_without_scipy_stats_and_the_workers_fork_with_it() -> None:
+    """A server process (`cranfield serve`, service.asgi) never runs a test or an analysis, so
+    scipy.stats (most of a second of import) is imported only inside the functions that call
+    it; a worker imports it once, before the prefork pool forks its children (workers/tasks.py)."""
+    import subprocess
+
+    probe = ("import sys, importlib; importlib.import_module({!r}); "
+             "print('scipy.stats' in sys.modules)")
+    said = {module: subprocess.run([sys.executable, "-c", probe.format(module)], cwd=REPO, check=True,
+                                   capture_output=True, text=True).stdout.strip()
+            for module in ("service.api.app", "service.asgi", "workers.tasks")}
+    assert said == {"service.api.app": "False", "service.asgi": "False", "workers.tasks": "True"}

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from service.metrics.stats.common import paired_scores
 
@@ -466,6 +465,8 @@ def bland_altman(reference: Sequence[float] | np.ndarray, other: Sequence[float]
             sd = float(d.std(ddof=1))
             if sd <= 1e-12 * abs(bias):
                 sd = 0.0  # round-off of a constant difference
+    from scipy import stats  # here: importing scipy.stats is most of a second of every process that imports this module
+
     z = float(stats.norm.ppf((1.0 + level) / 2.0))
     t_margin = float(stats.t.ppf((1.0 + level) / 2.0, n - 1)) * sd / math.sqrt(n) if n >= 2 else math.nan
     return BlandAltman(n=n, dropped=int((~keep).sum()), bias=bias, sd=sd, level=level, lower=bias - z * sd,

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import stats
 
 from service.formats.types import Qrels, Run
 from service.metrics.stats.common import (
@@ -136,6 +135,8 @@ def kendall_threshold(n_runs: int, alpha: float = 0.01) -> float:
     z_(1-alpha/2) * sqrt(2(2n + 5) / (9n(n - 1)))."""
     if n_runs < 2:
         raise ValueError("need at least 2 runs")
+    from scipy import stats  # here: importing scipy.stats is most of a second of every process that imports this module
+
     z = stats.norm.ppf(1 - alpha / 2)
     return float(z * math.sqrt(2 * (2 * n_runs + 5) / (9 * n_runs * (n_runs - 1))))
 

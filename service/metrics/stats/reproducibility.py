@@ -33,7 +33,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 #: repro_eval's defaults: lists compared to their first 1000 documents (KTU; its runs are
 #: trimmed to 1000 before anything), and RBO with p = 0.95 to depth 1000.
@@ -71,6 +70,8 @@ def ktu(original: Ranking, reproduction: Ranking, *, depth: int = KTU_DEPTH, var
 
     NaN when fewer than two positions (``repro_eval``) or documents (``ranks``) are compared.
     """
+    from scipy import stats  # here: importing scipy.stats is most of a second of every process that imports this module
+
     if depth < 1:
         raise ValueError("depth must be a positive integer")
     orig = list(original[:depth])
@@ -295,6 +296,8 @@ def t_test(original: Scores, reproduction: Scores, *, paired: bool, welch: bool 
     only says "unpaired". ``welch=True`` gives Welch's test, which does not assume equal
     variances on the two collections.
     """
+    from scipy import stats  # here: importing scipy.stats is most of a second of every process that imports this module
+
     if paired:
         _, x, y = _paired(original, reproduction)
         if x.size and np.all(x == y):
