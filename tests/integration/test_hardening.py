@@ -213,16 +213,21 @@ def test_hostile_metric_names_are_a_quick_400_for_every_role(world: World) -> No
         session = sign_in(world, role)
         for what, metric in HOSTILE.items():
             long = len(metric) > 200
-            answers = {
+            requests = {
                 # the API's parameter is at most 200 characters (422 by its schema); shorter names reach the parser
-                "API": (c.get(f"/api/collections/{cid}/leaderboard", params={"metric": metric},
-                              headers=auth(world.tokens.get(role))), 422 if long else 400),
-                "board page": (c.get(f"/c/{cid}", params={"metric": metric}, headers=cookie(session)), 400),
-                "board.csv": (c.get(f"/c/{cid}/board.csv", params={"metric": metric}, headers=cookie(session)), 400),
+                "API": (f"/api/collections/{cid}/leaderboard", auth(world.tokens.get(role)), 422 if long else 400),
+                "board page": (f"/c/{cid}", cookie(session), 400),
+                "board.csv": (f"/c/{cid}/board.csv", cookie(session), 400),
             }
-            for where, (r, status) in answers.items():
+            for where, (path, headers, status) in requests.items():
+                # The CPU seconds of this process (the test client runs the application in it),
+                # not the wall: a busy machine delays a request without making it more work.
+                # A backtracking parser spends minutes on these names; a linear one milliseconds.
+                started = time.process_time()
+                r = c.get(path, params={"metric": metric}, headers=headers)
+                cpu = time.process_time() - started
                 assert r.status_code == status, (role, what, where, r.status_code, r.text[:300])
-                assert r.elapsed.total_seconds() < 2, (role, what, where, r.elapsed)
+                assert cpu < 2, (role, what, where, cpu)
                 if where != "API" or not long:
                     message = "at most 200 characters" if long else "cannot read"
                     assert message in r.text, (role, what, where, r.text[:300])
@@ -234,10 +239,10 @@ def test_the_parser_is_bounded(world: World) -> None:
     from service.metrics import parse_measure
 
     for what, metric in HOSTILE.items():
-        started = time.perf_counter()
+        started = time.thread_time()  # this thread's CPU seconds: a busy machine's delays are not the parser's
         with pytest.raises(InvalidMeasure):
             parse_measure(metric)
-        assert time.perf_counter() - started < 0.2, what
+        assert time.thread_time() - started < 0.2, what
     assert str(parse_measure(" nDCG ( gains={1:1,2:5} ) @ 10 ")) == "nDCG(gains={1:1,2:5})@10"
     assert str(parse_measure("Q'@5")) == "Q(judged_only=true)@5"
 
