@@ -69,9 +69,32 @@ LONGEST_FIRST = (
 )
 
 
+#: What a module that holds an exclusive test says in its source (see pytest_ignore_collect).
+EXCLUSIVE_MARK = "pytest.mark.exclusive"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The README's second pytest (``-m exclusive``) runs 5 tests of 2 modules: it imports only
+    the test modules whose source names the mark, instead of importing and collecting all of
+    them (about 10 s alone on the machine, a schema read and thousands of cases generated)
+    only to deselect them. pytest_collection_modifyitems makes sure that no exclusive test
+    lives in a module that does not name the mark (it would then never run)."""
+    if config.getoption("markexpr", "") != "exclusive":
+        return None
+    if collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
+        return EXCLUSIVE_MARK not in collection_path.read_text(encoding="utf-8") or None
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # (before -m deselects anything)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run the longest modules first (see LONGEST_FIRST); a stable sort keeps each module's
     own order and the order of every module not listed."""
+    hidden = sorted({str(item.path) for item in items if item.get_closest_marker("exclusive")
+                     and EXCLUSIVE_MARK not in item.path.read_text(encoding="utf-8")})
+    if hidden:
+        raise pytest.UsageError(f"an exclusive test in a module whose source does not say {EXCLUSIVE_MARK} "
+                                f"(the exclusive run would not import it): {', '.join(hidden)}")
     gone = [name for name in LONGEST_FIRST if not (REPO / "tests" / name).is_file()]
     if gone:  # a renamed module would silently lose its place
         raise pytest.UsageError(f"tests/conftest.py LONGEST_FIRST names no module: {', '.join(gone)}")

@@ -250,7 +250,10 @@ def test_embedded_default_commands(tmp_path: Path) -> None:
     worker = subprocess.Popen([sys.executable, "-m", "service.cli", "worker", "--concurrency", "1"], cwd=tmp_path,
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        wait_for(lambda: "\tdone\t8/8" in cli("jobs"), 120, "the embedded worker")
+        # (the database read directly while waiting: a `cranfield jobs` process every 0.3 s would
+        # cost a core; the command is asked once, after)
+        wait_for(lambda: ("done", 8, 8) in _jobs_table(tmp_path / "cranfield.sqlite"), 120, "the embedded worker")
+        assert "\tdone\t8/8" in cli("jobs")
     finally:
         import signal
 
@@ -270,6 +273,13 @@ def test_embedded_default_commands(tmp_path: Path) -> None:
         assert db.execute("select actor from audit_events where action = 'collection.reevaluate'").fetchall() == [
             ("cli",)]
     assert (tmp_path / "cranfield.sqlite").exists() and (tmp_path / "cranfield-broker").is_dir()
+
+
+def _jobs_table(path: Path) -> list[tuple[str, int, int]]:
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        return db.execute("select status, done, total from jobs order by id").fetchall()
 
 
 def test_demo_command_runs_the_embedded_service(tmp_path: Path) -> None:
