@@ -88,8 +88,9 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 @pytest.hookimpl(tryfirst=True)  # (before -m deselects anything)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the longest modules first (see LONGEST_FIRST); a stable sort keeps each module's
-    own order and the order of every module not listed."""
+    """Refuse an exclusive test that the exclusive run would not import (pytest_ignore_collect),
+    then run the longest modules first (LONGEST_FIRST): a stable sort keeps each module's own
+    order and the order of every module not listed."""
     hidden = sorted({str(item.path) for item in items if item.get_closest_marker("exclusive")
                      and EXCLUSIVE_MARK not in item.path.read_text(encoding="utf-8")})
     if hidden:
