@@ -484,3 +484,17 @@ def test_a_released_board_shares_per_topic_scores_not_run_files(world: World) ->
     assert c.get(f"/api/collections/{cid}/compare?a={alpha_run}&b={beta_run}", headers=beta).status_code == 200
     assert c.get(f"/api/runs/{alpha_run}/file", headers=beta).status_code == 403
     assert c.get(f"/api/runs/{alpha_run}/ir_metadata", headers=beta).status_code in (403, 404)
+
+
+def test_a_board_before_any_qrels_names_the_metric_it_will_rank_by(world: World) -> None:
+    """No judgments yet: an empty board under the official metric (or the one asked for), and
+    a metric the collection does not compute is a 400 as on any other board."""
+    c, admin = world.client, auth(world.tokens["admin"])
+    cid = c.post("/api/collections", json={"name": "unjudged", "official_metric": "nDCG@10",
+                                           "metrics": ["nDCG@10", "AP"], "visibility": "public"},
+                 headers=admin).json()["id"]
+    board = c.get(f"/api/collections/{cid}/leaderboard", headers=admin).json()
+    assert (board["metric"], board["rows"], board["qrels_version"]) == ("nDCG@10", [], None)
+    assert c.get(f"/api/collections/{cid}/leaderboard", params={"metric": "AP"}, headers=admin).json()["metric"] == "AP"
+    r = c.get(f"/api/collections/{cid}/leaderboard", params={"metric": "P@5"}, headers=admin)
+    assert r.status_code == 400 and "P@5 is not among the collection's metrics" in r.text, r.text

@@ -46,19 +46,19 @@ def leaderboard(
     """Runs ranked by ``metric`` (default: the official one) on the current qrels version, or
     on an earlier ``qrels_version`` (its results are kept) under the current configuration."""
     coll = get_collection(s, collection)
+    config = s.get(CollectionConfig, coll.current_config_id)
+    assert config is not None
+    name = str(parse_measure(metric)) if metric else config.official_metric
+    if name not in config.metrics:
+        raise InvalidMeasure(f"{name} is not among the collection's metrics: {', '.join(config.metrics)}")
     if coll.current_qrels_id is None:
-        return metric or "", []
+        return name, []  # no judgments yet: an empty board, under the metric it will rank by
     version_id = complete_version_id(s, coll)
     if qrels_version is not None:
         version_id = s.scalar(select(QrelsVersion.id).where(QrelsVersion.collection_id == coll.id,
                                                             QrelsVersion.version == qrels_version))
         if version_id is None:
             raise InvalidMeasure(f"no qrels version {qrels_version}")
-    config = s.get(CollectionConfig, coll.current_config_id)
-    assert config is not None
-    name = str(parse_measure(metric)) if metric else config.official_metric
-    if name not in config.metrics:
-        raise InvalidMeasure(f"{name} is not among the collection's metrics: {', '.join(config.metrics)}")
     version = s.get(QrelsVersion, version_id)
     # ``public``: the visible topics of a public/private split (the workers store both sides).
     mean, low, high, n_col = ((Score.public_mean, Score.public_ci_low, Score.public_ci_high, Score.public_n) if public
