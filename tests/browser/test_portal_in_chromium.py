@@ -138,18 +138,21 @@ def _context(browser: object, name: str, javascript: bool = True):  # type: igno
     from playwright.sync_api import Error as PlaywrightError
 
     p, profile = browser  # type: ignore[misc]
-    for attempt in range(1, LAUNCH_ATTEMPTS + 1):
-        if attempt > 1:  # a fresh profile: the failed launch may have left a half-made one
-            shutil.rmtree(profile / name, ignore_errors=True)
+
+    def launch():  # type: ignore[no-untyped-def]
+        return p.chromium.launch_persistent_context(
+            str(profile / name), executable_path=str(CHROMIUM), headless=True, args=FLAGS,
+            java_script_enabled=javascript, viewport={"width": 1280, "height": 900})
+
+    for _ in range(LAUNCH_ATTEMPTS - 1):
         try:
-            return p.chromium.launch_persistent_context(
-                str(profile / name), executable_path=str(CHROMIUM), headless=True, args=FLAGS,
-                java_script_enabled=javascript, viewport={"width": 1280, "height": 900})
+            return launch()
         except PlaywrightError as exc:
-            if attempt == LAUNCH_ATTEMPTS or "has been closed" not in str(exc):
+            if "has been closed" not in str(exc):
                 raise
-            time.sleep(1)
-    raise AssertionError("unreachable")
+        time.sleep(1)
+        shutil.rmtree(profile / name, ignore_errors=True)  # a fresh profile: the failed launch may have left half of one
+    return launch()
 
 
 @contextmanager

@@ -383,6 +383,15 @@ def wait_for(predicate, timeout: float, what: str, backend: Backend | None = Non
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{logs}")
 
 
+def sqlite_jobs(path: Path) -> list[tuple[int, str, int, int]]:
+    """The jobs of an embedded-default database file (id, status, done, total), read directly:
+    cheap enough to poll, where a `cranfield jobs` process every 0.3 s would cost a core."""
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        return db.execute("select id, status, done, total from jobs order by id").fetchall()
+
+
 # ------------------------------------------------------------------ an API world for HTTP tests
 from service.sample import CollectionSpec, generate  # noqa: E402
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 
 import httpx
 
 from service.sample import CollectionSpec, generate
-from tests.integration.conftest import REPO, Backend, wait_for
+from tests.integration.conftest import REPO, Backend, sqlite_jobs, wait_for
 from tests.support.ports import free_port
 
 
@@ -126,11 +125,8 @@ def test_readme_main_command_serves_the_sample(tmp_path) -> None:  # type: ignor
                               capture_output=True, text=True).stdout
         job = int(said.split()[1].rstrip(":"))
 
-        def jobs_done() -> bool:
-            # (the database read directly while waiting: a `cranfield jobs` process every 0.3 s
-            # would cost a core; the command is asked once, below)
-            with sqlite3.connect(tmp_path / "cranfield.sqlite") as db:
-                statuses = dict(db.execute("select id, status from jobs"))
+        def jobs_done() -> bool:  # (the command is asked once, below)
+            statuses = {i: status for i, status, _, _ in sqlite_jobs(tmp_path / "cranfield.sqlite")}
             return job in statuses and set(statuses.values()) == {"done"}
 
         wait_for(jobs_done, 120, "the re-evaluation by the restarted worker")

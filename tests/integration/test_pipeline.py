@@ -28,7 +28,7 @@ from service.store.models import (
     Score,
     Significance,
 )
-from tests.integration.conftest import Backend, wait_for
+from tests.integration.conftest import Backend, sqlite_jobs, wait_for
 from workers.tasks import send
 
 METRICS = ("AP", "Q", "nDCG@10", "bpref", "RR")
@@ -250,9 +250,8 @@ def test_embedded_default_commands(tmp_path: Path) -> None:
     worker = subprocess.Popen([sys.executable, "-m", "service.cli", "worker", "--concurrency", "1"], cwd=tmp_path,
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        # (the database read directly while waiting: a `cranfield jobs` process every 0.3 s would
-        # cost a core; the command is asked once, after)
-        wait_for(lambda: ("done", 8, 8) in _jobs_table(tmp_path / "cranfield.sqlite"), 120, "the embedded worker")
+        wait_for(lambda: any(job[1:] == ("done", 8, 8) for job in sqlite_jobs(tmp_path / "cranfield.sqlite")), 120,
+                 "the embedded worker")  # (the command is asked once, after)
         assert "\tdone\t8/8" in cli("jobs")
     finally:
         import signal
@@ -273,13 +272,6 @@ def test_embedded_default_commands(tmp_path: Path) -> None:
         assert db.execute("select actor from audit_events where action = 'collection.reevaluate'").fetchall() == [
             ("cli",)]
     assert (tmp_path / "cranfield.sqlite").exists() and (tmp_path / "cranfield-broker").is_dir()
-
-
-def _jobs_table(path: Path) -> list[tuple[str, int, int]]:
-    import sqlite3
-
-    with sqlite3.connect(path) as db:
-        return db.execute("select status, done, total from jobs order by id").fetchall()
 
 
 def test_demo_command_runs_the_embedded_service(tmp_path: Path) -> None:
