@@ -9,7 +9,7 @@ from celery.signals import worker_process_init
 
 from service.config import settings
 from service.evaluation.computing.work import TaskName
-from workers.broker import transport_for
+from workers.broker import TRANSPORT, redis_socket_options, transport_for
 
 #: How often an idle worker lists the filesystem broker's folder for messages. kombu's default
 #: (1 s) capped the embedded default at about one prefetch (the worker's concurrency) of tasks
@@ -19,9 +19,12 @@ FILESYSTEM_POLL_SECONDS = 0.05
 
 
 def make_app() -> Celery:
-    cfg = settings().worker
+    cfg, store = settings().worker, settings().store
     app = Celery("cranfield", include=["workers.tasks"])
     transport_options: dict[str, object] = {}
+    if transport_for(cfg.broker_url) == TRANSPORT:
+        # Redis: a silent partition is noticed in CRANFIELD_NET_TIMEOUT (docs/operations.md, "Partitions")
+        transport_options = redis_socket_options(store.net_timeout, store.connect_timeout)
     if cfg.broker_folder is not None:
         # The server-less broker of the embedded default: messages are files in one folder.
         cfg.broker_folder.mkdir(parents=True, exist_ok=True)
@@ -40,6 +43,9 @@ def make_app() -> Celery:
         broker_connection_retry_on_startup=True,
         broker_connection_retry=True,
         broker_connection_max_retries=None,
+        broker_connection_timeout=store.connect_timeout,
+        # ... and tries again every second, then every 5 s at most (workers.broker.Consumer)
+        worker_consumer="workers.broker:Consumer",
         worker_cancel_long_running_tasks_on_connection_loss=False,
         result_backend=cfg.result_backend,
         task_ignore_result=True,
@@ -54,11 +60,9 @@ def make_app() -> Celery:
         worker_concurrency=cfg.concurrency,
         task_serializer="json",
         accept_content=["json"],
+        # The sweeper runs inside beat (workers.beat), never queued behind the work it supervises.
+        beat_scheduler="workers.beat:Scheduler",
         beat_schedule={
-            # A sweep that waited longer than the interval (every worker busy) is dropped: the
-            # next one does the same work.
-            "sweep-stuck-work": {"task": TaskName.SWEEP.value, "schedule": timedelta(seconds=cfg.sweep_interval),
-                                 "options": {"expires": cfg.sweep_interval}},
             "refresh-stale-results": {"task": TaskName.REFRESH.value,
                                       "schedule": timedelta(seconds=cfg.refresh_interval)},
             # Bookkeeping rows nobody needs any more; a prune that waited past the next is dropped.

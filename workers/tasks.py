@@ -99,12 +99,19 @@ def backlog() -> int | None:
         return None
 
 
-# The sweep is not retried: beat sends the next one within CRANFIELD_SWEEP_INTERVAL.
-@app.task(name=TaskName.SWEEP.value)
-def sweep() -> None:
+def sweep_once() -> None:
+    """One round of the sweeper and the sending of what it re-queued. Beat runs it itself
+    (workers.beat: never queued behind the evaluations it supervises)."""
     cfg = settings().worker
     send(sweeping.sweep(_factory(), cfg.max_attempts, lost_after=cfg.lost_after, stuck_timeout=cfg.stuck_timeout,
                         backlog=backlog(), tests_max_wait=12 * cfg.tests_debounce))
+
+
+# Kept for a sweep message an older scheduler left in the queue; beat no longer sends it.
+# Not retried: the scheduler sweeps again within CRANFIELD_SWEEP_INTERVAL.
+@app.task(name=TaskName.SWEEP.value)
+def sweep() -> None:
+    sweep_once()
 
 
 @app.task(name=TaskName.REFRESH.value, **_RETRY)
