@@ -13,7 +13,10 @@ per subsystem. A value that does not parse (``CRANFIELD_MAX_UPLOAD=abc``) raises
 | CRANFIELD_QUEUE | cranfield | the Celery queue the workers consume |
 | CRANFIELD_WORKER_CONCURRENCY | 2 | worker processes of `cranfield worker` |
 | CRANFIELD_LEASE | 30 | seconds a worker's claim lives unless its heartbeat renews it (every third); only an expired one is taken over |
-| CRANFIELD_SWEEP_INTERVAL | 5 | seconds between sweeps (celery beat): expired claims re-queued, lost messages re-sent |
+| CRANFIELD_SWEEP_INTERVAL | 5 | seconds between sweeps (run by the scheduler itself, never queued): expired claims re-queued, lost messages re-sent |
+| CRANFIELD_DB_CONNECT_TIMEOUT | 5 | seconds a new PostgreSQL connection may take (libpq's minimum is 2); then the caller's 503 or retry |
+| CRANFIELD_DB_STATEMENT_TIMEOUT | 300 | seconds one PostgreSQL statement may run before the server cancels it (0: no limit) |
+| CRANFIELD_NET_TIMEOUT | 10 | seconds of silence after which a PostgreSQL or Redis connection counts as dead (TCP keepalives, TCP_USER_TIMEOUT, Redis health checks); the API uses at most CRANFIELD_API_QUEUE_SECONDS |
 | CRANFIELD_LOST_AFTER | 15 | seconds before queued work is sent again when the broker holds fewer messages than there is queued work |
 | CRANFIELD_STUCK_TIMEOUT | 600 | seconds before queued work is sent again in any case (a backstop); the lease of pre-0009 claims |
 | CRANFIELD_EVAL_TIME_BUDGET | 900 | seconds of computing per run evaluation; beyond it the run fails with that reason (not retried) |
@@ -74,6 +77,11 @@ class SettingsError(CranfieldError, ValueError):
 @dataclass(frozen=True)
 class StoreSettings:
     database_url: str
+    connect_timeout: float = 5.0  # seconds a new PostgreSQL connection may take (CRANFIELD_DB_CONNECT_TIMEOUT)
+    statement_timeout: float = 300.0  # seconds a PostgreSQL statement may run; 0: none (CRANFIELD_DB_STATEMENT_TIMEOUT)
+    #: seconds of silence after which a connection to PostgreSQL or Redis counts as dead and is
+    #: made again (a silent partition, a peer gone without a FIN): CRANFIELD_NET_TIMEOUT
+    net_timeout: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -175,7 +183,10 @@ def load_settings() -> Settings:
     broker = _env("CRANFIELD_BROKER_URL", "filesystem://")
     folder = Path(_env("CRANFIELD_BROKER_FOLDER", str(cwd / "cranfield-broker"))) if broker.startswith("filesystem") else None
     return Settings(
-        store=StoreSettings(database_url=_env("CRANFIELD_DATABASE_URL", f"sqlite:///{cwd / 'cranfield.sqlite'}")),
+        store=StoreSettings(database_url=_env("CRANFIELD_DATABASE_URL", f"sqlite:///{cwd / 'cranfield.sqlite'}"),
+                            connect_timeout=_float("CRANFIELD_DB_CONNECT_TIMEOUT", 5, minimum=0, strict=True),
+                            statement_timeout=_float("CRANFIELD_DB_STATEMENT_TIMEOUT", 300, minimum=0),
+                            net_timeout=_float("CRANFIELD_NET_TIMEOUT", 10, minimum=1)),
         worker=WorkerSettings(
             broker_url=broker,
             broker_folder=folder,

@@ -31,10 +31,13 @@ every task is idempotent. docs/decisions.md records the choice.
 
 from __future__ import annotations
 
+import functools
 import os
+import socket
 import time
 import uuid
 
+from celery.worker.consumer import Consumer as CeleryConsumer
 from kombu.transport import filesystem as kombu_filesystem
 from kombu.transport import redis as kombu_redis
 from kombu.utils.encoding import str_to_bytes
@@ -75,6 +78,43 @@ class FilesystemChannel(kombu_filesystem.Channel):
 
 class FilesystemTransport(kombu_filesystem.Transport):
     Channel = FilesystemChannel
+
+
+#: Longest pause between two attempts to reach a broker that cannot be reached. kombu's is 30 s
+#: (2, 4, ... 30): a worker whose broker came back after a long partition waited up to that
+#: long, listening to nothing (issue 34, item 7: 105-111 s after a 229 s cut).
+RECONNECT_MAX = 5.0
+
+
+class Consumer(CeleryConsumer):
+    """Celery's consumer, reconnecting every second at first and then every
+    :data:`RECONNECT_MAX` seconds at most (a connection attempt is cheap for Redis)."""
+
+    def ensure_connected(self, conn):  # type: ignore[no-untyped-def]
+        conn.ensure_connection = functools.partial(conn.ensure_connection, interval_start=1, interval_step=1,
+                                                   interval_max=RECONNECT_MAX)
+        return super().ensure_connected(conn)
+
+
+def redis_socket_options(net_timeout: float, connect_timeout: float) -> dict[str, object]:
+    """Transport options that make a silent Redis (a partition, a host gone without a FIN) an
+    error within about ``net_timeout`` seconds instead of TCP's retransmission back-off:
+    keepalives and TCP_USER_TIMEOUT on every socket, a timeout on blocking commands (a publish),
+    and kombu's check of the BRPOP connection (dropped once its reply is overdue by more than
+    ``health_check_interval``; see the Redis transport's documentation)."""
+    from service.store.db import keepalive_timings
+
+    idle, interval, count = keepalive_timings(net_timeout)
+    return {
+        "socket_keepalive": True,
+        "socket_keepalive_options": {socket.TCP_KEEPIDLE: idle, socket.TCP_KEEPINTVL: interval,
+                                     socket.TCP_KEEPCNT: count, socket.TCP_USER_TIMEOUT: int(net_timeout * 1000)},
+        # above kombu's BRPOP timeout (1 s), which a live Redis always answers within
+        "socket_timeout": max(net_timeout, 2.0),
+        "socket_connect_timeout": connect_timeout,
+        "health_check_interval": max(1, round(net_timeout / 2)),
+        "retry_on_timeout": True,
+    }
 
 
 def transport_for(broker_url: str) -> str | None:

@@ -88,7 +88,8 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     from service.portal.app import portal_router
     from service.portal.pages import configure_templates
 
-    size_pool(database_url, limits.pool_size, timeout=max(limits.queue_seconds, 1.0))
+    # PostgreSQL silent (a partition): a request fails in about the queue timeout, and answers 503
+    size_pool(database_url, limits.pool_size, timeout=max(limits.queue_seconds, 1.0), net_bound=limits.queue_seconds)
     factory: sessionmaker[Session] = session_factory(database_url)
     board_cache = BoardCache(board_ttl)
     callers = PrincipalCache(limits.caller_cache_seconds)

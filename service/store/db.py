@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -10,7 +11,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
@@ -56,11 +58,58 @@ def make_engine(url: str) -> Engine:
             dbapi_conn.isolation_level = None
 
         return engine
-    return create_engine(url, pool_pre_ping=True, **sized)
+    return create_engine(url, pool_pre_ping=True, connect_args=postgres_connect_args(url, _NET_BOUNDS.get(url)),
+                         **sized)
+
+
+def keepalive_timings(net_timeout: float) -> tuple[int, int, int]:
+    """TCP keepalive (idle, interval, count) in whole seconds that declare a silent peer dead
+    about ``net_timeout`` seconds after its last word: half of it idle, then three probes."""
+    idle = max(1, math.floor(net_timeout / 2))
+    interval = max(1, math.floor((net_timeout - idle) / 3))
+    return idle, interval, 3
+
+
+def postgres_connect_args(url: str, bound: float | None = None) -> dict[str, object]:
+    """libpq's connection parameters that turn a silent partition into an error within
+    seconds instead of TCP's retransmission back-off (tens of seconds to minutes): a connect
+    timeout, TCP keepalives, TCP_USER_TIMEOUT (unacknowledged data) and a statement timeout
+    (docs/operations.md, "Partitions"). ``bound`` (the API: its queue timeout) caps the
+    network timeouts, so a request answers 503 in about that time when PostgreSQL is away.
+    Parameters the URL sets itself are left as they are."""
+    from service.config import settings
+
+    cfg = settings().store
+    net = cfg.net_timeout if bound is None else max(1.0, min(cfg.net_timeout, bound))
+    connect = cfg.connect_timeout if bound is None else min(cfg.connect_timeout, net)
+    idle, interval, count = keepalive_timings(net)
+    args: dict[str, object] = {
+        # libpq counts whole seconds and takes anything below 2 as 2
+        "connect_timeout": max(2, math.ceil(connect)),
+        "keepalives": 1, "keepalives_idle": idle, "keepalives_interval": interval, "keepalives_count": count,
+        "tcp_user_timeout": int(net * 1000),  # milliseconds
+    }
+    if cfg.statement_timeout:
+        args["options"] = f"-c statement_timeout={int(cfg.statement_timeout * 1000)}"
+    given = set(make_url(url).query)
+    return {k: v for k, v in args.items() if k not in given}
+
+
+def db_now(s: Session) -> datetime:
+    """Now on the database's clock: leases and deadlines are computed and compared on it, so
+    that a worker whose own clock is wrong neither writes leases already expired nor takes a
+    live attempt's work over (issue 34, item 7). PostgreSQL's ``clock_timestamp()``; SQLite is
+    a file on this host, read by processes that share its clock, so this process's clock."""
+    if s.get_bind().dialect.name == "postgresql":
+        value = s.scalar(select(func.clock_timestamp()))
+        assert value is not None
+        return as_utc(value)  # type: ignore[return-value]
+    return datetime.now(UTC)
 
 
 _ENGINES: dict[str, Engine] = {}
 _POOL_SIZES: dict[str, tuple[int, float]] = {}
+_NET_BOUNDS: dict[str, float] = {}  # a server process's cap on the network timeouts (size_pool)
 
 
 def engine_for(url: str) -> Engine:
@@ -70,12 +119,17 @@ def engine_for(url: str) -> Engine:
     return _ENGINES[url]
 
 
-def size_pool(url: str, size: int, timeout: float) -> None:
+def size_pool(url: str, size: int, timeout: float, net_bound: float | None = None) -> None:
     """Size this process's pool for ``url`` (before its engine is first made; the API's
-    composition root calls it). An engine made earlier in this process (``cranfield serve
+    composition root calls it), and cap its network timeouts at ``net_bound`` seconds
+    (:func:`postgres_connect_args`). An engine made earlier in this process (``cranfield serve
     --sample`` loads the sample first) is replaced, so the sizing always applies."""
-    if _POOL_SIZES.get(url) != (size, timeout):
+    if _POOL_SIZES.get(url) != (size, timeout) or _NET_BOUNDS.get(url) != net_bound:
         _POOL_SIZES[url] = (size, timeout)
+        if net_bound is None:
+            _NET_BOUNDS.pop(url, None)
+        else:
+            _NET_BOUNDS[url] = net_bound
         engine = _ENGINES.pop(url, None)
         if engine is not None:
             engine.dispose()

@@ -25,8 +25,9 @@ def test_every_task_with_an_id_has_one_use_case_and_a_celery_task() -> None:
     assert set(USE_CASES) == set(TaskName) - {TaskName.SWEEP, TaskName.REFRESH, TaskName.PRUNE}
     assert set(TASKS) == set(USE_CASES)
     assert {n.value for n in TaskName} <= set(app.tasks)
-    assert {entry["task"] for entry in app.conf.beat_schedule.values()} == {TaskName.SWEEP, TaskName.REFRESH,
-                                                                           TaskName.PRUNE}
+    # the sweep is beat's own work (workers.beat), never a message behind the evaluations
+    assert {entry["task"] for entry in app.conf.beat_schedule.values()} == {TaskName.REFRESH, TaskName.PRUNE}
+    assert app.conf.beat_scheduler == "workers.beat:Scheduler"
 
 
 def test_an_unknown_task_fails_loudly_instead_of_running_something_else() -> None:

@@ -32,7 +32,7 @@ from service.evaluation.permissions.access import Principal
 from service.evaluation.publishing.results import json_safe
 from service.metrics import parse_measure, pooling
 from service.metrics.stats.meta import reduced_judgments
-from service.store.db import as_utc, transaction
+from service.store.db import as_utc, db_now, transaction
 from service.store.models import Analysis, Collection, CollectionConfig, Pool, QrelsVersion, Run, Team, utcnow
 
 KIND = "reusability"
@@ -121,7 +121,7 @@ def claim(factory: sessionmaker[Session], analysis_id: int, max_attempts: int, k
         row = s.get(Analysis, analysis_id)
         if row is None or row.kind not in kinds:
             return None
-        now = utcnow()
+        now = db_now(s)  # the database's clock, as every lease
         expires = as_utc(row.lease_expires_at)
         if not (row.status == "queued" or (row.status == "running" and expires is not None and expires < now)):
             return None
@@ -144,7 +144,7 @@ def renewal(factory: sessionmaker[Session], analysis_id: int, attempt: int, leas
         with transaction(factory) as s:
             return s.execute(update(Analysis).where(Analysis.id == analysis_id, Analysis.status == "running",
                                                     Analysis.attempts == attempt)
-                             .values(lease_expires_at=utcnow() + timedelta(seconds=lease))
+                             .values(lease_expires_at=db_now(s) + timedelta(seconds=lease))
                              .execution_options(synchronize_session=False)).rowcount == 1
     return renew
 
@@ -297,10 +297,10 @@ def sweep(factory: sessionmaker[Session], timeout: float, *, lost_after: float |
     they were last sent ``lost_after`` seconds ago (when the sweeper found messages missing;
     otherwise ``timeout``). Each change is conditional on the state read, so a concurrent
     claim wins."""
-    now = utcnow()
     grace = timedelta(seconds=timeout if lost_after is None else lost_after)
     out = []
     with transaction(factory) as s:
+        now = db_now(s)  # the database's clock, as every lease
         for row in s.scalars(select(Analysis).where(Analysis.status.in_(("running", "queued")))):
             if row.status == "running":
                 expires = as_utc(row.lease_expires_at)

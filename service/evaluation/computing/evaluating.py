@@ -39,7 +39,7 @@ from service.formats.types import Qrels
 from service.metrics import evaluate
 from service.metrics.stats.intervals import bootstrap_interval, mean_interval
 from service.store.arrays import pack
-from service.store.db import as_utc, transaction
+from service.store.db import as_utc, db_now, transaction
 from service.store.models import (
     CollectionConfig,
     Job,
@@ -137,7 +137,7 @@ def _claim(factory: sessionmaker[Session], item_id: int, limits: Limits) -> _Cla
         item = s.get(JobItem, item_id)
         if item is None:
             return []
-        now = utcnow()
+        now = db_now(s)  # the database's clock: a worker's own may be wrong
         if not (item.status == "queued" or (item.status == "evaluating" and lease_expired(item, now))):
             return []  # a duplicate delivery, an attempt that is alive, or the item was already handled
         if item.attempts >= limits.max_attempts:
@@ -177,7 +177,7 @@ def _renewal(factory: sessionmaker[Session], item_id: int, attempt: int, lease: 
             return s.execute(
                 update(JobItem).where(JobItem.id == item_id, JobItem.status == "evaluating",
                                       JobItem.attempts == attempt)
-                .values(lease_expires_at=utcnow() + timedelta(seconds=lease))
+                .values(lease_expires_at=db_now(s) + timedelta(seconds=lease))
                 .execution_options(synchronize_session=False)).rowcount == 1
     return renew
 
@@ -188,7 +188,7 @@ def _release(factory: sessionmaker[Session], claim: _Claim) -> None:
         with transaction(factory) as s:
             s.execute(update(JobItem).where(JobItem.id == claim.item_id, JobItem.status == "evaluating",
                                             JobItem.attempts == claim.attempt)
-                      .values(lease_expires_at=utcnow()).execution_options(synchronize_session=False))
+                      .values(lease_expires_at=db_now(s)).execution_options(synchronize_session=False))
     except SQLAlchemyError:
         pass  # the lease runs out by itself
 
@@ -364,7 +364,7 @@ def maybe_start_tests(s: Session, job_id: int) -> list[Followup]:
         return []
     started = s.execute(
         update(Job).where(Job.id == job_id, Job.status == "running", Job.tests_queued_at.is_(None))
-        .values(status="testing", tests_queued_at=utcnow()).execution_options(synchronize_session=False)
+        .values(status="testing", tests_queued_at=db_now(s)).execution_options(synchronize_session=False)
     ).rowcount
     if not started:
         return []

@@ -53,7 +53,8 @@ from sqlalchemy.orm import Session
 from service.evaluation.computing.work import Followup, TaskName
 from service.evaluation.organising.setup import EVALUATOR_VERSION
 from service.evaluation.publishing.results import current_result
-from service.store.models import Collection, CollectionConfig, Job, JobItem, Run, RunEvaluation, utcnow
+from service.store.db import db_now
+from service.store.models import Collection, CollectionConfig, Job, JobItem, Run, RunEvaluation
 
 ACTIVE = ("running", "testing")
 PENDING = ("queued", "evaluating")
@@ -111,7 +112,7 @@ def plan_job(
     s.flush()
     behind = background(coll, version_id)
     if not run_ids:
-        job.tests_queued_at = utcnow()
+        job.tests_queued_at = db_now(s)
         return job, [Followup(TaskName.RUN_TESTS, job.id, behind)]
     return job, [Followup(TaskName.EVALUATE_ITEM, it.id, behind) for it in items]
 

@@ -41,7 +41,7 @@ from service.metrics.stats.meta import MetaEvaluation, meta_evaluation
 from service.metrics.stats.pairwise import PairwiseResult, pairwise
 from service.metrics.stats.sequential import MAX_RESAMPLES
 from service.store.arrays import pack, unpack
-from service.store.db import as_utc, transaction
+from service.store.db import as_utc, db_now, transaction
 from service.store.models import (
     Collection,
     CollectionConfig,
@@ -118,7 +118,7 @@ def _claim_round(factory: sessionmaker[Session], job_id: int, limits: Limits) ->
         job = s.get(Job, job_id, populate_existing=True)
         if job is None or job.status != "testing":
             return []  # a duplicate, or finished by another job's round
-        now = utcnow()
+        now = db_now(s)  # the database's clock, as every lease
         waiting = list(s.scalars(select(Job).where(*same_key(job), Job.status == "testing")
                                  .execution_options(populate_existing=True)))
         if any(mark(j) > now for j in waiting):
@@ -152,7 +152,7 @@ def _holding(job_id: int, attempt: int) -> tuple[Any, ...]:
 def _renewal(factory: sessionmaker[Session], claim: _Round, lease: float):  # type: ignore[no-untyped-def]
     def renew() -> bool:
         with transaction(factory) as s:
-            expires = utcnow() + timedelta(seconds=lease)
+            expires = db_now(s) + timedelta(seconds=lease)
             held = [s.execute(update(Job).where(*_holding(j, a)).values(tests_queued_at=expires)
                               .execution_options(synchronize_session=False)).rowcount for j, a in claim.jobs.items()]
             return all(held)

@@ -32,7 +32,7 @@ from service.evaluation.computing.work import Followup
 from service.evaluation.judging import judge_track
 from service.evaluation.reproducing import measuring
 from service.evaluation.publishing.results import current_result, tested_under
-from service.store.db import as_utc, transaction
+from service.store.db import as_utc, db_now, transaction
 from service.store.models import (
     Analysis,
     Collection,
@@ -43,7 +43,6 @@ from service.store.models import (
     Run,
     RunEvaluation,
     Significance,
-    utcnow,
 )
 
 
@@ -72,7 +71,8 @@ def sweep(factory: sessionmaker[Session], max_attempts: int = 3, *, lost_after: 
     - a job without pending items gets its tests queued; waiting tests whose rounds all died
       fail the job after ``max_attempts`` rounds.
     """
-    now = utcnow()
+    with factory() as s:  # the database's clock, which every lease and mark was written on
+        now = db_now(s)
     missing = messages_missing(factory, backlog)
     grace = timedelta(seconds=lost_after if missing else stuck_timeout)
     followups: list[Followup] = []
