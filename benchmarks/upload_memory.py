@@ -364,6 +364,278 @@ def upload_memory_multiple(size_mb: float = 150, *, mode: str = "api", database_
     return result
 
 
+# ============================================================================ a real server
+# `--served` (issue 34, items 2, 3, 5): the figures measured as an attacker would, on a real
+# `cranfield serve --no-worker` process (a new SQLite database in a temporary folder), its RSS and
+# CPU read from /proc/PID: the peak upload multiple of runs plain and gzipped and of the qrels
+# preview, the RSS that four senders of a gzip bomb for 15 s leave behind, the server CPU a
+# blank-line gzip costs, and another team's small run answered while two of those are in flight.
+BOMB_BYTES = 1 << 30  # a gzip bomb: 1 GiB of newlines (about 1 MB gzipped)
+BLANK_BYTES = 255 << 20  # a blank-line gzip: 255 MiB of newlines (about 260 KB gzipped)
+
+
+def gzip_of_newlines(size: int) -> bytes:
+    """``size`` newlines, gzipped (level 9), made a piece at a time."""
+    import zlib
+
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    piece = b"\n" * (1 << 24)
+    out = [z.compress(piece) for _ in range(size // len(piece))]
+    out += [z.compress(b"\n" * (size % len(piece))), z.flush()]
+    return b"".join(out)
+
+
+class Served:
+    """`cranfield serve --no-worker` on a new SQLite database in ``folder``: an admin token, a
+    collection with teams, and the server process's RSS, peak and CPU from /proc."""
+
+    def __init__(self, folder: str | os.PathLike[str], **env: str) -> None:
+        import socket
+
+        import httpx
+
+        self.folder = Path(folder)
+        self.env = {**os.environ, "PYTHONPATH": str(REPO), "CRANFIELD_BROKER_URL": "filesystem://",
+                    "CRANFIELD_BROKER_FOLDER": str(self.folder / "broker"),
+                    "CRANFIELD_DATABASE_URL": f"sqlite:///{self.folder / 'served.sqlite'}", **env}
+        cli = [sys.executable, "-m", "service.cli"]
+        self.admin = subprocess.run([*cli, "token", "create", "--role", "admin"], env=self.env, cwd=self.folder,
+                                    check=True, capture_output=True, text=True).stdout.strip()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.log = open(self.folder / "serve.log", "w")  # noqa: SIM115
+        self.proc = subprocess.Popen([*cli, "serve", "--no-worker", "--port", str(port)], env=self.env,
+                                     cwd=self.folder, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self.base = f"http://127.0.0.1:{port}"
+        self.pid = self.proc.pid
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{self.base}/health/live", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start:\n{(self.folder / 'serve.log').read_text()[-3000:]}")
+            time.sleep(0.2)
+
+    def client(self, token: str | None = None, timeout: float = 600) -> Any:
+        import httpx
+
+        return httpx.Client(base_url=self.base, timeout=timeout,
+                            headers={"Authorization": f"Bearer {token or self.admin}"})
+
+    def collection(self, teams: list[str], topics: list[str]) -> tuple[int, dict[str, str]]:
+        """A collection with ``topics`` registered and ``teams`` enrolled, each with a participant token."""
+        with self.client() as c:
+            r = c.post("/api/collections", json={"name": f"served-{len(teams)}-{time.monotonic_ns()}"})
+            assert r.status_code == 201, r.text
+            cid = r.json()["id"]
+            assert c.post(f"/api/collections/{cid}/topics", json={"topics": topics}).status_code in (200, 201)
+            tokens = {}
+            for team in teams:
+                c.post("/api/teams", json={"name": team})
+                assert c.post(f"/api/collections/{cid}/teams", json={"team": team}).status_code == 201
+                r = c.post("/api/tokens", json={"role": "participant", "team": team, "name": team})
+                assert r.status_code == 201, r.text
+                tokens[team] = r.json()["token"]
+        return cid, tokens
+
+    def status(self) -> dict[str, int]:
+        out = {}
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    out[key] = int(value.split()[0]) * 1024
+        return out
+
+    def reset_peak(self) -> None:
+        with open(f"/proc/{self.pid}/clear_refs", "w") as f:
+            f.write("5")
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds of the server process (all its threads)."""
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def settle(self, seconds: float = 1.0) -> int:
+        """The RSS once it has stopped falling (at most ``seconds`` apart), after a garbage collection."""
+        time.sleep(seconds)
+        return self.status()["VmRSS"]
+
+    def stop(self) -> None:
+        import signal
+
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.log.close()
+
+
+def _peak_upload(srv: Served, path: str, data: bytes, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """POST ``data`` to ``path`` once (after a one-line warm-up by the caller): the server's
+    peak RSS growth over its RSS before."""
+    with srv.client() as c:
+        before = srv.settle()
+        srv.reset_peak()
+        started = time.perf_counter()
+        r = c.post(path, content=data, headers={"Content-Type": "text/plain", **(headers or {})})
+        seconds = time.perf_counter() - started
+        peak = srv.status()["VmHWM"]
+        after = srv.settle(2.0)
+    return {"status": r.status_code, "detail": r.json().get("detail") if r.status_code >= 300 else None,
+            "seconds": round(seconds, 2), "rss_before": before, "peak": peak, "peak_growth": peak - before,
+            "kept": after - before}
+
+
+def served_upload_multiples(sizes_mb: list[float], qrels_mb: float, seed: int = 20261127) -> list[dict[str, Any]]:
+    """Peak RSS growth of a real server per byte of the (uncompressed) file: a run of each size
+    in ``sizes_mb`` sent plain and gzipped, and a qrels preview of ``qrels_mb`` plain and gzipped.
+    A fresh server per file, so that each starts from the same heap."""
+    import gzip
+
+    results = []
+    with tempfile.TemporaryDirectory(prefix="cranfield-served-") as tmp:
+        cases: list[tuple[str, float]] = [(kind, mb) for mb in sizes_mb for kind in ("run", "run.gz")]
+        cases += [("preview", qrels_mb), ("preview.gz", qrels_mb)]
+        for kind, mb in cases:
+            folder = Path(tmp) / f"{kind}-{mb:g}"
+            folder.mkdir()
+            if kind.startswith("run"):
+                write_run(folder / "file.txt", mb, seed)
+            else:
+                write_qrels_pair(folder / "base.txt", folder / "file.txt", mb, seed)
+            data = (folder / "file.txt").read_bytes()
+            size = len(data)
+            srv = Served(folder)
+            try:
+                if kind.startswith("run"):
+                    topics = sorted({line.split(maxsplit=1)[0].decode() for line in data.splitlines()[::DEPTH]})
+                    cid, _ = srv.collection([TEAM], topics)
+                    path = f"/api/collections/{cid}/runs?team={TEAM}"
+                    warm = f"{topics[0]} Q0 warm-up 1 1 WARM-UP\n".encode()
+                else:
+                    cid, _ = srv.collection([], [])
+                    with srv.client() as c:
+                        r = c.post(f"/api/collections/{cid}/qrels", content=(folder / "base.txt").read_bytes())
+                        assert r.status_code == 201, r.text
+                    path = f"/api/collections/{cid}/qrels/preview"
+                    warm = b"00001 0 DOC-00000001 2\n"
+                with srv.client() as c:
+                    assert c.post(path, content=warm).status_code < 300
+                body = gzip.compress(data, compresslevel=6, mtime=0) if kind.endswith(".gz") else data
+                del data
+                out = _peak_upload(srv, path, body)
+            finally:
+                srv.stop()
+            out.update(kind=kind, file_bytes=size, sent_bytes=len(body), multiple=round(out["peak_growth"] / size, 2),
+                       absolute_multiple=round(out["peak"] / size, 2))
+            results.append(out)
+            del body
+    return results
+
+
+def served_bombs(senders: int = 4, seconds: float = 15, wait_after: float = 60) -> dict[str, Any]:
+    """``senders`` clients sending a gzip of :data:`BOMB_BYTES` newlines as a run, one after
+    another each, for ``seconds``: the answers, and the server's RSS before, at its peak and
+    ``wait_after`` seconds after the last answer."""
+    import threading
+    from collections import Counter
+
+    bomb = gzip_of_newlines(BOMB_BYTES)
+    with tempfile.TemporaryDirectory(prefix="cranfield-bombs-") as tmp:
+        srv = Served(tmp)
+        try:
+            cid, _ = srv.collection([TEAM], ["00001"])
+            path = f"/api/collections/{cid}/runs?team={TEAM}"
+            with srv.client() as c:
+                assert c.post(path, content=b"00001 Q0 warm-up 1 1 WARM-UP\n").status_code == 201
+            before = srv.settle(2.0)
+            srv.reset_peak()
+            answers: Counter[int] = Counter()
+            stop_at = time.monotonic() + seconds
+
+            def send() -> None:
+                with srv.client() as c:
+                    while time.monotonic() < stop_at:
+                        answers[c.post(path, content=bomb).status_code] += 1
+
+            threads = [threading.Thread(target=send) for _ in range(senders)]
+            cpu = srv.cpu_seconds()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            cpu = srv.cpu_seconds() - cpu
+            peak = srv.status()["VmHWM"]
+            time.sleep(wait_after)
+            after = srv.status()["VmRSS"]
+        finally:
+            srv.stop()
+    return {"senders": senders, "seconds": seconds, "bomb_bytes": len(bomb), "answers": dict(answers),
+            "rss_before": before, "rss_peak": peak, "rss_after": after, "after_delta": after - before,
+            "cpu_seconds": round(cpu, 1), "wait_after": wait_after}
+
+
+def served_blank_lines(in_flight: int = 2) -> dict[str, Any]:
+    """The server CPU a gzip of :data:`BLANK_BYTES` newlines costs (sent alone, as a run), and
+    another team's small run (0.2 MB) answered while ``in_flight`` of them are being sent by
+    one team, again and again: its answer and time."""
+    import threading
+
+    blank = gzip_of_newlines(BLANK_BYTES)
+    with tempfile.TemporaryDirectory(prefix="cranfield-blank-") as tmp:
+        srv = Served(tmp)
+        try:
+            write_run(Path(tmp) / "small.txt", 0.2, depth=100)
+            small = (Path(tmp) / "small.txt").read_bytes()
+            topics = sorted({line.split(maxsplit=1)[0].decode() for line in small.splitlines()})
+            cid, tokens = srv.collection(["flooder", "other"], topics)
+            path = f"/api/collections/{cid}/runs"
+            with srv.client(tokens["flooder"]) as c:
+                cpu = srv.cpu_seconds()
+                started = time.perf_counter()
+                r = c.post(path, content=blank)
+                alone = {"status": r.status_code, "detail": r.json().get("detail"),
+                         "seconds": round(time.perf_counter() - started, 2),
+                         "cpu_seconds": round(srv.cpu_seconds() - cpu, 2)}
+            with srv.client(tokens["other"]) as c:
+                started = time.perf_counter()
+                quiet = c.post(path, content=small).status_code, round(time.perf_counter() - started, 2)
+            busy = threading.Event()
+            done = threading.Event()
+
+            def flood() -> None:
+                with srv.client(tokens["flooder"]) as c:
+                    while not done.is_set():
+                        busy.set()
+                        c.post(path, content=blank)
+
+            threads = [threading.Thread(target=flood) for _ in range(in_flight)]
+            for t in threads:
+                t.start()
+            busy.wait()
+            time.sleep(1.0)  # the floods are being read
+            with srv.client(tokens["other"]) as c:
+                started = time.perf_counter()
+                r = c.post(path, content=small.replace(b"RUN-MEM", b"RUN-TWO"))
+                meanwhile = r.status_code, round(time.perf_counter() - started, 2)
+            done.set()
+            for t in threads:
+                t.join()
+        finally:
+            srv.stop()
+    return {"blank_gzip_bytes": len(blank), "alone": alone, "small_quiet": quiet, "small_meanwhile": meanwhile,
+            "in_flight": in_flight}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mb", type=float, default=150)

@@ -38,7 +38,7 @@ from service.api.strict import strict_json_body
 from service.api.uploads import release_after_upload
 from service.http.doors import authorise_first
 from service.http.problems import headers_of, problem_of
-from service.http.admission import AdmissionGate, DatabaseSlots, RequestSlots, ServerLimits
+from service.http.admission import UPLOAD_SLOTS, AdmissionGate, DatabaseSlots, RequestSlots, ServerLimits, UploadSlots
 from service.http.unit_of_work import Dispatch, PrincipalCache, caller_from_header, unit_of_work_provider
 from service.store.db import session_factory, size_pool
 from service.runtime import freeze_startup_heap
@@ -106,6 +106,9 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         # submissions then queues for them instead of taking every thread and the GIL from the
         # readers of the board.
         app.state["upload_threads"] = anyio.CapacityLimiter(limits.uploads)
+        # ... and an upload (its decompression too) waits for one of as many slots, shared fairly
+        # between callers (issue 34, items 2 and 3).
+        app.state[UPLOAD_SLOTS] = UploadSlots(limits.uploads)
 
     def freeze(app: Litestar) -> None:
         if freeze_heap:

@@ -6,8 +6,13 @@ short on the way is a 503 (or a 413, see :func:`service.evaluation.common.memory
 
 A gzipped file (magic bytes ``1f 8b``, whatever its name) is decompressed here, streamed and
 bounded: its *uncompressed* size has the same limit as a body (413 past it, before it is
-expanded further: a gzip bomb costs at most the limit), a corrupt or truncated one is a 422
-naming the file (service/formats/compressed.py). Every use case then reads plain text.
+expanded further: a refused gzip bomb costs a megabyte of memory and the time to inflate the
+limit), a corrupt or truncated one is a 422 naming the file (service/formats/compressed.py).
+Every use case then reads plain text.
+
+Once its body is received, an upload waits for one of the process's upload slots
+(:func:`service.http.admission.upload_slot`), fairly shared between teams, and holds it until
+the request ends: decompression, parse and store of a few uploads at once, never of a crowd.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from litestar import Request
 from service.errors import BadRequest, InvalidRequest, TooLarge
 from service.evaluation.common.memory import RELEASE_FROM, refusal
 from service.formats.compressed import gunzip, is_gzip
+from service.http.admission import upload_slot
 from service.runtime import release_memory
 
 #: The request state's key for the size of the body an upload received (``release_after_upload``).
@@ -42,7 +48,10 @@ async def read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
 
 async def decompressed(request: Request[Any, Any, Any], data: bytes, name: str, limit: int) -> bytes:
     """``data``, or its decompressed bytes when it is gzip (at most ``limit``, else 413; a corrupt
-    file is a 422 naming ``name``), inflated in a worker thread."""
+    file is a 422 naming ``name``), inflated in a worker thread. First the request waits for
+    its upload slot (service/http/admission.py, :class:`UploadSlots`), held until it ends: a
+    few uploads at once are decompressed, parsed and stored, fairly shared between callers."""
+    await upload_slot(request)
     if not is_gzip(data):
         return data
     size = len(data)

@@ -4,13 +4,22 @@ NIST publishes runs as ``input.<tag>.gz``. A file is gzip when it starts with th
 bytes ``1f 8b`` (its name does not matter: ``run.txt`` may be gzipped, ``run.gz`` may not be);
 no run or qrels file starts with them (``0x8b`` is no byte of UTF-8 text's first character).
 
-Decompression is streamed and bounded: the output grows a megabyte at a time (zlib's
-``max_length``), the input is fed a megabyte at a time, and as soon as the output would pass
-``limit`` the file is refused (:class:`TooLarge`, HTTP 413), so a gzip bomb (10 MB that
-expand to 10 GB) costs at most ``limit`` bytes of memory and the time to inflate ``limit``
-bytes, never its full expansion. The limit is the one on an uploaded file's size
+Decompression is streamed and bounded, in two passes (issue 34, item 2). The first inflates
+the file and counts its bytes, keeping none: zlib's output comes a megabyte at a time
+(``max_length``) and is dropped, and as soon as the count would pass ``limit`` the file is
+refused (:class:`TooLarge`, HTTP 413). A gzip bomb (1 MB that expands to 1 GiB) therefore
+costs a megabyte of memory and the time to inflate ``limit`` bytes, never its expansion, and
+a refusal leaves nothing behind. Only a file within the limit is inflated again, into one
+buffer of exactly its size (no buffer grown by reallocation, whose copies and holes were
+most of a gzipped upload's peak). The limit is the one on an uploaded file's size
 (``CRANFIELD_MAX_UPLOAD``, 256 MiB by default), applied to the *uncompressed* size; files read
 locally (the CLI) have the same bound (:func:`local_limit`).
+
+The work is linear in the input whatever it holds: zlib is fed :data:`INPUT` bytes at a time,
+so the rest of the input it hands back at each member's end (``unused_data``, a copy) is
+small, and every member after the first counts at least :data:`MEMBER_COST` bytes against the limit, so a
+file of millions of empty members (20 bytes each) is refused after ``limit / MEMBER_COST`` of
+them instead of costing a decompressor each (8 MB of them took 10 s in the API).
 
 Several gzip members one after another (``cat a.gz b.gz``, what ``gzip`` itself reads as one
 file) are read as one file; zero bytes after the last member (tape padding) are ignored, as
@@ -23,14 +32,20 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from service.errors import InvalidInput, TooLarge
 
 GZIP_MAGIC = b"\x1f\x8b"
-#: Input fed to zlib, and output taken from it, this many bytes at a time.
+#: Output taken from zlib, and a local file read, this many bytes at a time.
 PIECE = 1 << 20
+#: Input fed to zlib this many bytes at a time: at a member's end zlib copies what is left of
+#: it (``unused_data``), so a file of many small members costs this much per member, not a megabyte.
+INPUT = 1 << 14
+#: Each gzip member after the first counts at least this many bytes against the limit (BGZF's
+#: members hold 64 KiB).
+MEMBER_COST = 1 << 12
 #: ``CRANFIELD_MAX_UPLOAD``'s default (service/config.py): the largest uncompressed file.
 DEFAULT_LIMIT = 256 * 1024 * 1024
 
@@ -63,7 +78,7 @@ def gunzip(data: bytes | bytearray, source: str, limit: int) -> bytes | bytearra
         return data
     view = memoryview(data)
     try:
-        return inflate((view[i:i + PIECE] for i in range(0, len(view), PIECE)), source, limit)
+        return inflate(lambda: (view[i:i + PIECE] for i in range(0, len(view), PIECE)), source, limit)
     finally:
         view.release()
 
@@ -76,58 +91,99 @@ def read_file(path: str | os.PathLike[str], limit: int | None = None) -> bytes |
             head = f.read(2)
             if head != GZIP_MAGIC:
                 return head + f.read()
-            pieces = _file_pieces(f, head)
+
+            def pieces() -> Iterator[bytes]:
+                f.seek(0)
+                while piece := f.read(PIECE):
+                    yield piece
+
             return inflate(pieces, str(path), local_limit() if limit is None else limit)
     except OSError as exc:
         raise InvalidInput(str(path), None, f"cannot read the file: {exc.strerror or exc}") from None
 
 
-def _file_pieces(f, head: bytes) -> Iterator[bytes]:  # type: ignore[no-untyped-def]
-    yield head
-    while piece := f.read(PIECE):
-        yield piece
+Pieces = Iterable[bytes | memoryview]
 
 
-def inflate(pieces: Iterable[bytes | memoryview], source: str, limit: int) -> bytearray:
-    """The gzip stream given in ``pieces``, decompressed: one or more members, refused past
-    ``limit`` output bytes (:class:`TooLarge`) or when corrupt or cut short (:class:`InvalidInput`)."""
-    out = bytearray()
+def inflate(pieces: Pieces | Callable[[], Pieces], source: str, limit: int) -> bytearray:
+    """The gzip stream given in ``pieces`` (a sequence, or a function giving the pieces anew at
+    each call: they are read twice), decompressed: one or more members, refused past ``limit``
+    output bytes (:class:`TooLarge`) or when corrupt or cut short (:class:`InvalidInput`).
+    The first pass counts, holding a megabyte of output at most; the second fills one buffer
+    of exactly the counted size."""
+    again: Callable[[], Pieces] = pieces if callable(pieces) else lambda: pieces  # type: ignore[assignment]
+    size = sum(len(chunk) for chunk in _inflated(again(), source, limit))
+    out = bytearray(size)
+    at = 0
+    with memoryview(out) as view:
+        for chunk in _inflated(again(), source, limit):
+            end = at + len(chunk)
+            if end > size:
+                raise InvalidInput(source, None, "the file changed while it was read")
+            view[at:end] = chunk
+            at = end
+    if at != size:
+        raise InvalidInput(source, None, "the file changed while it was read")
+    return out
+
+
+def _inflated(pieces: Pieces, source: str, limit: int) -> Iterator[bytes]:
+    """The decompressed bytes of the gzip stream in ``pieces``, a megabyte at most at a time;
+    :class:`TooLarge` as soon as they (with :data:`MEMBER_COST` for each member of less) would
+    pass ``limit``."""
     d: zlib._Decompress | None = None  # the member being read; None between members
     members = 0
+    total = 0  # bytes given out
+    charged = 0  # the shortfall of members smaller than MEMBER_COST, counted against the limit too
+    member_from = 0  # ``total`` when the current member began
 
-    def take(chunk: bytes) -> None:
-        if len(out) + len(chunk) > limit:
-            raise TooLarge(f"{source}: the gzipped file expands to more than {limit:,} bytes, the limit on "
-                           f"a file's uncompressed size (CRANFIELD_MAX_UPLOAD); refused without expanding it "
-                           f"further")
-        out.extend(chunk)
+    def too_large() -> TooLarge:
+        if charged:
+            return TooLarge(f"{source}: the gzipped file's {members:,} members count more than {limit:,} bytes (each "
+                            f"at least {MEMBER_COST:,}), the limit on a file's uncompressed size "
+                            "(CRANFIELD_MAX_UPLOAD); refused without reading further")
+        return TooLarge(f"{source}: the gzipped file expands to more than {limit:,} bytes, the limit on "
+                        f"a file's uncompressed size (CRANFIELD_MAX_UPLOAD); refused without expanding it "
+                        f"further")
 
     try:
         for piece in pieces:
-            data = bytes(piece)
-            while data:
-                if d is None:  # between members: another member, or zero padding
-                    data = data.lstrip(b"\x00")
-                    if not data:
-                        break
-                    if members and not data.startswith(GZIP_MAGIC[: len(data)]):
-                        raise InvalidInput(source, None, f"data after gzip member {members} is not another gzip "
-                                                         "member (a corrupt file?)")
-                    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                    members += 1
-                take(d.decompress(data, PIECE))
-                if d.eof:
-                    data, d = d.unused_data, None
-                else:
-                    data = d.unconsumed_tail
+            with memoryview(piece) as whole:
+                for lo in range(0, len(whole), INPUT):
+                    data = bytes(whole[lo:lo + INPUT])
+                    while data:
+                        if d is None:  # between members: another member, or zero padding
+                            data = data.lstrip(b"\x00")
+                            if not data:
+                                break
+                            if members and not data.startswith(GZIP_MAGIC[: len(data)]):
+                                raise InvalidInput(source, None, f"data after gzip member {members} is not another "
+                                                                 "gzip member (a corrupt file?)")
+                            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                            members += 1
+                            member_from = total
+                        chunk = d.decompress(data, PIECE)
+                        total += len(chunk)
+                        if d.eof:
+                            if members > 1:  # (a file of one small member is a small file)
+                                charged += max(0, MEMBER_COST - (total - member_from))
+                            data, d = d.unused_data, None
+                        else:
+                            data = d.unconsumed_tail
+                        if total + charged > limit:
+                            raise too_large()
+                        if chunk:
+                            yield chunk
         while d is not None and not d.eof:  # output zlib holds back (a match cut by the last piece)
             chunk = d.decompress(b"", PIECE)
             if not chunk:
                 break
-            take(chunk)
+            total += len(chunk)
+            if total + charged > limit:
+                raise too_large()
+            yield chunk
     except zlib.error as exc:
         raise InvalidInput(source, None, f"not readable as gzip ({exc}): the file is corrupt") from None
     if d is not None and not d.eof:
         raise InvalidInput(source, None, "the gzipped file is cut short (it ends inside gzip member "
                                          f"{members}): the file is truncated")
-    return out

@@ -125,13 +125,26 @@ def check(text: str, source: str = "ir_metadata") -> None:
         raise InvalidInput(source, _line(_node_at(node, first.absolute_path)), f"ir_metadata {where}: {first.message}")
 
 
-def embedded_in_run(run: bytes) -> bytes | None:
+#: A run file's comment header is searched for an ir_metadata block in this many bytes of its
+#: start: the block (at most MAX_BYTES) must end within them. Reading lines one at a time is
+#: Python's work per line, so the whole file was read so when it held only blank or comment
+#: lines (255 MiB of blank lines: 51 s of the API's CPU before its 422; issue 34, item 3).
+HEADER_BYTES = 4 * MAX_BYTES
+
+
+def embedded_in_run(run: bytes, source: str = "run") -> bytes | None:
     """The ir_metadata block of a run file's comment header (``# ir_metadata.start`` to
     ``# ir_metadata.end``), its ``#`` taken off and the lines before it blank (so line numbers
-    are the run file's); None when the header has none. Only the leading comment lines are read."""
+    are the run file's); None when the header has none. Only the leading comment lines of the
+    file's first :data:`HEADER_BYTES` are read: a block that begins there and does not end
+    there is refused (:class:`InvalidInput` naming ``source`` and the block's first line)."""
     lines: list[bytes] = []
     start = None
-    for number, raw in enumerate(_lines(run)):
+    head = run[:HEADER_BYTES]
+    cut = len(run) > len(head)
+    if cut:  # whole lines only (a marker cut in two is no marker)
+        head = head[:max(head.rfind(b"\n"), head.rfind(b"\r")) + 1]
+    for number, raw in enumerate(_lines(head)):
         line = raw.strip()
         if line and not line.startswith(b"#"):
             return None  # the data lines begin: no (complete) block
@@ -145,6 +158,10 @@ def embedded_in_run(run: bytes) -> bytes | None:
             return b"\n".join(lines) + b"\n"
         body = raw.lstrip()[1:]  # the '#'
         lines.append(body[1:] if body.startswith(b" ") else body)
+    if cut and start is not None:
+        raise InvalidInput(source, start + 1, f"the ir_metadata block of the comment header does not end within the "
+                                              f"file's first {HEADER_BYTES // 1024} KB (ir_metadata is at most "
+                                              f"{MAX_BYTES // 1024} KB)")
     return None
 
 

@@ -257,3 +257,107 @@ def release_leftovers(scope: Scope) -> None:
     """At the end of a request: give back any slot its unit of work did not."""
     for hold in scope.pop(HOLDS, ()):
         hold.release()
+
+
+class UploadSlots:
+    """At most ``limit`` uploads of this process validated at once (decompressed, parsed,
+    stored: CPU and memory a few times the file each), and at most ``limit - 1`` of them (at
+    least one) of one caller: its team, else its token (:func:`caller_key`). One team's flood
+    of uploads then always leaves a slot to everyone else, and a waiting upload is served in
+    arrival order among those whose caller is under that share (issue 34, item 3: while two
+    blank-line gzips of one team were being read, another team's 0.2 MB run waited 103 s).
+
+    A slot is taken once the request's body has been received (a slow sender holds none) and
+    kept until the request ends (:func:`release_leftovers`, as a database slot). A waiter
+    holds a future; the event loop is one thread: no lock."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.share = max(1, self.limit - 1)
+        self.in_use = 0
+        self.held: dict[object, int] = {}
+        self._waiting: deque[tuple[object, asyncio.Future[None]]] = deque()
+
+    def _free_for(self, key: object) -> bool:
+        return self.in_use < self.limit and self.held.get(key, 0) < self.share
+
+    async def acquire(self, key: object) -> _UploadHold:
+        """A slot for ``key``'s upload, once one is free for it (see the class)."""
+        if self._free_for(key) and not any(self._free_for(k) for k, f in self._waiting if not f.done()):
+            return self._take(key)
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((key, turn))
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():  # granted, then cancelled before it could run
+                self._give_back(key)
+            else:
+                self._waiting = deque(w for w in self._waiting if w[1] is not turn)
+            raise
+        return _UploadHold(self, key)  # (counted when granted: _serve)
+
+    def _take(self, key: object) -> _UploadHold:
+        self.in_use += 1
+        self.held[key] = self.held.get(key, 0) + 1
+        return _UploadHold(self, key)
+
+    def _give_back(self, key: object) -> None:
+        self.in_use -= 1
+        self.held[key] -= 1
+        if not self.held[key]:
+            del self.held[key]
+        self._serve()
+
+    def _serve(self) -> None:
+        """Grant free slots to the oldest waiters whose caller is under its share."""
+        kept: deque[tuple[object, asyncio.Future[None]]] = deque()
+        for key, turn in self._waiting:
+            if turn.done():
+                continue
+            if self._free_for(key):
+                self._take(key)
+                turn.set_result(None)
+            else:
+                kept.append((key, turn))
+        self._waiting = kept
+
+
+class _UploadHold:
+    """One request's upload slot; released exactly once, whoever gets there first."""
+
+    def __init__(self, slots: UploadSlots, key: object) -> None:
+        self.slots = slots
+        self.key = key
+        self.released = False
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.slots._give_back(self.key)
+
+
+#: The request state's key of the caller the door's guard resolved (service/http/doors.py).
+CALLER = "cranfield.caller"
+#: The application state's key of the process's :class:`UploadSlots`.
+UPLOAD_SLOTS = "upload_slots"
+_UPLOAD_HELD = "cranfield.upload_slot"  # the ASGI scope's mark of a request that holds one
+
+
+def caller_key(me: Any) -> object:
+    """Whose share an upload counts against: the caller's team, else its token."""
+    if me is None:
+        return ("anonymous",)
+    return ("team", me.team_id) if getattr(me, "team_id", None) is not None else ("token", getattr(me, "token_id", None))
+
+
+async def upload_slot(connection: Any) -> None:
+    """Wait for one of the process's upload slots for this request's caller (:class:`UploadSlots`);
+    it is held until the request ends. A request takes one slot however many files it has."""
+    slots = connection.app.state.get(UPLOAD_SLOTS)
+    scope = connection.scope
+    if slots is None or scope.get(_UPLOAD_HELD):
+        return
+    hold = await slots.acquire(caller_key(connection.state.get(CALLER)))
+    scope[_UPLOAD_HELD] = True
+    scope.setdefault(HOLDS, []).append(hold)

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.evaluation.permissions import doors
 from service.evaluation.permissions.access import Principal
 from service.evaluation.permissions.doors import Door
+from service.http.admission import CALLER
 
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -113,6 +114,7 @@ def authorise_first(factory: sessionmaker[Session]
         provided = handler.resolve_dependencies()
         me: Principal = await provided["viewer" if "viewer" in provided else "me"].dependency(connection)
         await anyio.to_thread.run_sync(_knock, factory, me, door, dict(connection.path_params))
+        connection.state[CALLER] = me  # whose share of the upload slots an upload takes (admission.upload_slot)
 
     return guard
 

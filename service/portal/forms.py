@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-import anyio.to_thread
 from litestar import Request
 from litestar.datastructures import Cookie, UploadFile
 
+from service.api.uploads import decompressed
 from service.errors import BadRequest, Forbidden, InvalidInput
-from service.formats.compressed import DEFAULT_LIMIT, gunzip, is_gzip
+from service.formats.compressed import DEFAULT_LIMIT
 
 COOKIE = "cranfield_session"
 LEGACY_COOKIE = "cranfield_token"  # earlier versions kept the API token itself here: expired at sign-in and sign-out
@@ -111,11 +111,11 @@ async def provide_form(request: Request[Any, Any, Any]) -> PostedForm:
 
 async def _plain(request: Request[Any, Any, Any], data: bytes, name: str) -> bytes:
     """A file part as text: decompressed when it is gzip, within the body limit on its uncompressed
-    size (413 past it, 422 naming the file when corrupt; service/formats/compressed.py)."""
-    if not is_gzip(data):
+    size (413 past it, 422 naming the file when corrupt; service/formats/compressed.py), once
+    the request holds an upload slot, as the API's uploads (service/api/uploads.py)."""
+    if not data:  # an empty file input: no upload
         return data
-    limit = int(request.app.state.get("max_body") or DEFAULT_LIMIT)
-    return await anyio.to_thread.run_sync(gunzip, data, name, limit)  # type: ignore[return-value]
+    return await decompressed(request, data, name, int(request.app.state.get("max_body") or DEFAULT_LIMIT))
 
 
 def whole_number(text: str | None, what: str) -> int | None:

@@ -283,7 +283,7 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, te
     if meta.ir_metadata is not None:
         ir_text: str | None = ir_metadata.read(meta.ir_metadata, meta.ir_metadata_source)
     else:  # repro_eval's form: the metadata as the run file's comment header
-        embedded = ir_metadata.embedded_in_run(body)
+        embedded = ir_metadata.embedded_in_run(body, source)
         ir_text = ir_metadata.read(embedded, source).strip("\n") + "\n" if embedded is not None else None
     parsed = parse_run(body, source, order, keep_ranks=True)  # InvalidInput with the line before anything is stored
     # The lists' warnings now, then the parsed arrays go (and their memory, run.summary() is
