@@ -514,8 +514,10 @@ def _repro_board(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     doc = client.reproducibility_board(coll["id"], args.metric)
     if args.format == "json":
         return write_json(doc, out)
-    sys.stderr.write(f"# {coll['name']}: {doc['metric']}"
-                     + (" (stale: the workers are measuring again)" if doc.get("stale") else "") + "\n")
+    # the collection's name and the metric are the server's text: escaped for the terminal (say)
+    say(f"# {coll['name']}: {doc['metric']}" + (" (stale: the workers are measuring again)" if doc.get("stale") else "")
+        + (" (some figures withheld from this token: see each verdict)" if any(
+            r.get("withheld") for r in doc["rows"]) else ""))
 
     def tag(run: dict[str, Any] | None) -> str:
         return run["tag"] if run else "-"

@@ -368,18 +368,29 @@ def test_board_rows_by_role(track: Track) -> None:
         assert len(rows) == 2, role
     assert c.get(f"/api/collections/{track.cid}/reproducibility",
                  headers=_headers(track, "other_organiser")).status_code == 403
-    # an unrevealed topic split: the figures (over every topic) are the organisers' only, and a
-    # team's per-topic view leaves the hidden topics out
+    # an unrevealed topic split: the figures over every topic are the organisers' only; a team
+    # sees them over the visible topics, as the leaderboard shows it the means (issue 34, item
+    # 4), and a per-topic view without the hidden topics
     pair_topics = c.get(f"/api/collections/{track.cid}/reproducibility/{pair['id']}",
                         headers=_headers(track, "organiser")).json()
     hidden = sorted({t["topic"] for p in pair_topics["parts"] for t in p["topics"]})[:3]
     assert c.patch(f"/api/collections/{track.cid}", json={"hidden_topics": hidden},
                    headers=_headers(track, "organiser")).status_code == 200
     org_rows = _board(track, track.cid)["rows"]
-    assert all(r["baseline"] is not None for r in org_rows)
+    assert all(r["baseline"] is not None and r["topics"] == "all" and not r["withheld"] for r in org_rows)
     alpha_rows = _board(track, track.cid, role="alpha")["rows"]
-    assert alpha_rows and all(r["baseline"] is None and r["effect"] is None and r["verdict"].startswith("shown once")
-                              for r in alpha_rows)
+    lb = c.get(f"/api/collections/{track.cid}/leaderboard?metric=MSnDCG@10", headers=_headers(track, "alpha")).json()
+    assert lb["topics"].startswith("visible only")
+    shown_means = {r["run"]: r["mean"] for r in lb["rows"]}
+    assert alpha_rows and all(r["topics"].startswith("visible only") and not r["withheld"] for r in alpha_rows)
+    for r in alpha_rows:
+        organisers = next(x for x in org_rows if x["id"] == r["id"])
+        part = "advanced" if r["advanced"] else "baseline"
+        _close(r[part]["mean_original"], shown_means[r["original"][f"{'advanced_run' if r['advanced'] else 'run'}"]
+                                                      ["tag"]], "the original's visible mean")
+        _close(r[part]["mean_reproduction"], shown_means[r[f"{'advanced_run' if r['advanced'] else 'run'}"]["tag"]],
+               "the reproduction's visible mean")
+        assert r[part]["mean_original"] != organisers[part]["mean_original"]  # not the mean over every topic
     seen = c.get(f"/api/collections/{track.cid}/reproducibility/{pair['id']}", headers=_headers(track, "alpha")).json()
     listed = {t["topic"] for p in seen["parts"] for t in p["topics"]}
     assert listed and not listed & set(hidden)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from msgspec import Meta
+from msgspec import Meta, field
 
 from service.api.schemas import Request, Response
 
@@ -93,7 +93,13 @@ class ReproductionRow(DeclarationOut, kw_only=True):
     advanced: RunFigures | None
     effect: EffectFigures | None
     note: str | None
-    verdict: Annotated[str, Meta(description="The verdict in words (rule: docs/reproducibility.md).")]
+    verdict: Annotated[str, Meta(description="The verdict in words (rule: docs/reproducibility.md); "
+                                             "withheld: ... when its figures are not shown to the caller.")]
+    withheld: Annotated[str | None, Meta(description="What of the figures is not shown to the caller and why (each run's "
+                                               "figures follow its own collection's board: enrolment, release, hidden "
+                                               "topics); null when every figure is shown.")] = None
+    topics: Annotated[str, Meta(description="The topics the figures are over: all, or visible only (public/private "
+                                        "split: each run's collection's visible topics).")] = "all"
 
 
 class ReproducibilityBoard(Response, kw_only=True):
@@ -119,6 +125,10 @@ class PerTopicPart(Response, kw_only=True):
     part: Annotated[str, Meta(description="baseline, advanced or effect.")]
     rows: list[str]
     topics: list[TopicValues]
+    withheld: Annotated[dict[str, str], Meta(description="The rows not shown to the caller, with the reason (their "
+                                                         "values are null).")] = field(default_factory=dict)
+    left_out: Annotated[str | None, Meta(description="Whose hidden topics (an unrevealed public/private split) are "
+                                                     "left out of the rows.")] = None
 
 
 class ReproductionTopics(Response, kw_only=True):
@@ -138,7 +148,13 @@ class MeasureRequested(Response, kw_only=True):
 
 
 class SnapshotPoint(RunBrief, kw_only=True):
-    mean: Annotated[float | None, Meta(description="The run's stored mean on the metric in its collection.")]
+    mean: Annotated[float | None, Meta(description="The run's stored mean on the metric in its collection, as its "
+                                                   "board shows it to the caller.")]
+    topics: Annotated[str, Meta(description="The topics the figures are over: all, or visible only (public/private "
+                                        "split: each run's collection's visible topics).")] = "all"
+    withheld: Annotated[str | None, Meta(description="What of the figures is not shown to the caller and why (each run's "
+                                               "figures follow its own collection's board: enrolment, release, hidden "
+                                               "topics); null when every figure is shown.")] = None
 
 
 class SnapshotStep(Response, kw_only=True):
@@ -148,6 +164,11 @@ class SnapshotStep(Response, kw_only=True):
     p_value: float | None = None
     ER: float | None = None
     DeltaRI: float | None = None
+    topics: Annotated[str, Meta(description="The topics the figures are over: all, or visible only (public/private "
+                                        "split: each run's collection's visible topics).")] = "all"
+    withheld: Annotated[str | None, Meta(description="What of the figures is not shown to the caller and why (each run's "
+                                               "figures follow its own collection's board: enrolment, release, hidden "
+                                               "topics); null when every figure is shown.")] = None
 
 
 class LongitudinalSystem(Response, kw_only=True):

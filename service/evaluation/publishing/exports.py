@@ -171,7 +171,7 @@ REPRODUCIBILITY_COLUMNS = (
     "same_collection", "metric", "KTU_baseline", "RBO_baseline", "KTU_advanced", "RBO_advanced",
     "mean_original_baseline", "mean_reproduction_baseline", "RMSE_baseline", "nRMSE_baseline", "p_baseline",
     "mean_original_advanced", "mean_reproduction_advanced", "RMSE_advanced", "nRMSE_advanced", "p_advanced",
-    "ER", "ER_low", "ER_high", "DeltaRI", "DeltaRI_low", "DeltaRI_high", "verdict")
+    "ER", "ER_low", "ER_high", "DeltaRI", "DeltaRI_low", "DeltaRI_high", "verdict", "topics", "withheld")
 
 
 def _tag(run: dict[str, Any] | None) -> str:
@@ -184,7 +184,7 @@ def _reproduction_cells(r: dict[str, Any], metric: str) -> dict[str, Any]:
         "reproduction": r["id"], "kind": r["kind"], "team": r["run"]["team"] if r["run"] else "",
         "run": _tag(r["run"]), "advanced_run": _tag(r["advanced_run"]), "original_run": _tag(r["original"]["run"]),
         "original_advanced_run": _tag(r["original"]["advanced_run"]), "same_collection": r["same_collection"],
-        "metric": metric, "verdict": r["verdict"]}
+        "metric": metric, "verdict": r["verdict"], "topics": r.get("topics", "all"), "withheld": r.get("withheld") or ""}
     for part in ("baseline", "advanced"):
         for k in ("KTU", "RBO"):
             cells[f"{k}_{part}"] = (order.get(part) or {}).get(k)
@@ -198,7 +198,8 @@ def _reproduction_cells(r: dict[str, Any], metric: str) -> dict[str, Any]:
 
 def reproducibility_csv(doc: dict[str, Any]) -> str:
     """The reproducibility board as CSV: a line per reproduction, full floats, empty where a
-    measure is undefined (or does not apply: KTU and RBO on another collection)."""
+    measure is undefined (or does not apply: KTU and RBO on another collection) or not shown to
+    the caller (``withheld`` says why; ``topics`` over which topics the figures are)."""
     rows = []
     for r in doc["rows"]:
         cells = _reproduction_cells(r, doc["metric"])
@@ -230,6 +231,7 @@ def reproducibility_latex(doc: dict[str, Any]) -> str:
         part = "advanced" if c["advanced_run"] else "baseline"
         mean = (f"{num(c[f'mean_reproduction_{part}'], 4)} ({num(c[f'mean_original_{part}'], 4)})"
                 if c[f"mean_reproduction_{part}"] is not None else "--")
+        runs += "*" if c["topics"] != "all" else ""
         lines.append(f"{esc(c['team'])} & {runs} & {original} & {num(c[f'KTU_{part}'])} & {num(c[f'RBO_{part}'])} & "
                      f"{mean} & {num(c[f'RMSE_{part}'], 4)} & {num(c[f'p_{part}'], 4)} & "
                      f"{span(c['ER'], c['ER_low'], c['ER_high'])} & "
@@ -238,6 +240,10 @@ def reproducibility_latex(doc: dict[str, Any]) -> str:
     note = (f"Metric: {esc(doc['metric'])}. KTU and RBO compare document orders (same collection only); for a pair "
             "the figures are the advanced run's, ER and $\\Delta$RI compare the two effects, with 95\\% bootstrap "
             "intervals over topics (docs/reproducibility.md).")
+    if any(r.get("topics", "all") != "all" for r in doc["rows"]):
+        note += " Figures marked * are over the visible topics of an unrevealed public/private split."
+    if any(r.get("withheld") for r in doc["rows"]):
+        note += " -- marks a figure withheld from this reader (the verdict says why)."
     verdicts = [f"{esc(r['run']['team'] if r['run'] else '')}: {esc(r['verdict'])}" for r in doc["rows"]]
     lines.append(f"\\par\\smallskip{{\\footnotesize {note}}}")
     if verdicts:

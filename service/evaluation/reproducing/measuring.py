@@ -16,6 +16,12 @@ order), computes with :mod:`service.metrics.stats.reproducibility` outside any t
 and replaces the collection's ``ReproductionMeasure`` rows with the new ones in the
 transaction that marks the analysis done: storing twice stores the same rows. Nothing is
 computed in a request.
+
+Each row's ``summary`` carries, besides the figures over every topic, the same figures over
+the *visible* topics (``summary["visible"]``) when a collection involved (the reproduction's
+or the original's) has a public/private topic split: every run's scores restricted to the
+topics its own collection shows to those who may see its visible topics only. The board
+gives a caller the variant that run's own board would show it (:mod:`.board`).
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ SETTINGS: dict[str, Any] = {"ktu_depth": rp.KTU_DEPTH, "ktu_variant": "repro_eva
                             "seed": 0}
 ORDER = ""  # the metric of the document-order rows (KTU, RBO)
 PARTS = ("baseline", "advanced")
+VISIBLE = "visible"  # the summary's key of the figures over the visible topics of each run's collection
 
 
 # --- inputs and queueing ----------------------------------------------------------------------
@@ -87,15 +94,26 @@ def current_evaluation(s: Session, run_id: int) -> int | None:
                     .order_by(RunEvaluation.id.desc()).limit(1))
 
 
+def hidden_of(coll: Collection | None) -> list[str]:
+    """The hidden topics of a collection's public/private split (sorted; [] without one)."""
+    cfg = coll.current_config if coll is not None else None
+    return sorted((cfg.evaluation.get("hidden_topics") or []) if cfg is not None else [])
+
+
 def inputs(s: Session, coll: Collection) -> dict[str, Any]:
-    """What the collection's measures are computed from (a change of any of it: stale)."""
-    reps, results = [], {}
+    """What the collection's measures are computed from (a change of any of it: stale),
+    including each involved collection's topic split (the visible topics' figures)."""
+    reps, results, hidden = [], {}, {}
     for rep, orig in declarations(s, coll):
         o, r = runs_of(rep, orig)
         reps.append([rep.id, r, o])
         for run_id in (*o, *r):
             results[str(run_id)] = current_evaluation(s, run_id)
-    return {"config": coll.current_config_id, "reproductions": reps, "results": results, "settings": SETTINGS}
+            run = s.get(Run, run_id)
+            if run is not None and str(run.collection_id) not in hidden:
+                hidden[str(run.collection_id)] = hidden_of(s.get(Collection, run.collection_id))
+    return {"config": coll.current_config_id, "reproductions": reps, "results": results, "settings": SETTINGS,
+            "hidden": hidden}
 
 
 def waiting(inp: Mapping[str, Any]) -> int:
@@ -190,7 +208,8 @@ def _read_task(s: Session, coll: Collection, rep_id: int, rep_runs: list[int], o
     orig_config = s.get(CollectionConfig, orig_coll.current_config_id)
     metrics = [m for m in config.metrics if m in set(orig_config.metrics)]
     task: dict[str, Any] = {"id": rep_id, "same_collection": orig_coll.id == coll.id, "metrics": metrics,
-                            "missing": [r for r in (*orig_runs, *rep_runs) if results.get(str(r)) is None]}
+                            "missing": [r for r in (*orig_runs, *rep_runs) if results.get(str(r)) is None],
+                            "hidden": (hidden_of(orig_coll), hidden_of(coll))}
     if task["missing"]:
         return task
     task["original"] = [_scores(s, results[str(r)], metrics) for r in orig_runs]
@@ -226,8 +245,7 @@ def _compute(factory: sessionmaker[Session], analysis_id: int, attempt: int, hea
                     orig_files, rep_files, order = task["files"]
                     rankings = ([load_run(b, n, order).to_rankings() for b, n in orig_files],
                                 [load_run(b, n, order).to_rankings() for b, n in rep_files])
-                measured[task["id"]] = measure(task["original"], task["reproduction"], task["metrics"],
-                                               task["same_collection"], rankings)
+                measured[task["id"]] = measure_visible(task, rankings)
             except LeaseLost:
                 raise
             except Exception as exc:  # noqa: BLE001  (one reproduction's failure is its note)
@@ -261,6 +279,39 @@ def _store(factory: sessionmaker[Session], analysis_id: int, attempt: int, rep_i
         return []
 
     return patiently(store, heartbeat)
+
+
+def measure_visible(task: Mapping[str, Any],
+                    rankings: tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]] | None) -> list[dict[str, Any]]:
+    """:func:`measure` of one task, each row's summary with its figures over the visible topics
+    (``summary[VISIBLE]``) when the original's or the reproduction's collection hides topics:
+    the original's scores and rankings without its collection's hidden topics, the
+    reproduction's without its own's. A variant that cannot be measured (too few visible
+    topics) is left out: the board then withholds the figure and says why."""
+    rows = measure(task["original"], task["reproduction"], task["metrics"], task["same_collection"], rankings)
+    hide_o, hide_r = (frozenset(h) for h in task["hidden"])
+    if not hide_o and not hide_r:
+        return rows
+
+    def scores(side: list[dict[str, dict[str, float]]], hide: frozenset[str]) -> list[dict[str, dict[str, float]]]:
+        return [{m: {t: v for t, v in per.items() if t not in hide} for m, per in run.items()} for run in side]
+
+    def ranked(side: list[Mapping[str, Any]], hide: frozenset[str]) -> list[Mapping[str, Any]]:
+        return [{t: v for t, v in run.items() if t not in hide} for run in side]
+
+    try:
+        visible = measure(scores(task["original"], hide_o), scores(task["reproduction"], hide_r), task["metrics"],
+                          task["same_collection"], None if rankings is None else
+                          (ranked(rankings[0], hide_o), ranked(rankings[1], hide_r)))
+    except LeaseLost:
+        raise
+    except Exception:  # noqa: BLE001  (no visible variant: the board withholds what needs it)
+        return rows
+    by_key = {(v["metric"], v["part"]): v["summary"] for v in visible}
+    for row in rows:
+        if (row["metric"], row["part"]) in by_key:
+            row["summary"] = {**row["summary"], VISIBLE: by_key[(row["metric"], row["part"])]}
+    return rows
 
 
 def _relative(change: float, base: float) -> float:

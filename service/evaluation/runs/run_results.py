@@ -41,8 +41,9 @@ from service.metrics.stats.presentation import correction_name
 from service.store.models import Collection, Run
 
 
-def _hidden_from(me: Principal, coll: Collection) -> frozenset[str]:
-    """The topics whose figures the caller may not see (an unrevealed topic split)."""
+def hidden_from(me: Principal, coll: Collection) -> frozenset[str]:
+    """The topics of ``coll`` whose figures the caller may not see (an unrevealed topic split):
+    the run pages' rule, which the reproducibility views apply to every run they show."""
     return policy.hidden_topics(coll) if policy.sees_visible_topics_only(me, coll) else frozenset()
 
 
@@ -66,7 +67,7 @@ def per_topic(s: Session, coll: Collection, runs: list[Run], metric: str | None,
 def run_scores(s: Session, rid: int, me: Principal, metric: str | None = None) -> dict[str, Any]:
     row, coll = submissions.get(s, rid, me)
     policy.require(policy.may_see_run_topics(me, row, coll), me, f"the per-topic scores of run {rid}")
-    return per_topic(s, coll, [row], metric, hide=_hidden_from(me, coll))
+    return per_topic(s, coll, [row], metric, hide=hidden_from(me, coll))
 
 
 def run_scores_trec(s: Session, rid: int, me: Principal, metric: str | None = None) -> str:
@@ -82,7 +83,7 @@ def run_scores_trec(s: Session, rid: int, me: Principal, metric: str | None = No
     policy.require(policy.may_see_run_topics(me, row, coll), me, f"the per-topic scores of run {rid}")
     cfg = coll.current_config
     names = [str(parse_measure(metric))] if metric else list(cfg.metrics)
-    hide = _hidden_from(me, coll)
+    hide = hidden_from(me, coll)
     found = {m: (got.topics, got.values.tolist(), got.public_mean if hide else got.mean)
              for (_, m), got in stored_scores(s, coll, [row.id], names).items()}
     if metric and names[0] not in found:
@@ -135,7 +136,7 @@ def topic_summary(s: Session, coll: Collection, me: Principal, metric: str | Non
     from service.store.models import RunEvaluation, Score
 
     name = str(parse_measure(metric)) if metric else coll.current_config.official_metric
-    hide = _hidden_from(me, coll)
+    hide = hidden_from(me, coll)
     per: dict[str, list[float]] = {}
     for topics, blob in s.execute(select(RunEvaluation.topics, Score.values).join(Score).join(
             Run, Run.id == RunEvaluation.run_id).where(
@@ -162,7 +163,7 @@ def compare(s: Session, coll: Collection, me: Principal, a: int, b: int, metric:
             raise NotFound(f"run {row.id} is not in collection {coll.id}")
         policy.require(policy.may_see_run_topics(me, row, coll), me, f"the per-topic scores of run {row.id}")
     public = policy.sees_visible_topics_only(me, coll)
-    doc = per_topic(s, coll, runs, metric, hide=_hidden_from(me, coll))
+    doc = per_topic(s, coll, runs, metric, hide=hidden_from(me, coll))
     x, y = (doc["runs"][r.tag]["per_topic"] for r in runs)
     diffs = {t: (x[t] - y[t]) for t in x if x[t] is not None and y.get(t) is not None}
     doc["a"], doc["b"] = runs[0].tag, runs[1].tag
