@@ -622,7 +622,7 @@ def served_blank_lines(in_flight: int = 2) -> dict[str, Any]:
             for t in threads:
                 t.start()
             busy.wait()
-            time.sleep(1.0)  # the floods are being read
+            time.sleep(5.0)  # the floods are being read (decompressed, parsed)
             with srv.client(tokens["other"]) as c:
                 started = time.perf_counter()
                 r = c.post(path, content=small.replace(b"RUN-MEM", b"RUN-TWO"))

@@ -105,18 +105,19 @@ def read_file(path: str | os.PathLike[str], limit: int | None = None) -> bytes |
 Pieces = Iterable[bytes | memoryview]
 
 
-def inflate(pieces: Pieces | Callable[[], Pieces], source: str, limit: int) -> bytearray:
+def inflate(pieces: Pieces | Callable[[], Pieces], source: str, limit: int, *, zlib_stream: bool = False
+            ) -> bytearray:
     """The gzip stream given in ``pieces`` (a sequence, or a function giving the pieces anew at
     each call: they are read twice), decompressed: one or more members, refused past ``limit``
     output bytes (:class:`TooLarge`) or when corrupt or cut short (:class:`InvalidInput`).
     The first pass counts, holding a megabyte of output at most; the second fills one buffer
-    of exactly the counted size."""
+    of exactly the counted size. ``zlib_stream``: one zlib stream (``zlib.compress``'s) instead."""
     again: Callable[[], Pieces] = pieces if callable(pieces) else lambda: pieces  # type: ignore[assignment]
-    size = sum(len(chunk) for chunk in _inflated(again(), source, limit))
+    size = sum(len(chunk) for chunk in _inflated(again(), source, limit, zlib_stream))
     out = bytearray(size)
     at = 0
     with memoryview(out) as view:
-        for chunk in _inflated(again(), source, limit):
+        for chunk in _inflated(again(), source, limit, zlib_stream):
             end = at + len(chunk)
             if end > size:
                 raise InvalidInput(source, None, "the file changed while it was read")
@@ -127,7 +128,7 @@ def inflate(pieces: Pieces | Callable[[], Pieces], source: str, limit: int) -> b
     return out
 
 
-def _inflated(pieces: Pieces, source: str, limit: int) -> Iterator[bytes]:
+def _inflated(pieces: Pieces, source: str, limit: int, zlib_stream: bool = False) -> Iterator[bytes]:
     """The decompressed bytes of the gzip stream in ``pieces``, a megabyte at most at a time;
     :class:`TooLarge` as soon as they (with :data:`MEMBER_COST` for each member of less) would
     pass ``limit``."""
@@ -156,10 +157,10 @@ def _inflated(pieces: Pieces, source: str, limit: int) -> Iterator[bytes]:
                             data = data.lstrip(b"\x00")
                             if not data:
                                 break
-                            if members and not data.startswith(GZIP_MAGIC[: len(data)]):
+                            if members and (zlib_stream or not data.startswith(GZIP_MAGIC[: len(data)])):
                                 raise InvalidInput(source, None, f"data after gzip member {members} is not another "
                                                                  "gzip member (a corrupt file?)")
-                            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                            d = zlib.decompressobj(zlib.MAX_WBITS if zlib_stream else 16 + zlib.MAX_WBITS)
                             members += 1
                             member_from = total
                         chunk = d.decompress(data, PIECE)

@@ -27,6 +27,7 @@ from litestar.datastructures import Cookie, UploadFile
 from service.api.uploads import decompressed
 from service.errors import BadRequest, Forbidden, InvalidInput
 from service.formats.compressed import DEFAULT_LIMIT
+from service.http.admission import upload_slot
 
 COOKIE = "cranfield_session"
 LEGACY_COOKIE = "cranfield_token"  # earlier versions kept the API token itself here: expired at sign-in and sign-out
@@ -99,6 +100,8 @@ async def provide_form(request: Request[Any, Any, Any]) -> PostedForm:
     after its CSRF token is checked (403 otherwise, before the handler runs)."""
     raw = await request.form()
     check_csrf(request, str(raw.get("csrf") or ""))
+    if raw.get("staged"):  # a previewed qrels file posted back (unstaged by its handler): an upload
+        await upload_slot(request)
     fields: dict[str, str] = {}
     files: dict[str, Upload] = {}
     for key, value in raw.multi_items():

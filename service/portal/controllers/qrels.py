@@ -26,10 +26,12 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
-from service.errors import BadRequest
+from service.config import max_upload
+from service.errors import BadRequest, InvalidInput
 from service.evaluation.computing import jobs
 from service.evaluation.computing.work import Outcome
 from service.evaluation.judging import qrels
+from service.formats.compressed import inflate
 from service.portal.forms import PostedForm, Upload
 from service.portal.pages import Page, Refusal, attempt, see_other
 from service.store.models import Collection
@@ -48,10 +50,14 @@ def stage(body: bytes) -> str:
     return base64.b64encode(zlib.compress(body, 6)).decode("ascii")
 
 
-def unstage(text: str) -> bytes:
+def unstage(text: str, limit: int) -> bytes:
+    """The upload :func:`stage` carried, decompressed within ``limit`` bytes (the upload limit:
+    413 past it, counted before anything is kept, as a gzipped upload; issue 34, item 2: the
+    posted field is anyone's, a zlib bomb in it expanded whole)."""
     try:
-        return zlib.decompress(base64.b64decode(text.encode("ascii"), validate=True))
-    except (binascii.Error, zlib.error, UnicodeEncodeError):
+        return inflate([base64.b64decode(text.encode("ascii"), validate=True)], "the previewed file", limit,
+                       zlib_stream=True)  # type: ignore[return-value]  # a bytearray: every reader takes it
+    except (binascii.Error, InvalidInput, UnicodeEncodeError):
         raise BadRequest("the previewed file did not come back intact: upload it again") from None
 
 
@@ -72,10 +78,11 @@ class QrelsController(Controller):
         A confirmation of a preview posts the file back in ``staged`` (with ``source``)."""
         fmt = form.text("format") or "adhoc"
         if form.text("staged"):
-            upload = Upload(form.text("source") or "qrels file", unstage(form.text("staged")))
+            limit = max_upload()
+            upload = Upload(form.text("source") or "qrels file", unstage(form.text("staged"), limit))
             staged_probabilities = form.text("staged_probabilities")
             probabilities = Upload(form.text("probabilities_source") or "intent probabilities",
-                                   unstage(staged_probabilities)) if staged_probabilities else None
+                                   unstage(staged_probabilities, limit)) if staged_probabilities else None
         else:
             upload = form.upload("file", "qrels")
             chosen = form.upload("probabilities", "intent probabilities")
