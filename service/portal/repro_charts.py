@@ -29,12 +29,15 @@ def er_dri_plane(rows: Sequence[dict[str, Any]], metric: str) -> str:
         ax.axvline(1.0, color="#777777", linewidth=0.8, linestyle="--")
         ax.axhline(0.0, color="#777777", linewidth=0.8, linestyle="--")
         for i, p in enumerate(points):
-            xerr = [[p["ER"] - p["ER_low"]], [p["ER_high"] - p["ER"]]] if _finite(p["ER_low"]) and _finite(
-                p["ER_high"]) else None
-            yerr = [[p["DeltaRI"] - p["DeltaRI_low"]], [p["DeltaRI_high"] - p["DeltaRI"]]] if _finite(
-                p["DeltaRI_low"]) and _finite(p["DeltaRI_high"]) else None
-            ax.errorbar([p["ER"]], [p["DeltaRI"]], xerr=xerr, yerr=yerr, fmt=MARKERS[i % len(MARKERS)],
-                        color=SERIES[i % len(SERIES)], capsize=3, linewidth=1, label=p["label"])
+            color = SERIES[i % len(SERIES)]
+            # the intervals as drawn segments, not error bars: a percentile interval need not
+            # hold its point estimate (with few topics ER may lie outside it; matplotlib refuses
+            # the negative error bar that would make)
+            if _finite(p["ER_low"]) and _finite(p["ER_high"]):
+                ax.plot([p["ER_low"], p["ER_high"]], [p["DeltaRI"]] * 2, color=color, linewidth=1, marker="|")
+            if _finite(p["DeltaRI_low"]) and _finite(p["DeltaRI_high"]):
+                ax.plot([p["ER"]] * 2, [p["DeltaRI_low"], p["DeltaRI_high"]], color=color, linewidth=1, marker="_")
+            ax.plot([p["ER"]], [p["DeltaRI"]], MARKERS[i % len(MARKERS)], color=color, label=p["label"])
         ax.set_xlabel(f"Effect ratio (ER) on {metric}")
         ax.set_ylabel("ΔRI (original − reproduction)")
         if points:
