@@ -231,7 +231,9 @@ def _token_arguments(tok: argparse.ArgumentParser) -> None:
     tc.add_argument("--name", default="")
     tc.add_argument("--team", help="participant tokens: the team")
     tc.add_argument("--collection", action="append", dest="collections", default=[],
-                    help="organiser and assessor tokens: a collection they organise or judge (repeatable)")
+                    help="organiser and assessor tokens: a collection they organise or judge; participant "
+                         "tokens: the only collections they reach (none given: wherever the team is enrolled) "
+                         "(repeatable)")
     tc.add_argument("--topic", action="append", dest="topics", default=[],
                     help="assessor tokens: a topic they judge (repeatable)")
 

@@ -424,6 +424,18 @@ class ApiToken(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     created_by: Mapped[str] = mapped_column(String(200), default="")
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # participants: True when the token reaches only its TokenScope collections (among those its
+    # team is enrolled in): a token an organiser made never reaches further than that organiser
+    # (migration 0024). False: wherever its team is enrolled (admins' and the CLI's tokens).
+    scoped: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+
+class TokenScope(Base):
+    """The collections a scoped participant token may act in (``ApiToken.scoped``)."""
+
+    __tablename__ = "token_scopes"
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"), primary_key=True)
 
 
 class PortalSession(Base):

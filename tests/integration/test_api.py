@@ -100,6 +100,18 @@ def test_every_role_against_every_endpoint(world: World) -> None:
         ("POST", "/api/teams", {"name": "team-{role}"},
          expect(default=403, anonymous=401, organiser=201, other_organiser=201, admin=201)),
         ("POST", "/api/tokens", {"role": "admin"}, expect(default=403, anonymous=401, admin=201)),
+        # a token never reaches further than its creator (issue 34): alpha takes part in "task",
+        # so the organiser of "other" makes no token of it, nor one naming a collection not its own
+        ("POST", "/api/tokens", {"role": "participant", "team": "alpha", "name": "p-{role}"},
+         expect(default=403, anonymous=401, organiser=201, admin=201)),
+        ("POST", "/api/tokens", {"role": "participant", "team": "beta", "collections": [other]},
+         expect(default=403, anonymous=401, admin=201)),
+        ("POST", "/api/tokens", {"role": "assessor", "collections": [cid], "topics": ["0001"]},
+         expect(default=403, anonymous=401, organiser=201, admin=201)),
+        ("POST", "/api/tokens", {"role": "organiser", "collections": [other]}, expect(default=403, anonymous=401,
+                                                                                    admin=201)),
+        ("POST", f"/api/collections/{cid}/teams", {"team": "beta"},
+         expect(default=403, anonymous=401, organiser=201, admin=201)),
         ("POST", f"/api/collections/{cid}/qrels", "t 0 d 1\n",
          expect(default=403, anonymous=401, organiser=201, admin=201)),
         # teams take part by enrolment: no team is enrolled in "other"

@@ -3,6 +3,8 @@ migration that introduced enrolment keeps every team's access where it had submi
 
 from __future__ import annotations
 
+import re
+
 from sqlalchemy import text
 
 from tests.integration.conftest import Backend, World, auth
@@ -130,3 +132,112 @@ def test_a_removed_team_loses_its_runs_in_a_private_collection(world: World) -> 
     assert c.post("/login", data={"token": t["beta"]}, follow_redirects=False).status_code == 303  # the portal
     assert c.get(f"/runs/{rid}").status_code == 403
     c.cookies.clear()
+
+
+# ------------------------------------------------------------------ a token never reaches further than its creator
+def _reads(world: World, token: str, cid: int, rid: int) -> dict[str, int]:
+    """What a participant token gets of collection ``cid`` and its run ``rid``: the status of
+    each read, and of storing a run there."""
+    c, h = world.client, auth(token)
+    answers = {path: c.get(path, headers=h).status_code for path in (
+        f"/api/collections/{cid}", f"/api/collections/{cid}/runs", f"/api/collections/{cid}/leaderboard",
+        f"/api/collections/{cid}/judge-track/pool", f"/api/runs/{rid}", f"/api/runs/{rid}/file",
+        f"/api/runs/{rid}/scores")}
+    answers["store a run"] = c.post(f"/api/collections/{cid}/runs", content="0001 Q0 NTC-000-00001 1 2 probe\n",
+                                    headers=h).status_code
+    return answers
+
+
+def test_an_organiser_cannot_mint_a_token_reaching_a_collection_it_does_not_organise(world: World) -> None:
+    """Issue 34, item 1, the probe: the organiser of collection "other" only asks for a
+    participant token of team alpha, enrolled in the private collection "task": 403, by the API
+    and by the portal's Teams page (after enrolling alpha in its own collection), with or
+    without naming its own collections; alpha's runs, scores and judge pool stay unread."""
+    from tests.integration.test_portal import as_role, csrf_of
+
+    c, t, cid, other = world.client, world.tokens, world.cid, world.other_cid
+    org, intruder = auth(t["organiser"]), auth(t["other_organiser"])
+    assert c.put(f"/api/collections/{cid}/judge-track", json={"accepts_judgments": True},
+                 headers=org).status_code == 200
+    for body in ({"role": "participant", "name": "x", "team": "alpha"},
+                 {"role": "participant", "name": "x", "team": "alpha", "collections": [other]},
+                 {"role": "participant", "name": "x", "team": "alpha", "collections": [cid]}):
+        r = c.post("/api/tokens", json=body, headers=intruder)
+        assert r.status_code == 403 and "never reaches further" in r.json()["detail"], (body, r.text)
+    # enrolling alpha in its own collection is the organiser's right, but still makes no token of it
+    assert c.post(f"/api/collections/{other}/teams", json={"team": "alpha"}, headers=intruder).status_code == 201
+    assert c.post("/api/tokens", json={"role": "participant", "team": "alpha"}, headers=intruder).status_code == 403
+    r = c.post(f"/c/{other}/teams", data={"csrf": csrf_of(world, "other_organiser"), "action": "token",
+                                          "team": "alpha", "name": "x"}, headers=as_role(world, "other_organiser"))
+    assert r.status_code == 403 and "never reaches further" in r.text
+    assert not re.search(r"cf_[A-Za-z0-9_-]{40}", r.text)  # no secret on the page
+    with world.factory() as s:
+        from sqlalchemy import func, select
+
+        from service.store.models import ApiToken
+        assert s.scalar(select(func.count()).select_from(ApiToken).where(ApiToken.created_by != "root",
+                                                                         ApiToken.role == "participant",
+                                                                         ApiToken.name == "x")) == 0
+    # the organiser of "task" makes one: alpha is enrolled in its collections only... no longer (also
+    # in "other" now): refused as well, an admin's token is the one reaching both
+    assert c.post("/api/tokens", json={"role": "participant", "team": "alpha"}, headers=org).status_code == 403
+    assert c.post("/api/tokens", json={"role": "participant", "team": "alpha"},
+                  headers=auth(t["admin"])).status_code == 201
+
+
+def test_a_token_does_not_follow_its_team_into_another_organisers_collection(world: World) -> None:
+    """The organiser of "other" makes team delta and a token of it (delta takes part nowhere
+    else: allowed, scoped to "other"); the organiser of "task" later enrols delta in the private
+    "task" and stores a run for it. That token reads nothing of "task" (the collection, delta's
+    run, its file and scores, the judge pool) and stores no run there; an admin's token of delta
+    reaches both. The token lists, reads and submits to "other" as before."""
+    c, t, cid, other = world.client, world.tokens, world.cid, world.other_cid
+    org, other_org, admin = auth(t["organiser"]), auth(t["other_organiser"]), auth(t["admin"])
+    assert c.post("/api/teams", json={"name": "delta"}, headers=other_org).status_code == 201
+    assert c.post(f"/api/collections/{other}/teams", json={"team": "delta"}, headers=other_org).status_code == 201
+    minted = c.post("/api/tokens", json={"role": "participant", "team": "delta", "name": "d1"}, headers=other_org)
+    assert minted.status_code == 201, minted.text
+    scoped = minted.json()["token"]
+    unscoped = c.post("/api/tokens", json={"role": "participant", "team": "delta"}, headers=admin).json()["token"]
+    listed = c.get("/api/tokens", params={"team": "delta"}, headers=admin).json()["items"]
+    assert [(x["scoped"], x["collections"]) for x in listed] == [(False, []), (True, [other])]
+    # the organiser of "task" enrols delta, and stores a run for it
+    assert c.post(f"/api/collections/{cid}/teams", json={"team": "delta"}, headers=org).status_code == 201
+    c.put(f"/api/collections/{cid}/judge-track", json={"accepts_judgments": True}, headers=org)
+    r = c.post(f"/api/collections/{cid}/runs", params={"team": "delta"}, content="0001 Q0 NTC-000-00001 1 2 d\n",
+               headers=org)
+    assert r.status_code == 201, r.text
+    rid = r.json()["id"]
+    refused = _reads(world, scoped, cid, rid)
+    assert set(refused.values()) == {403}, refused
+    reached = _reads(world, unscoped, cid, rid)
+    assert all(code < 400 or path.endswith("/pool") for path, code in reached.items()), reached
+    assert [x["id"] for x in c.get("/api/collections", headers=auth(scoped)).json()["items"]] == [other]
+    assert c.get(f"/api/collections/{cid}/runs", headers=auth(unscoped)).json()["items"][0]["id"] == rid
+    # in "other", where its maker organises, the token is a participant as before
+    assert c.get(f"/api/collections/{other}", headers=auth(scoped)).json()["enrolled"] is True
+    with world.factory() as s:
+        from service.evaluation.permissions import access
+        me = access.principal_for(s, f"Bearer {scoped}")
+        assert (me.enrolled, me.reach) == ({other}, {other})
+
+
+def test_a_scoped_token_enrols_its_team_where_enrolment_is_open_but_not_where_others_did(world: World) -> None:
+    """Self-enrolment in a public collection whose enrolment is open is anyone's: a scoped token
+    that enrols its team there reaches it from then on. Where its team is enrolled already (by an
+    organiser, or another token of the team) it does not: that would read the team's runs made
+    there by others."""
+    c, t, cid, other = world.client, world.tokens, world.cid, world.other_cid
+    other_org = auth(t["other_organiser"])
+    assert c.patch(f"/api/collections/{other}", json={"visibility": "public", "enrolment": "open"},
+                   headers=other_org).status_code == 200
+    alpha = auth(t["alpha"])  # made by the organiser of "task": scoped to it
+    r = c.post(f"/api/collections/{other}/enrolment", headers=alpha)
+    assert r.status_code == 201 and c.get(f"/api/collections/{other}", headers=alpha).json()["enrolled"] is True
+    r = c.post(f"/api/collections/{other}/runs", content="0001 Q0 NTC-000-00001 1 2 a\n", headers=alpha)
+    assert r.status_code == 409 and "no topics yet" in r.text, r.text  # taken in: "other" has no topics to check it
+    # beta is enrolled in "other" by its organiser; beta's token (scoped to "task") may not join in
+    assert c.post(f"/api/collections/{other}/teams", json={"team": "beta"}, headers=other_org).status_code == 201
+    r = c.post(f"/api/collections/{other}/enrolment", headers=auth(t["beta"]))
+    assert r.status_code == 403 and "ask an admin" in r.json()["detail"]
+    assert c.get(f"/api/collections/{other}", headers=auth(t["beta"])).json()["enrolled"] is False

@@ -266,14 +266,16 @@ class TeamOut(Response, kw_only=True):
 
 
 class TokenCreate(Request, kw_only=True):
-    """A new API token. Admins create any; organisers create participant tokens, and assessor
-    tokens for their own collections."""
+    """A new API token. Admins create any; organisers create assessor tokens for their own
+    collections, and participant tokens of a team enrolled in none but their collections, which
+    reach their collections only (a token never reaches further than its creator does)."""
 
     role: Annotated[Literal["admin", "organiser", "participant", "assessor"], Meta(examples=["participant"])]
     name: Annotated[str, Meta(max_length=200, description="Who holds it (shown in the audit log).")] = ""
     team: Annotated[str, Meta(max_length=200, description="Participants: the team's name.")] | None = None
     collections: Annotated[list[int], Meta(max_length=1000, description="Organisers and assessors: "
-                                           "the collections it covers.")] = []
+                                           "the collections it covers. Participants: the only collections "
+                                           "it may act in (an organiser's token: theirs by default).")] = []
     topics: Annotated[list[TopicId], Meta(max_length=100_000, description="Assessors: the topics "
                                                  "it judges.")] | None = None
 
@@ -298,7 +300,10 @@ class TokenInfo(Response, kw_only=True):
     name: str
     role: str
     team: str | None
-    collections: Annotated[list[int], Meta(description="Organisers and assessors: the collections it covers.")]
+    collections: Annotated[list[int], Meta(description="Organisers and assessors: the collections it covers; "
+                                           "scoped participants: the only collections it may act in.")]
+    scoped: Annotated[bool, Meta(description="Participants: whether it acts only in `collections` (a token an "
+                                 "organiser made) or wherever its team is enrolled.")] = False
     created_at: str | None
     created_by: str
     revoked_at: str | None

@@ -14,13 +14,21 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.errors import NotFound
+from service.errors import Forbidden, NotFound
 from service.evaluation.common.lookup import existing, new_name
 from service.evaluation.organising.collections import iso
 from service.evaluation.organising.setup import audit
 from service.evaluation.permissions import access, policy
 from service.evaluation.permissions.access import Principal
-from service.store.models import ApiToken, AssessorAssignment, Collection, CollectionOrganiser, Enrolment, Team
+from service.store.models import (
+    ApiToken,
+    AssessorAssignment,
+    Collection,
+    CollectionOrganiser,
+    Enrolment,
+    Team,
+    TokenScope,
+)
 
 
 def create_team(s: Session, me: Principal, name: str) -> Team:
@@ -36,16 +44,30 @@ def create_token(s: Session, me: Principal, role: str, *, name: str = "", team: 
                  collections: list[int] | None = None, topics: list[str] | None = None,
                  made_for: int | None = None) -> tuple[str, ApiToken]:
     """A new token (the secret is returned once and never stored). Its creation is in the audit
-    log of every collection it covers, or of ``made_for`` (the collection whose page made it)."""
-    policy.require(policy.may_create_token(me, role, list(collections or [])), me,
-                   f"creating a {role} token (admins create any token; organisers create participant tokens, "
-                   "and assessor tokens for their collections)")
+    log of every collection it covers, or of ``made_for`` (the collection whose page made it).
+
+    A participant token an organiser makes is scoped to that organiser's collections (or to
+    ``collections``, theirs too), and only for a team enrolled in none but those
+    (``policy.may_create_token``): a token never reaches further than its creator does."""
+    enrolled_in = _enrolments(s, team) if role == "participant" and team else frozenset()
+    policy.require(policy.may_create_token(me, role, list(collections or []), enrolled_in), me,
+                   f"creating a {role} token (admins create any token; organisers create assessor tokens for "
+                   "their collections, and participant tokens of a team that takes part in none but their "
+                   "collections: a token never reaches further than its creator does)")
+    scope = me.organises if role == "participant" and not policy.is_admin(me) else None
     secret, token = access.create_token(s, role, name=name, team=team, collections=list(collections or []),
-                                        topics=topics, actor=me.name)
+                                        topics=topics, actor=me.name, scope=scope)
     # in the audit log of every collection it covers (the secret never: its prefix names it)
     for cid in sorted(set(collections or [])) or [made_for]:
         audit(s, me.name, "token.create", cid, token=token.prefix, role=role, name=name, team=team)
     return secret, token
+
+
+def _enrolments(s: Session, team: str) -> frozenset[int]:
+    """The collections the team named ``team`` is enrolled in (none when there is no such team:
+    making its token then answers 404)."""
+    return frozenset(s.scalars(select(Enrolment.collection_id).join(Team, Team.id == Enrolment.team_id)
+                               .where(Team.name == team)))
 
 
 def list_tokens(s: Session, me: Principal, prefix: str | None = None, team: str | None = None,
@@ -71,9 +93,12 @@ def list_tokens(s: Session, me: Principal, prefix: str | None = None, team: str 
     for tid, cid in s.execute(select(AssessorAssignment.token_id, AssessorAssignment.collection_id).distinct()
                               .where(AssessorAssignment.token_id.in_(ids))):
         covers.setdefault(tid, []).append(cid)
+    for tid, cid in s.execute(select(TokenScope.token_id, TokenScope.collection_id)  # scoped participants
+                              .where(TokenScope.token_id.in_(ids))):
+        covers.setdefault(tid, []).append(cid)
     return {"total": len(rows), "offset": offset, "items": [
         {"id": tok.id, "prefix": tok.prefix, "name": tok.name, "role": tok.role, "team": team_name_,
-         "collections": sorted(set(covers.get(tok.id, []))), "created_at": iso(tok.created_at),
+         "collections": sorted(set(covers.get(tok.id, []))), "scoped": tok.scoped, "created_at": iso(tok.created_at),
          "created_by": tok.created_by, "revoked_at": iso(tok.revoked_at)} for tok, team_name_ in page]}
 
 
@@ -140,6 +165,14 @@ def enrol_self(s: Session, cid: int, me: Principal) -> dict[str, Any]:
     team = s.get(Team, me.team_id)
     if team is None:
         raise NotFound("the token's team no longer exists")
+    if not policy.within_reach(me, coll.id):
+        # A scoped token (made by an organiser for their collections) that enrols its team in an
+        # open collection reaches it from then on: anyone may take part there. Not where its team
+        # was enrolled already by another token: that would reach the other token's runs there.
+        if s.get(Enrolment, (coll.id, team.id)) is not None:
+            raise Forbidden(f"team {team.name} is enrolled in collection {coll.id} already, and this token was "
+                            "made for other collections: ask an admin for a token reaching it")
+        access.widen_scope(s, me.token_id, coll.id)  # type: ignore[arg-type]
     return _enrol(s, coll, team, me)
 
 

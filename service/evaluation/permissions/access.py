@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from service.errors import Conflict, NotFound, Unauthenticated
 from service.formats.text import check_text
 from service.store.db import as_utc
-from service.store.models import ApiToken, Collection, CollectionOrganiser, PortalSession, Team
+from service.store.models import ApiToken, Collection, CollectionOrganiser, PortalSession, Team, TokenScope
 
 ROLES = ("admin", "organiser", "participant", "assessor")
 
@@ -44,6 +44,9 @@ class Principal:
     name: str = "anonymous"
     assigned: frozenset[tuple[int, str]] = field(default_factory=frozenset)  # assessors: (collection, topic)
     enrolled: frozenset[int] = field(default_factory=frozenset)  # participants: their team's collections
+    # participants: the collections a scoped token may act in (None: unscoped, wherever its team
+    # is enrolled). ``enrolled`` is already within it; ``policy.within_reach`` asks it for the rest.
+    reach: frozenset[int] | None = None
 
 
 def _hash(secret: str) -> str:
@@ -59,8 +62,13 @@ def create_token(
     collections: list[int] | None = None,
     topics: list[str] | None = None,
     actor: str = "",
+    scope: frozenset[int] | None = None,
 ) -> tuple[str, ApiToken]:
-    """A new token; returns (secret, row). The secret is not stored and cannot be shown again."""
+    """A new token; returns (secret, row). The secret is not stored and cannot be shown again.
+
+    Participant tokens: ``collections`` (or else ``scope``) scope the token, which then acts in
+    those of its team's collections only (``TokenScope``); neither: unscoped. Who may make which
+    token is :func:`service.evaluation.permissions.policy.may_create_token`'s question."""
     if role not in ROLES:
         raise Conflict(f"role must be one of {', '.join(ROLES)}")
     check_text("name", name)  # shown in the audit log and the token listing
@@ -76,9 +84,11 @@ def create_token(
         raise Conflict("an assessor token needs a collection and the topics it judges")
     if role != "assessor" and topics:
         raise Conflict("only assessor tokens have topics")
+    if role == "participant" and collections:
+        scope = frozenset(collections)
     secret = "cf_" + secrets.token_urlsafe(32)
     token = ApiToken(token_hash=_hash(secret), prefix=secret[:10], name=name, role=role, team_id=team_id,
-                     created_by=actor)
+                     created_by=actor, scoped=role == "participant" and scope is not None)
     s.add(token)
     s.flush()
     for cid in collections or []:
@@ -86,9 +96,18 @@ def create_token(
             raise NotFound(f"no collection {cid}")
         if role == "assessor":
             assign_topics(s, token.id, cid, topics or [])
-        else:
+        elif role != "participant":  # (a participant's collections are its scope, below)
             s.add(CollectionOrganiser(token_id=token.id, collection_id=cid))
+    if token.scoped:
+        s.add_all(TokenScope(token_id=token.id, collection_id=cid) for cid in sorted(scope or ()))
     return secret, token
+
+
+def widen_scope(s: Session, token_id: int, collection_id: int) -> None:
+    """A scoped token reaches ``collection_id`` too (it enrolled its team there itself)."""
+    if s.get(TokenScope, (token_id, collection_id)) is None:
+        s.add(TokenScope(token_id=token_id, collection_id=collection_id))
+        s.flush()
 
 
 def assign_topics(s: Session, token_id: int, collection_id: int, topics: list[str]) -> None:
@@ -127,12 +146,16 @@ def _principal_of_token(s: Session, token: ApiToken) -> Principal:
         assigned = frozenset((c, t) for c, t in s.execute(select(
             AssessorAssignment.collection_id, AssessorAssignment.topic).where(AssessorAssignment.token_id == token.id)))
     enrolled: frozenset[int] = frozenset()
+    reach = frozenset(s.scalars(select(TokenScope.collection_id).where(TokenScope.token_id == token.id))) \
+        if token.scoped else None
     if token.team_id is not None:
         from service.store.models import Enrolment
 
         enrolled = frozenset(s.scalars(select(Enrolment.collection_id).where(Enrolment.team_id == token.team_id)))
+        if reach is not None:  # a scoped token: its team's enrolments elsewhere are not its own
+            enrolled &= reach
     return Principal(role=token.role, token_id=token.id, team_id=token.team_id, organises=organises,
-                     name=token.name or token.prefix, assigned=assigned, enrolled=enrolled)
+                     name=token.name or token.prefix, assigned=assigned, enrolled=enrolled, reach=reach)
 
 
 # ------------------------------------------------------------------ portal sessions

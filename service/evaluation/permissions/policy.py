@@ -55,6 +55,13 @@ def may_organise(me: Principal, collection_id: int) -> bool:
     return is_admin(me) or (me.role == "organiser" and collection_id in me.organises)
 
 
+def within_reach(me: Principal, collection_id: int) -> bool:
+    """A scoped participant token acts only in its scope (``Principal.reach``; its ``enrolled``
+    is within it already): a token an organiser made never reaches further than that organiser
+    does, whatever its team is enrolled in (:func:`may_create_token`)."""
+    return me.reach is None or collection_id in me.reach
+
+
 def is_enrolled(me: Principal, coll: Collection) -> bool:
     """A participant whose team is enrolled in the collection."""
     return me.role == "participant" and coll.id in me.enrolled
@@ -183,7 +190,7 @@ def may_follow_job(me: Principal, coll: Collection, run_teams: set[int]) -> bool
     if may_see_jobs(me, coll):
         return True
     return (me.role == "participant" and me.team_id is not None and run_teams == {me.team_id}
-            and may_read_collection(me, coll))
+            and within_reach(me, coll.id) and may_read_collection(me, coll))
 
 
 def may_see_qrels(me: Principal, coll: Collection) -> bool:
@@ -234,7 +241,10 @@ def may_see_reproducibility(me: Principal, coll: Collection) -> bool:
 
 # ------------------------------------------------------------------------------ runs
 def owns(me: Principal, run: Run) -> bool:
-    return me.role == "participant" and me.team_id is not None and run.team_id == me.team_id
+    """The run is the caller's team's, in a collection its token reaches (a scoped token does
+    not own its team's runs outside its scope)."""
+    return (me.role == "participant" and me.team_id is not None and run.team_id == me.team_id
+            and within_reach(me, run.collection_id))
 
 
 def owns_here(me: Principal, run: Run, coll: Collection) -> bool:
@@ -298,15 +308,20 @@ def may_issue_tokens(me: Principal) -> bool:
     return is_admin(me) or me.role == "organiser"
 
 
-def may_create_token(me: Principal, role: str | None, collections: list[int]) -> bool:
-    """Admins create any token; organisers create participant tokens, and assessor tokens for
-    their own collections."""
+def may_create_token(me: Principal, role: str | None, collections: list[int],
+                     team_enrolled: frozenset[int] = frozenset()) -> bool:
+    """Admins create any token. Organisers create assessor tokens for their own collections, and
+    participant tokens of a team enrolled in none but their collections (``team_enrolled``: the
+    team's collections), scoped to their collections (``collections`` when given, which must be
+    theirs too): a token never reaches further than its creator does, so an organiser of one
+    collection cannot make a token reading another one through a team enrolled there, and the
+    token does not follow its team into a collection another organiser enrols it in later."""
     if is_admin(me):
         return True
     if me.role != "organiser":
         return False
     if role == "participant":
-        return True
+        return all(may_organise(me, c) for c in (*collections, *team_enrolled))
     return role == "assessor" and bool(collections) and all(may_organise(me, c) for c in collections)
 
 
