@@ -115,6 +115,12 @@ class StoredText:
                 "rows": [{"rank": 1, "judgment_set": "llm", "team": "alpha", "model": f"gpt-x{OSC_LINK}",
                           "value": 0.9, "low": 0.8, "high": 1.0, "bias": 0.1}]}
 
+    def reproducibility_board(self, cid: int, metric: str | None = None) -> dict[str, Any]:
+        return {"metric": f"RR{C1_CSI}{RLO}", "stale": True, "rows": [
+            {"id": 1, "run": {"team": f"al{RLO}pha", "tag": "r1"}, "advanced_run": None,
+             "original": {"run": {"tag": f"orig{CLEAR}"}, "advanced_run": None}, "same_collection": True,
+             "verdict": "reproduced", "withheld": False}]}
+
     def close(self) -> None:
         pass
 
@@ -147,6 +153,54 @@ def test_remote_judge_board_and_runs_show_stored_escapes_without_running_them(
     assert code == 1
     _shown_not_run(out + err)
     assert "no collection \\x1b[2J" in err
+
+
+def test_remote_repro_board_shows_the_collections_name_and_metric_escaped(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34, item 6: the board's heading on stderr (the collection's name and the metric, the
+    server's text) was a bare ``sys.stderr.write``: ESC, C1 CSI and RLO reached the terminal."""
+    code, out, err = _remote(monkeypatch, capsys, StoredText(), "repro-board", "task")
+    assert code == 0
+    _shown_not_run(out + err)
+    assert err.startswith("# task\\x1b]0;owned\\x07: RR\\x9b31m\\u202e (stale")
+    assert "al\\u202epha" in out and "orig\\x1b[2J\\x1b[H" in out
+
+
+# What the commands may write to sys.stdout/sys.stderr themselves (not through ``out`` or ``say``,
+# which escape): the formatted values of such a line, each a local value, never the server's text.
+LOCAL_VALUES = {"args.role", "token.prefix", "code", "pause"}
+
+
+def _unsafe_pieces(node: ast.AST) -> list[str]:
+    """The parts of a written expression that are neither literal text nor ``terminal_safe(...)``
+    nor a known local value."""
+    if isinstance(node, ast.Constant):
+        return []
+    if isinstance(node, ast.JoinedStr):
+        return [p for v in node.values for p in _unsafe_pieces(v)]
+    if isinstance(node, ast.FormattedValue):
+        return _unsafe_pieces(node.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "terminal_safe":
+        return []
+    text = ast.unparse(node)
+    return [] if text in LOCAL_VALUES else [text]
+
+
+def test_no_command_writes_the_servers_text_to_a_terminal_unescaped() -> None:
+    """Every ``sys.stdout.write``/``sys.stderr.write`` and ``print(..., file=sys.std*)`` of the
+    commands writes literal text, ``terminal_safe(...)`` or a local value: a bare write of a
+    name, a metric or a message from a server or a database is refused here."""
+    found = []
+    for path in sorted((REPO / "service" / "cli").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = ast.unparse(node.func)
+            to_std = any(k.arg == "file" and ast.unparse(k.value) in ("sys.stderr", "sys.stdout")
+                         for k in node.keywords)
+            if func in ("sys.stderr.write", "sys.stdout.write") or (func == "print" and to_std):
+                found += [f"{path.name}:{node.lineno}: {p}" for a in node.args for p in _unsafe_pieces(a)]
+    assert found == []
 
 
 # --------------------------------------------------------------------------- CSV exports
