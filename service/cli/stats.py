@@ -389,10 +389,15 @@ def cmd_metaeval(args: argparse.Namespace, out: TextIO) -> int:
     reliability = _reliability(args, full, measures)
     heaviness = _heaviness_rows(args, measures) if args.top_heaviness is not None else None
     if args.format == "json":
-        return write_json({"alpha": args.alpha, "resamples": args.resamples, "seed": args.seed, "runs": len(runs),
-                           "discriminative_power": rows, "kendall_tau": {"metrics": names, "matrix": tau.tolist(),
-                           "significant_at_0.01_above": threshold}, **reliability,
-                           **({"top_heaviness": heaviness} if heaviness is not None else {})}, out)
+        # tau-b is undefined (NaN) where a metric ties every run (RR when each run finds a relevant
+        # document first everywhere): null in JSON, which has no NaN (the API's meta-evaluation too)
+        from service.evaluation.publishing.results import json_safe
+
+        return write_json(json_safe({
+            "alpha": args.alpha, "resamples": args.resamples, "seed": args.seed, "runs": len(runs),
+            "discriminative_power": rows, "kendall_tau": {"metrics": names, "matrix": tau.tolist(),
+                                                          "significant_at_0.01_above": threshold},
+            **reliability, **({"top_heaviness": heaviness} if heaviness is not None else {})}), out)
     out.write("kept\tmetric\tdiscriminative_power\tsignificant_pairs\tpairs\tdifference_required\ttau_vs_full\n")
     out.writelines(f"{r['kept']:g}\t{r['metric']}\t{r['power']:.4f}\t{r['significant_pairs']}\t{r['pairs']}\t"
                   f"{r['difference_required']:.4f}\t{r['tau_vs_full']:.4f}\n" for r in rows)

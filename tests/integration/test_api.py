@@ -6,6 +6,8 @@ the migrations and the use cases are real.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from litestar.testing import TestClient
 
@@ -375,6 +377,33 @@ def test_meta_evaluation_is_stored_by_the_workers_and_served(world: World) -> No
     (tau,) = doc["tau"].values()
     assert -1 <= tau <= 1 and doc["tau_significant_above"] > 0
     assert c.get(f"/api/collections/{cid}/metaeval", headers=auth(t["alpha"])).status_code == 403
+
+
+def test_meta_evaluation_with_runs_tied_on_a_metric_serves_tau_as_null(world: World) -> None:
+    """Issue 34, item 6: three runs tied on RR (each finds a relevant document first on every
+    topic) leave Kendall's tau of RR and AP undefined; the workers store it as null, and the
+    meta-evaluation answered 500 (``Expected float, got null``). Now null, in the API and the
+    portal's analysis page (shown as a dash)."""
+    from tests.integration.test_portal import as_role
+
+    c, admin = world.client, auth(world.tokens["admin"])
+    cid = c.post("/api/collections", json={"name": "ties", "official_metric": "AP", "metrics": ["AP", "RR"]},
+                 headers=admin).json()["id"]
+    topics = [f"T{i}" for i in range(1, 6)]
+    qrels = "".join(f"{t} 0 {t}-rel{k} 1\n" for t in topics for k in (1, 2))
+    assert c.post(f"/api/collections/{cid}/qrels", content=qrels, headers=admin).status_code == 201
+    for n, team in enumerate(("alpha", "alpha", "beta")):
+        # rel1 first everywhere (RR 1 for every run); rel2 at rank 2 + n (AP differs)
+        text = "".join(f"{t} Q0 {doc} {rank} {10 - rank} run{n}\n" for t in topics for rank, doc in enumerate(
+            [f"{t}-rel1", *(f"{t}-non{k}" for k in range(n)), f"{t}-rel2"], start=1))
+        r = c.post(f"/api/collections/{cid}/runs", params={"team": team}, content=text, headers=admin)
+        assert r.status_code == 201, r.text
+    r = c.get(f"/api/collections/{cid}/metaeval", headers=admin)
+    assert r.status_code == 200, r.text
+    assert r.json()["tau"] == {"AP | RR": None}
+    page = c.get(f"/c/{cid}/analysis", headers=as_role(world, "admin"))
+    assert page.status_code == 200
+    assert re.search(r'<tr><th scope="row">AP \| RR</th><td class="num">–</td></tr>', page.text)
 
 
 def test_run_curves_are_stored_by_the_workers_and_served(world: World) -> None:

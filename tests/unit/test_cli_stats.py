@@ -89,6 +89,29 @@ def test_metaeval_power_tau_and_reduction(capsys) -> None:  # type: ignore[no-un
         stats.norm.ppf(0.995) * np.sqrt(2 * (2 * 8 + 5) / (9 * 8 * 7)))
 
 
+def test_metaeval_with_runs_tied_on_a_metric_writes_tau_as_null(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Three runs tied on RR (a relevant document first on every topic): tau-b of AP and RR is
+    undefined, written null in JSON (which has no NaN: it was written NaN) and nan in the table."""
+    topics = [f"T{i}" for i in range(1, 6)]
+    (tmp_path / "qrels").write_text("".join(f"{t} 0 {t}-rel{k} 1\n" for t in topics for k in (1, 2)))
+    runs = []
+    for n in range(3):  # rel2 at rank 2 + n: AP differs, RR does not
+        runs.append(tmp_path / f"run{n}")
+        runs[-1].write_text("".join(f"{t} Q0 {d} {r} {10 - r} run{n}\n" for t in topics for r, d in enumerate(
+            [f"{t}-rel1", *(f"{t}-non{k}" for k in range(n)), f"{t}-rel2"], start=1)))
+    argv = ["metaeval", "--qrels", str(tmp_path / "qrels"), *map(str, runs), "-m", "AP", "-m", "RR", "--B", "100"]
+    code, out, _ = run_cli(capsys, *argv, "--format", "json")
+    assert code == 0
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    doc = json.loads(out, parse_constant=refuse)
+    assert doc["kendall_tau"]["matrix"] == [[1.0, None], [None, 1.0]]
+    code, out, _ = run_cli(capsys, *argv)
+    assert code == 0 and "AP\t1.0000\tnan\n" in out
+
+
 def test_compare_friedman_reports_the_omnibus_test(capsys) -> None:  # type: ignore[no-untyped-def]
     code, out, _ = run_cli(capsys, "compare", "--qrels", str(SAMPLE / "qrels.ntcir"), *RUNS, "--test", "friedman")
     assert code == 0

@@ -457,6 +457,9 @@ class MetaEvaluation(Response, kw_only=True):
     alpha: float
     resamples: int
     power: dict[str, MetricPower]
-    tau: Annotated[dict[str, float], Meta(description="Kendall's tau of each pair of metrics' run rankings, "
-                                          "keyed 'A | B'.")]
+    tau: Annotated[dict[str, float | None], Meta(description="Kendall's tau-b of each pair of metrics' run "
+                                                 "rankings, keyed 'A | B'; null where it is undefined: one of "
+                                                 "the two metrics gives every run the same mean (a ranking of "
+                                                 "ties only, as when every run finds a relevant document first "
+                                                 "on every topic under RR).")]
     tau_significant_above: float | None = None
