@@ -50,9 +50,22 @@ def check_csrf(request: Request[Any, Any, Any], token: str) -> None:
 
 
 def check_same_origin(request: Request[Any, Any, Any]) -> None:
-    """Refuse a sign-in posted by another site (login CSRF would sign the visitor in as the attacker)."""
+    """Refuse a sign-in posted by another site (login CSRF would sign the visitor in as the attacker).
+
+    A browser sends ``Origin`` with every POST: this site's own form sends this site's origin. A
+    page of another site sends its own origin, or ``null`` (a page whose referrer policy is
+    ``no-referrer``, a sandboxed frame, a ``data:`` page): both refused. Without ``Origin`` the
+    ``Referer``, when there is one, must be this site's. A request with neither comes from no
+    browser of today (curl, scripts, the test client: they hold the token already, so signing
+    them in as anyone else gains nothing) and is let through (docs/portal.md)."""
+    host = request.headers.get("host", "")
     origin = request.headers.get("origin")
-    if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host", ""):
+    if origin is not None:
+        if origin == "null" or urlsplit(origin).netloc != host:
+            raise Forbidden("sign in from this site's own form")
+        return
+    referer = request.headers.get("referer")
+    if referer is not None and urlsplit(referer).netloc != host:
         raise Forbidden("sign in from this site's own form")
 
 

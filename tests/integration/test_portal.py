@@ -236,6 +236,27 @@ def test_metric_selector_orders_by_the_chosen_metric(world: World) -> None:
     assert c.get(f"/c/{cid}?qrels_version=x", headers=org).status_code == 400
 
 
+def test_a_sign_in_posted_by_another_site_is_refused(world: World) -> None:
+    """Login CSRF (issue 34, item 6): besides a foreign ``Origin``, ``Origin: null`` (what a page
+    with ``Referrer-Policy: no-referrer`` or a sandboxed frame sends) and, without ``Origin``, a
+    foreign ``Referer`` are refused, and nothing is signed in. This site's origin or referer
+    signs in; so does a client sending neither (no browser does: curl, scripts)."""
+    c, token = world.client, world.tokens["beta"]
+    host = c.base_url.netloc.decode()
+    for headers in ({"Origin": "null"}, {"Origin": "http://evil.example"}, {"Origin": ""},
+                    {"Referer": "http://evil.example/phish"}, {"Referer": "about:blank"},
+                    {"Origin": "null", "Referer": f"http://{host}/login"}):
+        r = c.post("/login", data={"token": token}, headers=headers, follow_redirects=False)
+        assert r.status_code == 403 and "set-cookie" not in r.headers, headers
+        assert "own form" in r.text
+        c.cookies.clear()
+    for headers in ({"Origin": f"http://{host}"}, {"Referer": f"http://{host}/login?next=/"},
+                    {"Origin": f"http://{host}", "Referer": "http://evil.example/"}, {}):
+        r = c.post("/login", data={"token": token}, headers=headers, follow_redirects=False)
+        assert r.status_code == 303 and "cranfield_session=" in r.headers["set-cookie"], headers
+        c.cookies.clear()
+
+
 def test_sign_in_submit_and_see_the_run_ranked(world: World) -> None:
     c, cid = world.client, world.cid
     r = c.post("/login", data={"token": "cf_wrong", "next": f"/c/{cid}"}, follow_redirects=False)
