@@ -292,7 +292,7 @@ def _check_everything(site: Site, role: str, state: str) -> None:
         if not readers:
             assert r.status_code in (401, 403), (role, state, path, r.status_code)
     for path in (f"/c/{site.snap2}/reproducibility?metric={METRIC}", f"/c/{site.snap2}/reproducibility.csv",
-                 f"/c/{site.snap2}/reproducibility/longitudinal?metric={METRIC}"):
+                 f"/c/{site.snap2}/reproducibility.tex", f"/c/{site.snap2}/reproducibility/longitudinal?metric={METRIC}"):
         r = site.get(role, path)
         assert (r.status_code == 200) == readers, (role, state, path, r.status_code)
     if not readers:
@@ -303,6 +303,8 @@ def _check_everything(site: Site, role: str, state: str) -> None:
                                             .text)))
     assert site.get(role, f"/c/{site.snap2}/reproducibility.csv?metric={METRIC}").text == \
         site.get(role, f"{base}/reproducibility?metric={METRIC}&format=csv").text
+    assert site.get(role, f"/c/{site.snap2}/reproducibility.tex?metric={METRIC}").text == \
+        site.get(role, f"{base}/reproducibility?metric={METRIC}&format=latex").text
     page = site.get(role, f"/c/{site.snap2}/reproducibility?metric={METRIC}").text
     for row in board["rows"]:
         _check_board_row(row, seen, what)
@@ -341,6 +343,10 @@ def test_every_figure_follows_its_runs_board_for_every_role(site: Site, state: s
     assert (t0[site.runs["t1-orig"]].per_topic is not None) == STATES[state][0]
     t2 = _oracle(site, "t2")
     assert (t2[site.runs["t1-old-b"]].per_topic is not None) == STATES[state][2]  # snap1 is private until public
+    if state == "public":  # a signed-out reader: snap1's original pair on its visible topics
+        pair = next(r for r in _ok(site.get("anonymous", f"/api/collections/{site.snap2}/reproducibility"
+                                                         f"?metric={METRIC}"), 200)["rows"] if r["kind"] == "pair")
+        assert pair["topics"].startswith("visible only") and pair["effect"] is not None and not pair["withheld"]
 
 
 # ------------------------------------------------------------------------------ the three probes
