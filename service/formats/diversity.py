@@ -3,7 +3,9 @@
 Formats (whitespace-separated; blank lines and ``#`` comment lines skipped, as in every reader)
 
 TREC diversity qrels (ndeval's input, TREC 2009-2014 Web track)
-    ``topic subtopic docno rel``: ``rel`` an integer; ``rel >= 1`` is relevant to the subtopic,
+    ``topic subtopic docno rel``: ``subtopic`` an integer from 0 to ``MAX_SUBTOPIC``, without a
+    sign or leading zeros (ndeval's subtopic numbers; 0, as NTCIR's intent 0, marks a document
+    judged relevant to no subtopic); ``rel`` an integer; ``rel >= 1`` is relevant to the subtopic,
     ``0`` or a negative label is not (ndeval itself refuses negative labels; pyndeval counts
     everything below its ``relevance_level`` as not relevant).
 NTCIR intent qrels (NTCIREVAL's ``Dqrels``, NTCIR-9/10 INTENT, NTCIR-11/12 IMine)
@@ -63,6 +65,8 @@ PROBABILITY_TOLERANCE = 1e-6
 MAX_LEVEL = 10_000
 #: Intent ids have the topic ids' length limit.
 MAX_INTENT_BYTES = MAX_TOPIC_BYTES
+#: TREC diversity subtopics are numbers, as ndeval reads them (a C int): 0 to this.
+MAX_SUBTOPIC = 2**31 - 1
 
 
 def intent_sort_key(intent: str) -> tuple[int, int, bytes]:
@@ -189,6 +193,8 @@ def parse_diversity_qrels(
     table = tokenize(data, source, 4, exact=True)
     check_lengths(table, [(0, "topic id", MAX_TOPIC_BYTES), (1, "intent id", MAX_INTENT_BYTES),
                           (2, "docno", MAX_DOCNO_BYTES)])
+    if fmt == "trec":
+        _check_subtopics(table)
     levels = parse_ints(table, 3, "relevance label") if fmt == "trec" else _ntcir_levels(table)
     too_high = np.flatnonzero(levels > MAX_LEVEL)
     if too_high.shape[0]:
@@ -239,6 +245,26 @@ def _check_counts(table: TokenTable, limits: CountLimits, docs: bool = True) -> 
                            f"topic {table.field_text(r, 0)!r} judges {int(cells[r] // intents[r]):,} documents for "
                            f"{int(intents[r]):,} intents here: {int(cells[r]):,} document-intent pairs, more than the "
                            f"{limits.intent_cells:,} a topic may have")
+
+
+def _check_subtopics(table: TokenTable) -> None:
+    """TREC diversity subtopics are integers from 0 to ``MAX_SUBTOPIC``, written without a sign
+    or leading zeros: ndeval numbers them (``-5`` or ``10^30`` is no subtopic of its, and ``07``
+    would be a second spelling of subtopic 7, which ndeval reads as one). NTCIR intent ids stay
+    free text within the length limit: NTCIREVAL compares them as strings."""
+    raw = table.field_bytes(1)
+    width = len(str(MAX_SUBTOPIC))
+    leading_zero = np.char.startswith(raw, b"0") & (np.char.str_len(raw) > 1)
+    ok = np.char.isdigit(raw) & ~leading_zero & (np.char.str_len(raw) <= width)
+    longest = ok & (np.char.str_len(raw) == width)  # as many digits as the largest: compare as text
+    ok &= ~longest | (raw <= str(MAX_SUBTOPIC).encode())
+    bad = np.flatnonzero(~ok)
+    if bad.shape[0]:
+        r = int(bad[0])
+        raise InvalidInput(table.source, table.line_number(r),
+                           f"subtopic {table.field_text(r, 1)!r} is not a subtopic number: TREC diversity "
+                           f"subtopics are integers from 0 to {MAX_SUBTOPIC:,}, without a sign or leading "
+                           "zeros (ndeval's)")
 
 
 def _column_text(table: TokenTable, k: int) -> list[str]:

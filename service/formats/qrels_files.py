@@ -38,10 +38,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 from service.errors import InvalidInput, InvalidMeasure
 from service.formats.diversity import IntentQrels, parse_diversity_qrels, parse_intent_probabilities
 from service.formats.readers import first_data_line, parse_qrels
 from service.formats.sampled import SampledQrels, parse_sampled_qrels
+from service.formats.tokenize import tokenize
 from service.formats.types import Qrels
 
 #: The formats a qrels file can be named in (``--qrels-format``).
@@ -119,14 +122,34 @@ def read_judgments(data: bytes | bytearray, source: str, fmt: str = "auto", *,
         sample = parse_sampled_qrels(data, source)
         return Judgments(fmt, sample.to_qrels(), sample, detected)
     probs = parse_intent_probabilities(probabilities, probabilities_source) if probabilities is not None else None
-    intents = parse_diversity_qrels(data, source, "trec" if fmt == "diversity-trec" else "ntcir", probs)
-    if detected and fmt == "diversity-trec" and intents.topics and all(
-            set(intents[t].intents) <= {"0", "Q0"} for t in intents.topics):
-        metrics = ", ".join(m for m, f in needs.items() if f == "diversity")
-        raise InvalidMeasure(f"{source} reads as ad hoc qrels (topic 0 docno rel: the second column is the "
-                             f"iteration 0 on every line, no subtopics), which cannot score {metrics}: it needs "
-                             f"{NEEDED['diversity'][0]}: give {NEEDED['diversity'][2]}")
+    as_adhoc = detected and fmt == "diversity-trec"
+    try:
+        intents = parse_diversity_qrels(data, source, "trec" if fmt == "diversity-trec" else "ntcir", probs)
+    except InvalidInput:
+        # (Q0 is no subtopic number: a detected file whose every second column is 0 or Q0 is ad
+        # hoc qrels, and the refusal says so rather than pointing at its first Q0)
+        if as_adhoc and _iteration_column_only(data, source):
+            raise _reads_as_adhoc(source, needs) from None
+        raise
+    if as_adhoc and intents.topics and all(set(intents[t].intents) == {"0"} for t in intents.topics):
+        raise _reads_as_adhoc(source, needs)
     return Judgments(fmt, intents.to_qrels(), intents, detected)
+
+
+def _iteration_column_only(data: bytes | bytearray, source: str) -> bool:
+    """Whether every data line of a four-column file has 0 or Q0 in its second column."""
+    try:
+        column = tokenize(bytes(data), source, 4, exact=True).field_bytes(1)
+    except InvalidInput:
+        return False
+    return bool(column.shape[0]) and bool(np.isin(column, [b"0", b"Q0"]).all())
+
+
+def _reads_as_adhoc(source: str, needs: Mapping[str, str]) -> InvalidMeasure:
+    metrics = ", ".join(m for m, f in needs.items() if f == "diversity")
+    return InvalidMeasure(f"{source} reads as ad hoc qrels (topic 0 docno rel: the second column is the iteration 0 "
+                          f"on every line, no subtopics), which cannot score {metrics}: it needs "
+                          f"{NEEDED['diversity'][0]}: give {NEEDED['diversity'][2]}")
 
 
 def refuse_unscorable(needs: Mapping[str, str], fmt: str, source: str) -> None:

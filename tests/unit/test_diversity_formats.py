@@ -93,7 +93,7 @@ def test_ntcir_qrels_without_probabilities_are_uniform() -> None:
 
 def test_intent_order_is_numeric_then_bytes() -> None:
     assert sorted(["10", "9", "b", "007", "a", "7"], key=intent_sort_key) == ["007", "7", "9", "10", "a", "b"]
-    q = parse_diversity_qrels(b"t 10 d 1\nt 9 d 1\nt x d 1\n")
+    q = parse_diversity_qrels(b"t 10 d 1\nt 9 d 1\nt x d 1\n", fmt="ntcir")  # (TREC subtopics are numbers)
     assert q["t"].intents == ("9", "10", "x")
 
 
@@ -156,6 +156,15 @@ def test_linear_memory() -> None:
         (b"1 " + b"i" * 101 + b" d 1\n", "trec", 1, "intent id is 101 bytes long"),
         (b"1 1 d1 1\n1 1 d\xff 1\n", "trec", 2, "not UTF-8"),
         (b"1 1 d1 1\n1 1 d\x00 1\n", "trec", 2, "control"),
+        # TREC subtopics are ndeval's numbers, 0 to 2^31 - 1 (issue 34, item 6): -5 and 10^30 were read
+        (b"1 1 d1 1\n1 -5 d2 1\n", "trec", 2, "subtopic '-5' is not a subtopic number"),
+        (b"1 1 d1 1\n1 1" + b"0" * 30 + b" d2 1\n", "trec", 2, "subtopic '1" + "0" * 30 + "' is not a subtopic number"),
+        (b"1 2147483648 d1 1\n", "trec", 1, "integers from 0 to 2,147,483,647, without a sign or leading zeros"),
+        (b"1 2147483647 d1 1\n1 +5 d1 1\n", "trec", 2, "subtopic '+5'"),
+        (b"1 7 d1 1\n1 07 d1 1\n", "trec", 2, "subtopic '07'"),
+        (b"1 1 d1 1\n1 x d2 1\n", "trec", 2, "subtopic 'x'"),
+        (b"1 1 d1 1\n1 1.5 d2 1\n", "trec", 2, "subtopic '1.5'"),
+        (b"1 1 d1 1\n1 \xd9\xa3 d2 1\n", "trec", 2, "is not a subtopic number"),  # an Arabic-Indic 3
     ],
 )
 def test_qrels_errors_name_the_line(data: bytes, fmt: str, line: int, reason: str) -> None:
@@ -163,6 +172,14 @@ def test_qrels_errors_name_the_line(data: bytes, fmt: str, line: int, reason: st
     assert err.source == "div.qrels"
     assert err.line == line, err
     assert reason in err.reason, err
+
+
+def test_subtopic_numbers_at_their_limits_are_read() -> None:
+    """0 (judged relevant to no subtopic) and 2^31 - 1 are subtopics; NTCIR intent ids stay free
+    text (NTCIREVAL compares them as strings), -5 included."""
+    q = parse_diversity_qrels(b"1 0 d0 0\n1 2147483647 d1 1\n1 1 d1 1\n")
+    assert q["1"].intents == ("0", "1", "2147483647") and q["1"].probabilities == (0.0, 0.5, 0.5)
+    assert parse_diversity_qrels(b"1 -5 d1 L1\n1 x d1 L1\n", fmt="ntcir")["1"].intents == ("-5", "x")
 
 
 def test_empty_and_comment_only_files() -> None:

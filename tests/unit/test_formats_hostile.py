@@ -417,6 +417,19 @@ def test_the_fast_path_peak_memory_is_a_small_multiple_of_the_file() -> None:
     assert peak < 12 * len(data), peak / len(data)
 
 
+@pytest.mark.parametrize("subtopic", [b"-5", b"1" + b"0" * 30, b"2147483648", b"007"])
+def test_a_hostile_subtopic_deep_in_large_diversity_qrels_is_refused_at_its_line(subtopic: bytes) -> None:
+    """TREC diversity subtopics are ndeval's numbers (issue 34, item 6): one that is not, on line
+    150,001 of a file of valid ones, is refused there, naming the file and the subtopic."""
+    from service.formats.diversity import parse_diversity_qrels
+
+    lines = [b"%d %d doc-%07d %d" % (i % 50, i % 7 + 1, i, i % 2) for i in range(200_000)]
+    lines[150_000] = b"3 %s doc-x 1" % subtopic
+    error = refused(lambda: parse_diversity_qrels(b"\n".join(lines) + b"\n", "web.div", "trec"))
+    assert (error.source, error.line) == ("web.div", 150_001)
+    assert f"subtopic {subtopic.decode()!r} is not a subtopic number" in error.reason
+
+
 @pytest.mark.parametrize("bad", [b"\r", b"\x7f", b"  ", b" extra", b"\t\t"])
 def test_one_odd_byte_deep_in_a_large_regular_file(bad: bytes) -> None:
     """A file that is regular but for one line is read (or refused) as the careful path reads it."""

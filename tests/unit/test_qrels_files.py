@@ -134,3 +134,18 @@ def test_gzipped_diversity_qrels_and_probabilities(tmp_path: Path, capsys: pytes
     code, out, err = cli(capsys, "--qrels", str(qrels), str(f["run"]), "-m", "D-nDCG@10", "--format", "json")
     assert code == 0, err
     assert json.loads(out)["runs"]["r"]["D-nDCG@10"]["mean"] != weighted  # the file was read and used
+
+
+def test_detected_adhoc_qrels_with_q0_are_still_named_as_ad_hoc_for_a_diversity_metric() -> None:
+    """Q0 is no subtopic number (issue 34, item 6): a detected file whose second column is 0 or
+    Q0 on every line is still refused as ad hoc qrels, not at its first Q0; a Q0 among real
+    subtopics is refused at its line."""
+    from service.errors import InvalidInput, InvalidMeasure
+    from service.formats.qrels_files import read_judgments
+
+    for data in (b"1 Q0 d1 1\n1 0 d2 0\n", b"1 0 d1 1\n2 0 d2 1\n"):
+        with pytest.raises(InvalidMeasure, match="reads as ad hoc qrels"):
+            read_judgments(data, "q.txt", "auto", needs={"alpha-nDCG@10": "diversity"})
+    with pytest.raises(InvalidInput, match="subtopic 'Q0' is not a subtopic number") as err:
+        read_judgments(b"1 1 d1 1\n1 Q0 d2 0\n", "q.txt", "auto", needs={"alpha-nDCG@10": "diversity"})
+    assert err.value.line == 2
