@@ -33,6 +33,7 @@ import numpy as np
 
 import service.metrics.measures  # registers the metrics
 import service.metrics.sessions  # noqa: F401  (registers the session metrics)
+import service.metrics.rag  # noqa: F401  (registers the RAG metrics: scored by service/metrics/rag_scoring.py)
 from service.errors import InvalidMeasure
 from service.formats.diversity import IntentQrels
 from service.formats.sampled import SampledQrels
@@ -169,6 +170,9 @@ def evaluate(
     """
     settings = settings or EvalSettings()
     ms = parse_measures(measures)
+    rag = [m for m in ms if m.definition.family == "rag"]
+    if rag:  # answers, not ranked lists: never a column of NaN
+        rag[0].definition.kernel()
     try:
         scale = settings.scale(qrels)
     except ValueError as exc:

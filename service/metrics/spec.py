@@ -146,9 +146,11 @@ class MetricDef:
 
 #: Families whose metrics are not computed by ``kernel`` over the ranked lists of levels but
 #: by an evaluator of their own, to which ``scoring.evaluate`` routes them: ``session``
-#: (per session of queries), ``diversity`` (intent-aware judgments, ``service.metrics.diversity``)
-#: and ``sampled`` (the strata of a stratified sample, ``service.metrics.inferred_sampled``).
-OWN_EVALUATOR_FAMILIES = frozenset({"session", "diversity", "sampled"})
+#: (per session of queries), ``diversity`` (intent-aware judgments, ``service.metrics.diversity``),
+#: ``sampled`` (the strata of a stratified sample, ``service.metrics.inferred_sampled``) and
+#: ``rag`` (generated answers: nuggets and citation support, ``service.metrics.rag_scoring``;
+#: ``evaluate`` refuses them).
+OWN_EVALUATOR_FAMILIES = frozenset({"session", "diversity", "sampled", "rag"})
 
 #: The two ranges metrics have: a share or normalised score, and an unbounded count or gain sum.
 UNIT: tuple[float, float] = (0.0, 1.0)

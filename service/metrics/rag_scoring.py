@@ -1,0 +1,165 @@
+"""Runs x topics score matrices of the RAG metrics (service/metrics/rag.py), as
+:class:`~service.metrics.scoring.Evaluation` holds them for ranked lists, so that means,
+output and significance work on them unchanged (docs/rag.md).
+
+Rules:
+
+* The nugget metrics are evaluated on the assignments' topics (with a nuggets file: its
+  topics), the support metrics on the topics of the support files.
+* A run is judged by the assignments when it has a row there, by the support files when it
+  has a line there; a run a judgment file does not know is not evaluated on its metrics (its
+  cells are not evaluated, and it is named in :attr:`RagEvaluation.not_judged`).
+* A topic a judged run did not answer scores 0 (``missing="zero"``, as ``--missing zero``) or
+  is left out of its mean (``missing="skip"``).
+* An undefined value (Vital on a topic without vital nuggets; precision of an answer without
+  a judged pair) is NaN and left out of the run's mean; :attr:`RagEvaluation.undefined` lists them.
+* A support file's ``team.run`` id is matched to an assignments run ``run`` by
+  :func:`match_runs`; ids left unmatched keep their own name and are listed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from service.errors import InvalidInput, InvalidMeasure
+from service.formats.rag_judgments import Assignments, SupportAnswer
+from service.metrics.rag import NUGGET_METRICS, SUPPORT_METRICS, is_rag, nugget_score, support_scores
+from service.metrics.scoring import EvalSettings, Evaluation, parse_measures
+from service.metrics.spec import Measure
+
+
+@dataclass(frozen=True)
+class RagEvaluation:
+    evaluation: Evaluation
+    #: Per metric, whether each (run, topic) cell is evaluated (its value may still be NaN: undefined).
+    evaluated: dict[Measure, np.ndarray] = field(repr=False)
+    #: Per metric (canonical name), the (run, topic) cells whose value is undefined, with why.
+    undefined: dict[str, list[tuple[str, str, str]]]
+    #: Per (run, topic) of the support files: unjudged pairs and sentences left out (first, every).
+    unjudged: dict[tuple[str, str], dict[str, tuple[int, int]]]
+    #: Support-file run ids matched to no assignments run (kept under their own name).
+    unmatched: tuple[str, ...]
+    #: Per family ("nuggets", "support"), the runs its judgments do not cover.
+    not_judged: dict[str, tuple[str, ...]]
+
+
+def match_runs(support_ids: Iterable[str], runs: Sequence[str], aliases: Mapping[str, str] | None = None
+               ) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Each support-file run id's assignments run: ``aliases`` first (support id -> run), then
+    the id itself, then the id without its team (``team.run`` -> ``run``: the text after the
+    first dot). Returns the mapping of the matched ids and the ids matched to none (sorted).
+    Two ids matched to one run are refused."""
+    known = set(runs)
+    aliases = dict(aliases or {})
+    for sid, run in aliases.items():
+        if run not in known:
+            raise InvalidInput("--run-map", None, f"{sid}={run}: no run {run!r} in the assignments")
+    matched: dict[str, str] = {}
+    unmatched: list[str] = []
+    for sid in sorted(set(support_ids)):
+        if sid in aliases:
+            matched[sid] = aliases[sid]
+        elif sid in known:
+            matched[sid] = sid
+        elif "." in sid and sid.split(".", 1)[1] in known:
+            matched[sid] = sid.split(".", 1)[1]
+        else:
+            unmatched.append(sid)
+    by_run: dict[str, str] = {}
+    for sid, run in matched.items():
+        if run in by_run:
+            raise InvalidInput("--support", None, f"the support runs {by_run[run]!r} and {sid!r} both match run {run!r}")
+        by_run[run] = sid
+    return matched, tuple(unmatched)
+
+
+def evaluate_rag(measures: Iterable[str | Measure], assignments: Assignments | None = None,
+                 support: Sequence[SupportAnswer] = (), *, missing: str = "zero",
+                 run_map: Mapping[str, str] | None = None) -> RagEvaluation:
+    """Score every run on every RAG metric per topic."""
+    settings = EvalSettings(missing=missing)  # type: ignore[arg-type]
+    ms = parse_measures(measures)
+    for m in ms:
+        if not is_rag(m):
+            raise InvalidMeasure(f"{m} is not a RAG metric (nugget_*, support_*: `cranfield metrics`)")
+    nugget_ms = [m for m in ms if m.name in NUGGET_METRICS]
+    support_ms = [m for m in ms if m.name in SUPPORT_METRICS]
+    if nugget_ms and assignments is None:
+        raise InvalidMeasure(f"{nugget_ms[0]} needs nugget assignments (--assignments)")
+    if support_ms and not support:
+        raise InvalidMeasure(f"{support_ms[0]} needs citation-support judgments (--support)")
+
+    assigned_runs = assignments.runs if assignments is not None else ()
+    matched, unmatched = match_runs((a.run for a in support), assigned_runs, run_map)
+    by_answer: dict[tuple[str, str], SupportAnswer] = {}
+    for a in support:
+        key = (matched.get(a.run, a.run), a.topic)
+        if key in by_answer:
+            other = by_answer[key]
+            raise InvalidInput(a.source, a.line, f"run {a.run!r} on topic {a.topic!r} is judged again "
+                                                 f"({other.source}:{other.line})")
+        by_answer[key] = a
+    support_runs = sorted({run for run, _ in by_answer})
+    support_topics = sorted({t for _, t in by_answer})
+    nugget_topics = sorted(assignments.topics) if assignments is not None else []
+    runs = tuple(sorted(set(assigned_runs) | set(support_runs)))
+    topics = tuple(sorted(set(nugget_topics) | set(support_topics)))
+    ri = {r: i for i, r in enumerate(runs)}
+    ti = {t: j for j, t in enumerate(topics)}
+    shape = (len(runs), len(topics))
+    scores = {m: np.full(shape, np.nan) for m in ms}
+    evaluated = {m: np.zeros(shape, dtype=bool) for m in ms}
+    undefined: dict[str, list[tuple[str, str, str]]] = {str(m): [] for m in ms}
+    fill = 0.0 if settings.missing == "zero" else np.nan
+
+    if assignments is not None and nugget_ms:
+        for run in assigned_runs:
+            for qid in nugget_topics:
+                topic = assignments.topics[qid]
+                codes = assignments.labels.get((run, qid))
+                vital = np.array(topic.vital, dtype=bool)
+                for m in nugget_ms:
+                    cell = (ri[run], ti[qid])
+                    if m.name == "nugget_vital" and not vital.any():
+                        evaluated[m][cell] = True  # undefined whether answered or not
+                        undefined[str(m)].append((run, qid, "the topic has no vital nugget"))
+                        continue
+                    if codes is None:
+                        evaluated[m][cell] = settings.missing == "zero"
+                        scores[m][cell] = fill
+                        continue
+                    evaluated[m][cell] = True
+                    scores[m][cell] = nugget_score(m, codes, vital)
+
+    unjudged: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
+    if support_ms:
+        for run in support_runs:
+            for topic in support_topics:
+                cell = (ri[run], ti[topic])
+                answer = by_answer.get((run, topic))
+                counts = {mode: support_scores(answer.sentences, mode) for mode in ("first", "every")} \
+                    if answer is not None else {}
+                if counts:
+                    unjudged[(run, topic)] = {mode: (c.unjudged_pairs, c.unjudged_sentences)
+                                              for mode, c in counts.items()}
+                for m in support_ms:
+                    evaluated[m][cell] = answer is not None or settings.missing == "zero"
+                    if answer is None:
+                        scores[m][cell] = fill
+                        continue
+                    c = counts[str(m.get("citations"))]
+                    value = c.precision if m.name == "support_precision" else c.recall
+                    scores[m][cell] = value
+                    if value != value:
+                        why = "no judged citation" if m.name == "support_precision" else "no sentence to count"
+                        undefined[str(m)].append((run, topic, why))
+
+    not_judged = {
+        "nuggets": tuple(r for r in runs if r not in set(assigned_runs)) if nugget_ms else (),
+        "support": tuple(r for r in runs if r not in set(support_runs)) if support_ms else (),
+    }
+    evaluation = Evaluation(topics, runs, ms, scores, settings)
+    return RagEvaluation(evaluation, evaluated, undefined, unjudged, unmatched, not_judged)
