@@ -12,6 +12,7 @@ its own, and :func:`main` builds argparse from the registry and runs the chosen 
   judging.py     pool, judgments add, reusability
   judges.py      judges compare            (two qrels versions or files: agreement)
   remote.py      remote login/logout/collections/runs/submit/wait/board/scores (the HTTP API's client)
+  rag.py         rag eval, rag validate    (generated answers: nuggets, citation support; file mode)
   common.py      what the service commands share (database, queue, files, the CLI's caller)
   arguments.py   argument types (gains, positive integers)
   output.py      printing: documents (--format json), every line made safe for a terminal
@@ -36,6 +37,7 @@ from service.cli import judges  # noqa: F401  isort: skip
 from service.cli import topicsize  # noqa: F401  isort: skip
 from service.cli import repro  # noqa: F401  isort: skip
 from service.cli import remote  # noqa: F401  isort: skip
+from service.cli import rag  # noqa: F401  isort: skip
 from service.cli.output import SafeOutput, say
 from service.cli.registry import handler_for
 from service.cli.registry import build_parser as _build_parser

@@ -1,0 +1,227 @@
+"""``cranfield rag eval`` and ``cranfield rag validate``: generated answers in file mode, no
+service (docs/rag.md).
+
+``rag eval`` scores nugget assignments (and citation-support judgments) with the RAG metrics
+of the registry, printing ``run<TAB>topic<TAB>metric<TAB>value`` (topic ``all``: the mean
+over the run's topics) or a JSON document; an undefined value is printed ``undefined``
+(never 0). ``rag validate`` checks answer runs as the tracks' validators do. Only the core
+(``service.formats``, ``service.metrics``) is imported, inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+from service.cli.output import say, write_json
+from service.cli.registry import command
+from service.errors import InvalidMeasure
+
+#: The RAG metrics printed when none is asked for: the six nugget scores, then the support ones.
+DEFAULT_RAG_MEASURES = ("A", "A_strict", "V", "V_strict", "W", "W_strict")
+DEFAULT_SUPPORT_MEASURES = ("support_precision", "support_recall")
+ANSWER_FORMATS = ("auto", "rag24", "rag25", "rag26")  # service.formats.rag_answers (no import here)
+
+
+def _run_map(text: str) -> tuple[str, str]:
+    sid, sep, run = text.partition("=")
+    if not sep or not sid or not run:
+        raise argparse.ArgumentTypeError(f"--run-map takes SUPPORT_ID=RUN, not {text!r}")
+    return sid, run
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="rag_command", required=True)
+    ev = sub.add_parser("eval", help="score nugget assignments and citation support",
+                        description="Score answers: nugget assignments (--assignments) and citation-support "
+                                    "judgments (--support) with the RAG metrics (docs/rag.md).")
+    ev.add_argument("--assignments", metavar="FILE",
+                    help="nugget assignments, a JSON line per (topic, run): {qid, run_id, nuggets: [{text, "
+                         "importance, assignment}]} (NIST's, nuggetizer's assign output); gzipped or not")
+    ev.add_argument("--nuggets", metavar="FILE",
+                    help="the topics' nuggets ({qid, query, nuggets: [{text, importance}]}); the assignments' "
+                         "nuggets are matched to them by text. Without it, each topic's list is the one its "
+                         "assignment rows repeat")
+    ev.add_argument("--support", action="append", default=[], metavar="FILE",
+                    help="citation-support judgments (NIST's format), repeatable")
+    ev.add_argument("--run-map", action="append", default=[], type=_run_map, metavar="SUPPORT_ID=RUN",
+                    help="a support file's run id that is not TEAM.RUN of an assignments run, and the run it is "
+                         "(e.g. webis.webis-manual=webis-manual-manual); repeatable")
+    ev.add_argument("-m", "--measure", action="append", dest="measures", metavar="METRIC",
+                    help="metric, e.g. V_strict, A, W_strict, support_precision, 'support_recall(citations=every)'; "
+                         "repeatable (default: the six nugget scores, and support precision and recall with --support)")
+    ev.add_argument("--per-topic", action="store_true", help="print per-topic values as well as means")
+    ev.add_argument("--missing", choices=("zero", "skip"), default="zero",
+                    help="a topic a judged run did not answer scores 0 (zero, the track's rule) or is left out of "
+                         "its mean (skip, as nuggetizer averages its records)")
+    ev.add_argument("--grades", choices=("auto", "2", "3"), default="auto",
+                    help="the assignments' scale: 3 (support, partial_support, not_support), 2 (no partial "
+                         "support) or auto")
+    ev.add_argument("--format", choices=("tsv", "json"), default="tsv")
+    ev.add_argument("--precision", type=int, default=4, help="decimals printed (default 4)")
+    va = sub.add_parser("validate", help="check answer runs as the track's validator does",
+                        description="Check answer runs (TREC RAG 2024, 2025, 2026 formats) as the tracks' "
+                                    "validators do; every problem names the file, the line and the field.")
+    va.add_argument("--format", choices=ANSWER_FORMATS, default="auto", dest="answer_format",
+                    help="rag24, rag25 (citations as indices or segment ids), rag26, or auto (from the first line)")
+    va.add_argument("--topics", metavar="FILE",
+                    help="the topic ids, one a line (the first column of a TSV topic file, or a JSON line's id, "
+                         "qid or topic_id): an unknown topic is an error, a missing one a warning")
+    va.add_argument("--words", type=int, help="most words an answer may have (default: the format's, 400; 1024 in 2026)")
+    va.add_argument("--references", type=int, help="most references an answer may have (default: 20; 100 from 2025)")
+    va.add_argument("--citations-per-sentence", type=int, dest="citations",
+                    help="most citations a sentence may have (default: none; 3 in 2026)")
+    va.add_argument("runs", nargs="+", metavar="RUN", help="answer runs (JSON lines, gzipped or not)")
+
+
+@command("rag", "generated answers: score nuggets and citation support, validate answer runs", _arguments,
+         description="Generated answers (TREC RAG): score nugget assignments and citation support (rag eval), "
+                     "check answer runs (rag validate). docs/rag.md.")
+def cmd_rag(args: argparse.Namespace, out: TextIO) -> int:
+    return _evaluate(args, out) if args.rag_command == "eval" else _validate(args, out)
+
+
+def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
+    from service.formats.compressed import read_file
+    from service.formats.rag_judgments import SupportAnswer, read_assignments, read_nuggets, read_support
+    from service.metrics.rag_scoring import evaluate_rag
+    from service.metrics.scoring import parse_measures
+
+    if args.assignments is None and not args.support:
+        raise InvalidMeasure("give --assignments FILE, --support FILE or both")
+    names = args.measures or ((DEFAULT_RAG_MEASURES if args.assignments else ())
+                              + (DEFAULT_SUPPORT_MEASURES if args.support else ()))
+    measures = parse_measures(names)  # a bad name fails before any file is read
+    nuggets = read_nuggets(read_file(args.nuggets), args.nuggets) if args.nuggets else None
+    grades: Any = args.grades if args.grades == "auto" else int(args.grades)
+    assignments = (read_assignments(read_file(args.assignments), args.assignments, nuggets, grades)
+                   if args.assignments else None)
+    support: list[SupportAnswer] = []
+    for path in args.support:
+        support.extend(read_support(read_file(path), path))
+    result = evaluate_rag(measures, assignments, support, missing=args.missing, run_map=dict(args.run_map))
+    for sid in result.unmatched:
+        say(f"cranfield: note: support run {sid!r} matches no assignments run: its support scores are printed under "
+            "its own id (--run-map SUPPORT_ID=RUN to match it)")
+    for family, runs in result.not_judged.items():
+        if runs:
+            say(f"cranfield: note: no {family} judgments for {len(runs)} run(s), not scored on those metrics: "
+                + ", ".join(runs))
+    for name, cells in result.undefined.items():
+        if cells:
+            say(f"cranfield: note: {name} is undefined on {len(cells)} (run, topic) answer(s) ({cells[0][2]}, "
+                f"e.g. run {cells[0][0]!r} topic {cells[0][1]!r}); left out of the means")
+    if args.format == "json":
+        return write_json(rag_document(result, args.per_topic), out)
+    write_rag_tsv(result, args.per_topic, args.precision, out)
+    return 0
+
+
+def rag_document(result: Any, per_topic: bool) -> dict[str, Any]:
+    """The JSON answer of ``rag eval``: per run and metric its mean and (``per_topic``) each
+    evaluated topic's value; null is undefined."""
+    ev = result.evaluation
+
+    def num(v: float) -> float | None:
+        return None if v != v else float(v)
+
+    runs: dict[str, Any] = {}
+    for i, run in enumerate(ev.runs):
+        entry: dict[str, Any] = {}
+        for m in ev.measures:
+            done = result.evaluated[m][i]
+            if not done.any():
+                continue
+            values = ev.per_topic(m)[i]
+            entry[str(m)] = {"mean": num(float(ev.means(m)[i])), "topics": int(done.sum()),
+                             **({"per_topic": {t: num(float(values[j])) for j, t in enumerate(ev.topics) if done[j]}}
+                                if per_topic else {})}
+        runs[run] = entry
+    return {
+        "settings": {"missing": ev.settings.missing},
+        "topics": list(ev.topics),
+        "runs": runs,
+        "undefined": {name: [{"run": r, "topic": t, "why": why} for r, t, why in cells]
+                      for name, cells in result.undefined.items() if cells},
+        "unjudged": [{"run": r, "topic": t, "first": {"pairs": c["first"][0], "sentences": c["first"][1]},
+                      "every": {"pairs": c["every"][0], "sentences": c["every"][1]}}
+                     for (r, t), c in sorted(result.unjudged.items()) if any(sum(v) for v in c.values())],
+        "unmatched_support_runs": list(result.unmatched),
+        "not_judged": {k: list(v) for k, v in result.not_judged.items() if v},
+    }
+
+
+def write_rag_tsv(result: Any, per_topic: bool, decimals: int, out: TextIO) -> None:
+    """``run<TAB>topic<TAB>metric<TAB>value``, topic ``all`` for the mean; a run's metric its
+    judgments do not cover is not printed; an undefined value is ``undefined``."""
+    ev = result.evaluation
+
+    def num(v: float) -> str:
+        return "undefined" if v != v else f"{v:.{decimals}f}"
+
+    lines: list[str] = []
+    for i, run in enumerate(ev.runs):
+        for m in ev.measures:
+            done = result.evaluated[m][i]
+            if not done.any():
+                continue
+            name = str(m)
+            if per_topic:
+                values = ev.per_topic(m)[i]
+                lines.extend(f"{run}\t{t}\t{name}\t{num(float(values[j]))}" for j, t in enumerate(ev.topics) if done[j])
+            lines.append(f"{run}\tall\t{name}\t{num(float(ev.means(m)[i]))}")
+    out.write("\n".join(lines) + ("\n" if lines else ""))
+
+
+def _topic_ids(path: str) -> list[str]:
+    """Topic ids of a topic file: a TSV's first column, or each JSON line's id/qid/topic_id."""
+    import json
+
+    from service.errors import InvalidInput
+    from service.formats.compressed import read_file
+
+    ids: list[str] = []
+    for number, raw in enumerate(bytes(read_file(path)).decode("utf-8", errors="replace").splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                raise InvalidInput(path, number, "not JSON") from None
+            value = next((obj[k] for k in ("id", "qid", "topic_id", "narrative_id") if isinstance(obj, dict)
+                          and k in obj), None)
+            if value is None:
+                raise InvalidInput(path, number, "a topic line needs an id (id, qid, topic_id or narrative_id)")
+            ids.append(str(value))
+        else:
+            ids.append(line.split("\t")[0].split()[0])
+    return ids
+
+
+def _validate(args: argparse.Namespace, out: TextIO) -> int:
+    from dataclasses import replace
+
+    from service.cli.common import run_files
+    from service.formats.compressed import read_file
+    from service.formats.rag_answers import TRACK_LIMITS, validate_answers
+
+    topics = _topic_ids(args.topics) if args.topics else None
+    overrides = {k: v for k, v in (("words", args.words), ("references", args.references),
+                                   ("citations_per_sentence", args.citations)) if v is not None}
+    failed = 0
+    for path in run_files(args.runs):
+        limits = None
+        if overrides:
+            base = TRACK_LIMITS.get(args.answer_format, TRACK_LIMITS["rag24"])
+            limits = replace(base, **overrides)
+        errors, warnings = validate_answers(read_file(path), str(path), args.answer_format, topics, limits)
+        for w in warnings:
+            out.write(f"warning: {w}\n")
+        for e in errors:
+            out.write(f"error: {e}\n")
+        out.write(f"{path}: {'refused, ' + str(len(errors)) + ' error(s)' if errors else 'valid'}"
+                  f"{', ' + str(len(warnings)) + ' warning(s)' if warnings else ''}\n")
+        failed += bool(errors)
+    return 1 if failed else 0
