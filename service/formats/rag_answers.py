@@ -113,17 +113,17 @@ def validate_answers(data: bytes | bytearray, source: str = "<answers>", fmt: An
     tracks' validators list them: a line's error does not stop the lines after it."""
     checker = _Checker(source, fmt, topics, limits)
     errors: list[InvalidInput] = []
-    lines = json_lines(data, source, max_line_bytes=checker.line_bytes, max_depth=checker.depth)
-    while len(errors) < max_errors:
+    for number, obj in json_lines(data, source, max_line_bytes=checker.line_bytes, max_depth=checker.depth,
+                                  keep_going=True):
+        if len(errors) >= max_errors:
+            break
+        if isinstance(obj, InvalidInput):  # the line itself is unreadable; the next is read
+            errors.append(obj)
+            continue
         try:
-            item = next(lines, None)
-            if item is None:
-                break
-            checker.line(*item)
+            checker.line(number, obj)
         except InvalidInput as exc:
             errors.append(exc)
-            if exc.reason.startswith(("the line has", "not UTF-8", "not JSON", "the JSON nests")):
-                continue  # the line itself is unreadable; the reader goes on to the next
             if checker.fmt == "auto":  # the format could not be told: nothing further can be checked
                 break
     if len(errors) < max_errors:
