@@ -25,6 +25,7 @@ per subsystem. A value that does not parse (``CRANFIELD_MAX_UPLOAD=abc``) raises
 | CRANFIELD_REFRESH_INTERVAL | 3600 | seconds between scheduled refreshes of stale results |
 | CRANFIELD_MAX_ATTEMPTS | 3 | claims of a run's evaluation (a tests round, an analysis) before it is marked failed |
 | CRANFIELD_TASK_DELAY | 0 | testing only: seconds an evaluation computes longer after claiming its run (failure-recovery tests) |
+| CRANFIELD_TEST_CLOCK_OFFSET | 0 | testing only: seconds added to this process's wall clock (a host whose clock is wrong; tests/integration/test_partitions.py) |
 | CRANFIELD_PRUNE_INTERVAL | 3600 | seconds between prunes (celery beat) of old idempotency keys and ended sessions |
 | CRANFIELD_IDEMPOTENCY_RETENTION | 604800 | seconds an upload's Idempotency-Key and answer are kept (at least 1 day) |
 | CRANFIELD_SESSION_GRACE | 86400 | seconds an expired or signed-out portal session is kept before it is deleted |
@@ -104,6 +105,7 @@ class WorkerSettings:
     prune_interval: float = 3600.0  # seconds between prunes of old idempotency keys and ended sessions
     idempotency_retention: float = 7 * 24 * 3600.0  # seconds an Idempotency-Key and its answer are kept
     session_grace: float = 24 * 3600.0  # seconds an ended portal session is kept before it is deleted
+    clock_offset: float = 0.0  # testing only: seconds added to the process's wall clock (service.store.models.utcnow)
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,7 @@ def load_settings() -> Settings:
             # longer than any client retries an upload: a retry is answered as the first request was
             idempotency_retention=_float("CRANFIELD_IDEMPOTENCY_RETENTION", 7 * 24 * 3600, minimum=24 * 3600),
             session_grace=_float("CRANFIELD_SESSION_GRACE", 24 * 3600, minimum=0),
+            clock_offset=_float("CRANFIELD_TEST_CLOCK_OFFSET", 0, minimum=-math.inf),
         ),
         web=WebSettings(
             max_upload=max_upload(),

@@ -10,7 +10,7 @@ float64 array; pairwise test results are arrays over the pairs of one row per
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -42,7 +42,12 @@ NAMING = {
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC)
+    """This process's wall clock (shifted by CRANFIELD_TEST_CLOCK_OFFSET, which only the tests set:
+    a host whose clock is wrong). Leases and deadlines never use it: service.store.db.db_now."""
+    from service.config import settings
+
+    offset = settings().worker.clock_offset
+    return datetime.now(UTC) + timedelta(seconds=offset) if offset else datetime.now(UTC)
 
 
 class Base(DeclarativeBase):

@@ -32,11 +32,11 @@ def unavailable() -> str | None:
         if shutil.which(tool) is None:
             return f"{tool} is not installed (.ci/run installs iptables from Debian's packages)"
     name = f"cfprobe{os.getpid() % 100000}"
-    made = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
+    made = subprocess.run(["ip", "netns", "add", name], check=False, capture_output=True, text=True)
     if made.returncode != 0:
         return f"ip netns add failed: {made.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", name], capture_output=True)
-    probe = subprocess.run(["iptables", "-L", "INPUT", "-n"], capture_output=True, text=True)
+    subprocess.run(["ip", "netns", "del", name], check=False, capture_output=True)
+    probe = subprocess.run(["iptables", "-L", "INPUT", "-n"], check=False, capture_output=True, text=True)
     if probe.returncode != 0:
         return f"iptables cannot list INPUT: {probe.stderr.strip()}"
     return None
@@ -133,11 +133,11 @@ class Lab:
 
     def close(self) -> None:
         for rule in list(self.rules):
-            subprocess.run(["iptables", "-D", *rule], capture_output=True)
+            subprocess.run(["iptables", "-D", *rule], check=False, capture_output=True)
         self.rules.clear()
         if self.forwarder is not None and self.forwarder.poll() is None:
             self.forwarder.kill()
             self.forwarder.wait(timeout=30)
         for host in self.hosts.values():
-            subprocess.run(["ip", "link", "del", host.link], capture_output=True)
-            subprocess.run(["ip", "netns", "del", host.netns], capture_output=True)
+            subprocess.run(["ip", "link", "del", host.link], check=False, capture_output=True)
+            subprocess.run(["ip", "netns", "del", host.netns], check=False, capture_output=True)
