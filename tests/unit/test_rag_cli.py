@@ -1,0 +1,110 @@
+"""``cranfield rag eval`` and ``cranfield rag validate`` (service/cli/rag.py) on small files:
+the TSV and JSON answers, undefined values printed as such, notes on standard error, the exit
+codes of refusals."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.cli import main
+
+
+def write(path: Path, *objs: Any, gz: bool = False) -> str:
+    data = "".join(json.dumps(o) + "\n" for o in objs).encode()
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return str(path)
+
+
+def row(qid: str, run: str, labels: list[str], importance: list[str]) -> dict[str, Any]:
+    return {"qid": qid, "run_id": run, "nuggets": [{"text": f"n{k}", "importance": i, "assignment": a}
+                                                   for k, (i, a) in enumerate(zip(importance, labels))]}
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, str]:
+    imp = ["vital", "okay"]
+    return {
+        "assignments": write(tmp_path / "assign.jl.gz",
+                             row("1", "r1", ["support", "partial_support"], imp),
+                             row("1", "r2", ["not_support", "support"], imp),
+                             row("2", "r1", ["support"], ["okay"]), gz=True),
+        "nuggets": write(tmp_path / "nuggets.jl", {"qid": "1", "query": "q", "nuggets": [
+            {"text": "n0", "importance": "vital"}, {"text": "n1", "importance": "okay"}]},
+            {"qid": "2", "query": "q", "nuggets": [{"text": "n0", "importance": "okay"}]}),
+        "support": write(tmp_path / "support.jsonl", {"topic_id": "1", "run_id": "team.r1", "sentences": [
+            {"sentenceID": 0, "text": "a", "citations": [{"citationID": 0, "reference": "x", "support": "1"}]},
+            {"sentenceID": 1, "text": "b", "citations": [{"citationID": 0, "reference": "y", "support": "2"}]},
+            {"sentenceID": 2, "text": "c", "citations": []}]}),
+    }
+
+
+def test_rag_eval_tsv_per_topic_and_means(files: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rag", "eval", "--assignments", files["assignments"], "--nuggets", files["nuggets"],
+                 "--support", files["support"], "-m", "V_strict", "-m", "A", "-m", "support_precision",
+                 "-m", "support_recall", "--per-topic"]) == 0
+    out, err = capsys.readouterr()
+    rows = [tuple(line.split("\t")) for line in out.splitlines()]
+    assert ("r1", "1", "nugget_vital(strict=true)", "1.0000") in rows
+    assert ("r1", "2", "nugget_vital(strict=true)", "undefined") in rows  # topic 2 has no vital nugget
+    assert ("r1", "all", "nugget_vital(strict=true)", "1.0000") in rows  # undefined left out of the mean
+    assert ("r2", "2", "nugget_all", "0.0000") in rows and ("r2", "all", "nugget_all", "0.2500") in rows
+    assert ("r1", "1", "support_precision", "0.7500") in rows and ("r1", "1", "support_recall", "0.5000") in rows
+    assert not any(r[0] == "r2" and r[2].startswith("support") for r in rows)  # no support judgments for r2
+    assert "undefined on 2 (run, topic)" in err and "no support judgments for 1 run(s)" in err
+
+
+def test_rag_eval_json(files: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rag", "eval", "--assignments", files["assignments"], "--format", "json", "--per-topic"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["settings"] == {"missing": "zero"} and doc["topics"] == ["1", "2"]
+    assert set(doc["runs"]["r1"]) == {"nugget_all", "nugget_all(strict=true)", "nugget_vital",
+                                      "nugget_vital(strict=true)", "nugget_weighted", "nugget_weighted(strict=true)"}
+    v = doc["runs"]["r1"]["nugget_vital(strict=true)"]
+    assert v == {"mean": 1.0, "topics": 2, "per_topic": {"1": 1.0, "2": None}}
+    assert doc["runs"]["r2"]["nugget_weighted"]["per_topic"] == {"1": pytest.approx(0.5 / 1.5), "2": 0.0}
+    assert {(u["run"], u["topic"]) for u in doc["undefined"]["nugget_vital"]} == {("r1", "2"), ("r2", "2")}
+
+
+def test_rag_eval_missing_skip_and_refusals(files: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rag", "eval", "--assignments", files["assignments"], "-m", "A", "--missing", "skip"]) == 0
+    assert "r2\tall\tnugget_all\t0.5000" in capsys.readouterr().out
+    assert main(["rag", "eval", "--assignments", files["assignments"], "-m", "nDCG@10"]) == 2
+    assert "not a RAG metric" in capsys.readouterr().err
+    assert main(["rag", "eval", "-m", "A"]) == 2
+    assert "give --assignments FILE" in capsys.readouterr().err
+    assert main(["rag", "eval", "--assignments", files["nuggets"]]) == 1  # a nuggets file is no assignment file
+    assert "nuggets.jl:1: run_id: missing" in capsys.readouterr().err
+    assert main(["rag", "eval", "--support", files["support"], "-m", "V"]) == 2
+    assert "needs nugget assignments" in capsys.readouterr().err
+
+
+def answer(topic: str, **over: Any) -> dict[str, Any]:
+    d = {"run_id": "r", "topic_id": topic, "topic": "q", "references": ["s#1"], "response_length": 1,
+         "answer": [{"text": "word", "citations": [0]}]}
+    d.update(over)
+    return d
+
+
+def test_rag_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = write(tmp_path / "good.jsonl", answer("t1"), answer("t2"))
+    bad = write(tmp_path / "bad.jsonl", answer("t1"), answer("t2", answer=[{"text": "w", "citations": [4]}]),
+                answer("t1"))
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("t1\tq one\nt2\tq two\nt3\tq three\n")
+    assert main(["rag", "validate", "--format", "rag24", "--topics", str(topics), good]) == 0
+    out = capsys.readouterr().out
+    assert "good.jsonl: valid, 1 warning(s)" in out and "t3" in out
+    assert main(["rag", "validate", good, bad]) == 1
+    out = capsys.readouterr().out
+    assert "good.jsonl: valid" in out and "bad.jsonl: refused, 2 error(s)" in out
+    assert "bad.jsonl:2: answer[0].citations[0]: citation 4 is out of range" in out
+    assert "bad.jsonl:3: topic_id: topic 't1' is answered twice" in out
+    long = write(tmp_path / "long.jsonl", answer("t1", answer=[{"text": "w " * 30, "citations": []}]))
+    assert main(["rag", "validate", "--format", "rag24", "--words", "20", long]) == 1
+    assert "20 words" in capsys.readouterr().out
+    assert main(["rag", "validate", "--format", "rag24", long]) == 0
