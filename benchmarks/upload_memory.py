@@ -41,7 +41,17 @@ Y times the file during the upload and then sends the file again; the answers' s
 and ``Retry-After`` are reported.
 
 The goal (issue 24) is a multiple of at most 3 in ``api`` mode at 150 MB (measured 2.35, and
-0.31 kept; 11.1 and 5.8 before). :func:`upload_memory_multiple` is the importable entry point
+0.31 kept; 11.1 and 5.8 before).
+
+``--served multiples,bombs,blank`` (issue 34) measures a real ``cranfield serve --no-worker``
+process instead (a new SQLite database in a temporary folder; :class:`Served`), its RSS, peak
+(``VmHWM``, reset through ``/proc/PID/clear_refs``) and CPU read from ``/proc/PID`` as an
+attacker sees them: ``multiples``, runs of ``--served-sizes`` MB sent plain and gzipped and a
+qrels preview of ``--qrels-mb`` MB plain and gzipped, a fresh server each, the peak growth over
+the idle server per byte of the uncompressed file and the peak RSS itself per byte;
+``bombs``, four senders of a 1 MB gzip of 1 GiB of newlines for 15 s, the RSS before, at the
+peak and 60 s after; ``blank``, the server CPU of a 260 KB gzip of 255 MiB of blank lines and
+another team's 0.2 MB run answered while two of those are in flight. :func:`upload_memory_multiple` is the importable entry point
 (``benchmarks/bench_deadline.py`` reports it).
 """
 
@@ -374,11 +384,11 @@ BOMB_BYTES = 1 << 30  # a gzip bomb: 1 GiB of newlines (about 1 MB gzipped)
 BLANK_BYTES = 255 << 20  # a blank-line gzip: 255 MiB of newlines (about 260 KB gzipped)
 
 
-def gzip_of_newlines(size: int) -> bytes:
-    """``size`` newlines, gzipped (level 9), made a piece at a time."""
+def gzip_of_newlines(size: int, zlib_stream: bool = False) -> bytes:
+    """``size`` newlines, gzipped (level 9; ``zlib_stream``: as ``zlib.compress``), made a piece at a time."""
     import zlib
 
-    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    z = zlib.compressobj(9, zlib.DEFLATED, 15 if zlib_stream else 31)
     piece = b"\n" * (1 << 24)
     out = [z.compress(piece) for _ in range(size // len(piece))]
     out += [z.compress(b"\n" * (size % len(piece))), z.flush()]
@@ -433,7 +443,9 @@ class Served:
             r = c.post("/api/collections", json={"name": f"served-{len(teams)}-{time.monotonic_ns()}"})
             assert r.status_code == 201, r.text
             cid = r.json()["id"]
-            assert c.post(f"/api/collections/{cid}/topics", json={"topics": topics}).status_code in (200, 201)
+            if topics:
+                r = c.post(f"/api/collections/{cid}/topics", json={"topics": topics})
+                assert r.status_code in (200, 201), r.text
             tokens = {}
             for team in teams:
                 c.post("/api/teams", json={"name": team})
@@ -538,6 +550,7 @@ def served_upload_multiples(sizes_mb: list[float], qrels_mb: float, seed: int = 
             out.update(kind=kind, file_bytes=size, sent_bytes=len(body), multiple=round(out["peak_growth"] / size, 2),
                        absolute_multiple=round(out["peak"] / size, 2))
             results.append(out)
+            print(json.dumps(out), file=sys.stderr, flush=True)  # (a long series: each figure as it comes)
             del body
     return results
 
@@ -636,6 +649,44 @@ def served_blank_lines(in_flight: int = 2) -> dict[str, Any]:
             "in_flight": in_flight}
 
 
+def served_main(parts: list[str], sizes_mb: list[float], qrels_mb: float, json_path: str | None) -> int:
+    """Print the figures of issue 34's Done-when for ``parts`` (multiples, bombs, blank); 0 when
+    every goal is met: peak growth at most GOAL x the file, the bombs' RSS back within 100 MB
+    60 s later, the blank-line gzip refused in seconds and the other team's run within 2 s."""
+    report: dict[str, Any] = {}
+    ok = True
+    if "multiples" in parts:
+        report["multiples"] = served_upload_multiples(sizes_mb, qrels_mb)
+        for r in report["multiples"]:
+            good = r["multiple"] <= GOAL and r["status"] < 300
+            ok &= good
+            print(f"{r['kind']:>10} {r['file_bytes'] / 1e6:6.1f} MB (sent {r['sent_bytes'] / 1e6:.1f} MB): HTTP "
+                  f"{r['status']} in {r['seconds']:.1f} s; peak growth {r['peak_growth'] / 1e6:,.0f} MB = "
+                  f"{r['multiple']:.2f}x the file (goal <= {GOAL:g}x: {'PASS' if good else 'FAIL'}); peak RSS "
+                  f"{r['peak'] / 1e6:,.0f} MB = {r['absolute_multiple']:.2f}x the file (idle "
+                  f"{r['rss_before'] / 1e6:,.0f} MB); kept {r['kept'] / 1e6:,.0f} MB")
+    if "bombs" in parts:
+        b = report["bombs"] = served_bombs()
+        good = b["after_delta"] < 100e6 and set(b["answers"]) == {413}
+        ok &= good
+        print(f"bombs: {b['senders']} senders x {b['seconds']:g} s of a {b['bomb_bytes'] / 1e6:.1f} MB gzip of "
+              f"1 GiB: answers {b['answers']}; RSS {b['rss_before'] / 1e6:,.0f} MB before, peak "
+              f"{b['rss_peak'] / 1e6:,.0f} MB, {b['rss_after'] / 1e6:,.0f} MB {b['wait_after']:g} s after "
+              f"(+{b['after_delta'] / 1e6:,.0f} MB; goal < 100 MB: {'PASS' if good else 'FAIL'}); server CPU "
+              f"{b['cpu_seconds']} s")
+    if "blank" in parts:
+        b = report["blank"] = served_blank_lines()
+        good = b["alone"]["seconds"] < 10 and b["small_meanwhile"][0] == 201 and b["small_meanwhile"][1] < 2
+        ok &= good
+        print(f"blank lines: a {b['blank_gzip_bytes'] / 1e3:.0f} KB gzip of 255 MiB: HTTP {b['alone']['status']} "
+              f"({b['alone']['detail']}) in {b['alone']['seconds']} s, {b['alone']['cpu_seconds']} s of server CPU; "
+              f"another team's 0.2 MB run: {b['small_quiet'][1]} s quiet, {b['small_meanwhile'][1]} s (HTTP "
+              f"{b['small_meanwhile'][0]}) with {b['in_flight']} in flight (goal < 2 s: {'PASS' if good else 'FAIL'})")
+    if json_path:
+        Path(json_path).write_text(json.dumps(report, indent=2) + "\n")
+    return 0 if ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mb", type=float, default=150)
@@ -649,12 +700,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="cap the address space at what the set-up process uses plus this many times the file")
     ap.add_argument("--ballast", type=float, default=0.0,
                     help="hold this many times the file in memory during the upload, then send the file again")
+    ap.add_argument("--served", default=None, metavar="PARTS",
+                    help="measure a real `cranfield serve` instead (issue 34): a comma-separated choice of "
+                         "multiples, bombs, blank (the figures of its Done-when)")
+    ap.add_argument("--served-sizes", default="100,200", help="--served multiples: run sizes in MB")
+    ap.add_argument("--qrels-mb", type=float, default=89, help="--served multiples: the qrels preview's size in MB")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         print(json.dumps(_child(args.mode, args.path, args.database_url, args.allocator, args.headroom,
                                 args.ballast)))
         return 0
+    if args.served:
+        return served_main(args.served.split(","), [float(x) for x in args.served_sizes.split(",")], args.qrels_mb,
+                           args.json)
     result = upload_memory_multiple(args.size_mb, mode=args.mode, database_url=args.database_url,
                                     allocator=args.allocator, seed=args.seed, path=args.path,
                                     headroom=args.headroom, ballast=args.ballast)

@@ -124,7 +124,6 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
         guards=[authorise_first(factory)],  # authorise, then validate: before anything of the request is read
         before_request=strict_json_body,
         before_send=[no_sniffing],
-        after_response=release_after_upload,  # a large upload's memory back to the kernel
         state=State({"max_body": max_body, "board_cache": board_cache, "readiness": readiness,
                      "db_slots": DatabaseSlots(limits.db_slots, limits.queue_seconds), "request_slots": slots}),
         on_startup=[size_thread_pools, freeze],
@@ -136,5 +135,5 @@ def create_app(database_url: str, dispatch: Dispatch, *, max_body: int = DEFAULT
     # Admission comes first, before routing, middleware and dependencies (only Litestar's own
     # entry point, which wraps send with the before-send hooks, runs before it): a refusal
     # costs nothing else.
-    app.asgi_handler = AdmissionGate(app.asgi_handler, slots)
+    app.asgi_handler = AdmissionGate(app.asgi_handler, slots, after=release_after_upload)  # its memory back
     return app

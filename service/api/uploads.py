@@ -17,6 +17,9 @@ the request ends: decompression, parse and store of a few uploads at once, never
 
 from __future__ import annotations
 
+import asyncio
+import gc
+from collections.abc import MutableMapping
 from typing import Any
 
 import anyio.to_thread
@@ -32,11 +35,33 @@ from service.runtime import release_memory
 UPLOAD_BYTES = "upload_bytes"
 
 
-async def release_after_upload(request: Request[Any, Any, Any]) -> None:
-    """After the answer to a large upload has gone (and with the request, its body), give the
-    freed memory back to the kernel: the application's ``after_response`` hook."""
-    if request.state.get(UPLOAD_BYTES, 0) >= RELEASE_FROM:
-        await anyio.to_thread.run_sync(release_memory)
+async def release_after_upload(scope: MutableMapping[str, Any]) -> None:
+    """Once a large upload's request is done (its answer sent, its slots given back), give the
+    freed memory back to the kernel (:class:`service.http.admission.AdmissionGate`'s ``after``).
+    A refused upload's buffers are held by its exception's traceback, a reference cycle (the
+    exception, its frames, their locals) that only the cyclic collector frees, and that is
+    unreachable only once the application has returned: without a collection here a 255 MiB
+    upload refused with a 422 kept its 255 MB until the next full collection, which the startup
+    heap's freeze makes rare (issue 34, item 2)."""
+    if (scope.get("state") or {}).get(UPLOAD_BYTES, 0) >= RELEASE_FROM:
+        # A moment later: until the event loop has run the callbacks that delivered the worker
+        # thread's exception (an asyncio handle holds its future), the cycle is still reachable.
+        asyncio.get_running_loop().call_later(_RELEASE_DELAY, _start_release)
+
+
+_RELEASE_DELAY = 0.2  # seconds
+_releasing: set[asyncio.Task[None]] = set()  # (a task the loop alone refers to may be collected unfinished)
+
+
+def _start_release() -> None:
+    task = asyncio.ensure_future(_release())
+    _releasing.add(task)
+    task.add_done_callback(_releasing.discard)
+
+
+async def _release() -> None:
+    gc.collect()
+    await anyio.to_thread.run_sync(release_memory)
 
 
 async def read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
@@ -52,9 +77,13 @@ async def decompressed(request: Request[Any, Any, Any], data: bytes, name: str, 
     its upload slot (service/http/admission.py, :class:`UploadSlots`), held until it ends: a
     few uploads at once are decompressed, parsed and stored, fairly shared between callers."""
     await upload_slot(request)
+    request.state[UPLOAD_BYTES] = max(request.state.get(UPLOAD_BYTES, 0), len(data))
     if not is_gzip(data):
         return data
     size = len(data)
+    # a gzip is released after as a large upload is, refused or not: its pieces, the refusal's
+    # traceback and the compressed body go back to the kernel (release_after_upload)
+    request.state[UPLOAD_BYTES] = max(request.state.get(UPLOAD_BYTES, 0), RELEASE_FROM)
     try:
         out = await anyio.to_thread.run_sync(gunzip, data, name, limit)
     except MemoryError:

@@ -163,9 +163,11 @@ class AdmissionGate:
     a refused one gets a 503 problem with ``Retry-After`` whose bytes were made once, here.
     ``/health/*`` is never refused nor counted."""
 
-    def __init__(self, app: ASGIApp, slots: RequestSlots, retry_after: int = 1) -> None:
+    def __init__(self, app: ASGIApp, slots: RequestSlots, retry_after: int = 1,
+                 after: Callable[[Scope], Awaitable[None]] | None = None) -> None:
         self.app = app
         self.slots = slots
+        self.after = after  # called once a request is done and its slots given back (an upload's memory)
         self.refusals = {
             FULL: _refusal(f"the server is at its limit of {slots.limit} requests in flight and "
                            f"{slots.max_waiting} waiting", retry_after),
@@ -189,6 +191,8 @@ class AdmissionGate:
         finally:
             slots.leave()
             release_leftovers(scope)
+        if self.after is not None:  # here, not in a hook inside the application: a refused upload's
+            await self.after(scope)  # exception (and its frames' buffers) is unreachable only now
 
 
 def _refusal(message: str, retry_after: int) -> tuple[list[tuple[bytes, bytes]], bytes]:
