@@ -20,6 +20,8 @@ from service.errors import InvalidMeasure
 #: The RAG metrics printed when none is asked for: the six nugget scores, then the support ones.
 DEFAULT_RAG_MEASURES = ("A", "A_strict", "V", "V_strict", "W", "W_strict")
 DEFAULT_SUPPORT_MEASURES = ("support_precision", "support_recall")
+#: The answers' references as ranked lists (--answers): the RAG track's retrieval measures.
+DEFAULT_REFERENCE_MEASURES = ("nDCG@20", "Recall@20")
 ANSWER_FORMATS = ("auto", "rag24", "rag25", "rag26")  # service.formats.rag_answers (no import here)
 
 
@@ -47,6 +49,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--run-map", action="append", default=[], type=_run_map, metavar="SUPPORT_ID=RUN",
                     help="a support file's run id that is not TEAM.RUN of an assignments run, and the run it is "
                          "(e.g. webis.webis-manual=webis-manual-manual); repeatable")
+    ev.add_argument("--answers", nargs="+", default=[], metavar="RUN",
+                    help="answer runs (TREC RAG 2024/2025/2026 formats): each answer's references scored as a "
+                         "ranked list against --qrels with the retrieval metrics asked for (nDCG@20, Recall@20, ...)")
+    ev.add_argument("--answers-format", choices=ANSWER_FORMATS, default="auto", help="the answer runs' format")
+    ev.add_argument("--qrels", metavar="FILE", help="retrieval qrels for the answers' references (TREC or NTCIR)")
     ev.add_argument("-m", "--measure", action="append", dest="measures", metavar="METRIC",
                     help="metric, e.g. V_strict, A, W_strict, support_precision, 'support_recall(citations=every)'; "
                          "repeatable (default: the six nugget scores, and support precision and recall with --support)")
@@ -87,11 +94,22 @@ def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
     from service.metrics.rag_scoring import evaluate_rag
     from service.metrics.scoring import parse_measures
 
-    if args.assignments is None and not args.support:
-        raise InvalidMeasure("give --assignments FILE, --support FILE or both")
+    if args.assignments is None and not args.support and not args.answers:
+        raise InvalidMeasure("give --assignments FILE, --support FILE, --answers RUN... --qrels FILE, or several")
+    if bool(args.answers) != bool(args.qrels):
+        raise InvalidMeasure("--answers and --qrels go together (the answers' references scored against the qrels)")
     names = args.measures or ((DEFAULT_RAG_MEASURES if args.assignments else ())
-                              + (DEFAULT_SUPPORT_MEASURES if args.support else ()))
-    measures = parse_measures(names)  # a bad name fails before any file is read
+                              + (DEFAULT_SUPPORT_MEASURES if args.support else ())
+                              + (DEFAULT_REFERENCE_MEASURES if args.answers else ()))
+    every = parse_measures(names)  # a bad name fails before any file is read
+    measures = tuple(m for m in every if m.definition.family == "rag")
+    ranked = tuple(m for m in every if m.definition.family != "rag")
+    if ranked and not args.answers:
+        raise InvalidMeasure(f"{ranked[0]} is not a RAG metric: it scores the answers' references (--answers RUN... "
+                             "--qrels FILE)")
+    reference_scores = _reference_scores(args, ranked) if ranked else None
+    if not measures:
+        return _print_references(reference_scores, args, out)
     nuggets = read_nuggets(read_file(args.nuggets), args.nuggets) if args.nuggets else None
     grades: Any = args.grades if args.grades == "auto" else int(args.grades)
     assignments = (read_assignments(read_file(args.assignments), args.assignments, nuggets, grades)
@@ -112,9 +130,63 @@ def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
             say(f"cranfield: note: {name} is undefined on {len(cells)} (run, topic) answer(s) ({cells[0][2]}, "
                 f"e.g. run {cells[0][0]!r} topic {cells[0][1]!r}); left out of the means")
     if args.format == "json":
-        return write_json(rag_document(result, args.per_topic), out)
+        doc = rag_document(result, args.per_topic)
+        if reference_scores is not None:
+            doc["references"] = _references_document(reference_scores, args.per_topic)
+        return write_json(doc, out)
     write_rag_tsv(result, args.per_topic, args.precision, out)
+    if reference_scores is not None:
+        _references_tsv(reference_scores, args.per_topic, args.precision, out)
     return 0
+
+
+def _reference_scores(args: argparse.Namespace, ranked: tuple[Any, ...]) -> Any:
+    """The answers' references as ranked lists, scored against --qrels (service.metrics.evaluate)."""
+    from service.formats.compressed import read_file
+    from service.formats.rag_answers import read_answers, references_run
+    from service.formats.readers import parse_qrels
+    from service.metrics.scoring import EvalSettings, evaluate
+
+    qrels = parse_qrels(read_file(args.qrels), args.qrels)
+    runs = []
+    for path in args.answers:
+        answers = read_answers(read_file(path), path, args.answers_format)
+        for w in answers.warnings:
+            say(f"cranfield: warning: {w}")
+        runs.append(references_run(answers, path))
+    tags = [r.tag for r in runs]
+    if len(set(tags)) != len(tags):
+        raise InvalidMeasure(f"two answer runs carry the run_id {next(t for t in tags if tags.count(t) > 1)!r}")
+    return evaluate(qrels, runs, ranked, EvalSettings(missing=args.missing))
+
+
+def _print_references(scores: Any, args: argparse.Namespace, out: TextIO) -> int:
+    if args.format == "json":
+        return write_json({"references": _references_document(scores, args.per_topic)}, out)
+    _references_tsv(scores, args.per_topic, args.precision, out)
+    return 0
+
+
+def _references_document(ev: Any, per_topic: bool) -> dict[str, Any]:
+    def num(v: float) -> float | None:
+        return None if v != v else float(v)
+
+    return {"topics": list(ev.topics), "runs": {run: {str(m): {
+        "mean": num(float(ev.means(m)[i])),
+        **({"per_topic": {t: num(float(v)) for t, v in zip(ev.topics, ev.per_topic(m)[i])}} if per_topic else {})}
+        for m in ev.measures} for i, run in enumerate(ev.runs)}}
+
+
+def _references_tsv(ev: Any, per_topic: bool, decimals: int, out: TextIO) -> None:
+    lines: list[str] = []
+    for i, run in enumerate(ev.runs):
+        for m in ev.measures:
+            if per_topic:
+                lines.extend(f"{run}\t{t}\t{m}\t{v:.{decimals}f}" for t, v in zip(ev.topics, ev.per_topic(m)[i])
+                             if v == v)
+            mean = float(ev.means(m)[i])
+            lines.append(f"{run}\tall\t{m}\t{'undefined' if mean != mean else f'{mean:.{decimals}f}'}")
+    out.write("\n".join(lines) + ("\n" if lines else ""))
 
 
 def rag_document(result: Any, per_topic: bool) -> dict[str, Any]:

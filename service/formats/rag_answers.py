@@ -351,3 +351,21 @@ def _shown(value: Any) -> str:
 def limits_for(fmt: str, **overrides: Any) -> AnswerLimits:
     """The track's limits for ``fmt`` with some replaced (a collection's settings)."""
     return replace(TRACK_LIMITS[fmt], **overrides)
+
+
+def references_run(run: AnswerRun, source: str = "<answers>") -> Any:
+    """The answers' ``references`` as a TREC run (:class:`~service.formats.types.Run`): each
+    topic's references ranked in the order listed, so that the retrieval metrics score the R
+    of RAG against the collection's qrels. Its tag is the answer run's ``run_id``."""
+    from service.formats.readers import parse_run
+
+    tag = run.run_id.replace(" ", "_")
+    for a in run.answers:
+        for value in (a.topic, *a.references):
+            if len(value.split()) != 1:
+                raise InvalidInput(source, a.line, f"{value!r} holds white space: it cannot be a run's topic or docno")
+    lines = [f"{a.topic} Q0 {ref} {rank} {len(a.references) - rank + 1} {tag}\n"
+             for a in run.answers for rank, ref in enumerate(a.references, 1)]
+    if not lines:  # answers without references: an empty list on every topic
+        raise InvalidInput(source, None, "no answer has references to rank")
+    return parse_run("".join(lines).encode("utf-8"), source, order="file")

@@ -108,3 +108,23 @@ def test_rag_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["rag", "validate", "--format", "rag24", "--words", "20", long]) == 1
     assert "20 words" in capsys.readouterr().out
     assert main(["rag", "validate", "--format", "rag24", long]) == 0
+
+
+def test_the_answers_references_scored_as_ranked_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--answers --qrels: each answer's references in the order listed are the ranked list; the
+    values equal `cranfield eval` on the same lists written as a TREC run."""
+    qrels = tmp_path / "qrels"
+    qrels.write_text("t1 0 s#1 3\nt1 0 s#2 0\nt1 0 s#3 1\nt2 0 s#9 2\nt3 0 s#5 1\n")
+    refs = {"t1": ["s#2", "s#3", "s#1", "s#7"], "t2": ["s#8", "s#9"]}  # t3 not answered: 0
+    answers = write(tmp_path / "answers.jsonl", *(answer(t, references=r, answer=[{"text": "w", "citations": [0]}])
+                                                  for t, r in refs.items()))
+    run = tmp_path / "run.txt"
+    run.write_text("".join(f"{t} Q0 {d} {k} {10 - k} r\n" for t, r in refs.items() for k, d in enumerate(r, 1)))
+    assert main(["rag", "eval", "--answers", answers, "--qrels", str(qrels), "-m", "nDCG@20", "-m", "AP",
+                 "--per-topic", "--precision", "6"]) == 0
+    ours = sorted(capsys.readouterr().out.splitlines())
+    assert main(["eval", "--qrels", str(qrels), "-m", "nDCG@20", "-m", "AP", "--per-topic", str(run)]) == 0
+    theirs = sorted(capsys.readouterr().out.splitlines())
+    assert ours == theirs and len(ours) == 2 * 4 and "r\tt3\tAP\t0.000000" in ours
+    assert main(["rag", "eval", "--answers", answers, "-m", "nDCG@20"]) == 2  # --qrels missing
+    assert main(["rag", "eval", "--support", str(qrels), "-m", "nDCG@20"]) == 2  # a ranked metric without answers
