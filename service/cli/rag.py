@@ -11,6 +11,7 @@ over the run's topics) or a JSON document; an undefined value is printed ``undef
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any, TextIO
 
 from service.cli.output import say, write_json
@@ -169,7 +170,7 @@ def _print_references(scores: Any, args: argparse.Namespace, out: TextIO) -> int
 
 def _references_document(ev: Any, per_topic: bool) -> dict[str, Any]:
     def num(v: float) -> float | None:
-        return None if v != v else float(v)
+        return None if math.isnan(v) else float(v)
 
     return {"topics": list(ev.topics), "runs": {run: {str(m): {
         "mean": num(float(ev.means(m)[i])),
@@ -183,9 +184,9 @@ def _references_tsv(ev: Any, per_topic: bool, decimals: int, out: TextIO) -> Non
         for m in ev.measures:
             if per_topic:
                 lines.extend(f"{run}\t{t}\t{m}\t{v:.{decimals}f}" for t, v in zip(ev.topics, ev.per_topic(m)[i])
-                             if v == v)
+                             if not math.isnan(v))
             mean = float(ev.means(m)[i])
-            lines.append(f"{run}\tall\t{m}\t{'undefined' if mean != mean else f'{mean:.{decimals}f}'}")
+            lines.append(f"{run}\tall\t{m}\t{'undefined' if math.isnan(mean) else f'{mean:.{decimals}f}'}")
     out.write("\n".join(lines) + ("\n" if lines else ""))
 
 
@@ -195,7 +196,7 @@ def rag_document(result: Any, per_topic: bool) -> dict[str, Any]:
     ev = result.evaluation
 
     def num(v: float) -> float | None:
-        return None if v != v else float(v)
+        return None if math.isnan(v) else float(v)
 
     runs: dict[str, Any] = {}
     for i, run in enumerate(ev.runs):
@@ -229,7 +230,7 @@ def write_rag_tsv(result: Any, per_topic: bool, decimals: int, out: TextIO) -> N
     ev = result.evaluation
 
     def num(v: float) -> str:
-        return "undefined" if v != v else f"{v:.{decimals}f}"
+        return "undefined" if math.isnan(v) else f"{v:.{decimals}f}"
 
     lines: list[str] = []
     for i, run in enumerate(ev.runs):
@@ -289,10 +290,8 @@ def _validate(args: argparse.Namespace, out: TextIO) -> int:
             base = TRACK_LIMITS.get(args.answer_format, TRACK_LIMITS["rag24"])
             limits = replace(base, **overrides)
         errors, warnings = validate_answers(read_file(path), str(path), args.answer_format, topics, limits)
-        for w in warnings:
-            out.write(f"warning: {w}\n")
-        for e in errors:
-            out.write(f"error: {e}\n")
+        out.writelines(f"warning: {w}\n" for w in warnings)
+        out.writelines(f"error: {e}\n" for e in errors)
         out.write(f"{path}: {'refused, ' + str(len(errors)) + ' error(s)' if errors else 'valid'}"
                   f"{', ' + str(len(warnings)) + ' warning(s)' if warnings else ''}\n")
         failed += bool(errors)

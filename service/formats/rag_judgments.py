@@ -29,6 +29,7 @@ token (missing text), which is read, not refused.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -290,7 +291,7 @@ def read_support(data: bytes | bytearray, source: str = "<support>") -> list[Sup
                 raise InvalidInput(source, number, f"{at}sentenceID: {sid!r} is given twice (sentences[{ids[str(sid)]}])")
             ids[str(sid)] = k
             text = sent.get("text")
-            if text is not None and not isinstance(text, str) and not (isinstance(text, float) and text != text):
+            if text is not None and not isinstance(text, str) and not (isinstance(text, float) and math.isnan(text)):
                 raise InvalidInput(source, number, f"{at}text: a string (or NaN: missing), not {_shown(text)}")
             cits = sent.get("citations")
             if not isinstance(cits, list):

@@ -19,6 +19,7 @@ Rules:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -153,7 +154,7 @@ def evaluate_rag(measures: Iterable[str | Measure], assignments: Assignments | N
                     c = counts[str(m.get("citations"))]
                     value = c.precision if m.name == "support_precision" else c.recall
                     scores[m][cell] = value
-                    if value != value:
+                    if math.isnan(value):
                         why = "no judged citation" if m.name == "support_precision" else "no sentence to count"
                         undefined[str(m)].append((run, topic, why))
 
