@@ -74,7 +74,7 @@ EXCLUSIVE_MARK = "pytest.mark.exclusive"
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """The README's second pytest (``-m exclusive``) runs 5 tests of 2 modules: it imports only
+    """The README's second pytest (``-m exclusive``) runs 8 tests of 3 modules: it imports only
     the test modules whose source names the mark, instead of importing and collecting all of
     them (about 10 s alone on the machine, a schema read and thousands of cases generated)
     only to deselect them. pytest_collection_modifyitems makes sure that no exclusive test
