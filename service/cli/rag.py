@@ -38,18 +38,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     ev = sub.add_parser("eval", help="score nugget assignments and citation support",
                         description="Score answers: nugget assignments (--assignments) and citation-support "
                                     "judgments (--support) with the RAG metrics (docs/rag.md).")
-    ev.add_argument("--assignments", metavar="FILE",
-                    help="nugget assignments, a JSON line per (topic, run): {qid, run_id, nuggets: [{text, "
-                         "importance, assignment}]} (NIST's, nuggetizer's assign output); gzipped or not")
-    ev.add_argument("--nuggets", metavar="FILE",
-                    help="the topics' nuggets ({qid, query, nuggets: [{text, importance}]}); the assignments' "
-                         "nuggets are matched to them by text. Without it, each topic's list is the one its "
-                         "assignment rows repeat")
-    ev.add_argument("--support", action="append", default=[], metavar="FILE",
-                    help="citation-support judgments (NIST's format), repeatable")
-    ev.add_argument("--run-map", action="append", default=[], type=_run_map, metavar="SUPPORT_ID=RUN",
-                    help="a support file's run id that is not TEAM.RUN of an assignments run, and the run it is "
-                         "(e.g. webis.webis-manual=webis-manual-manual); repeatable")
+    add_judgment_arguments(ev)
     ev.add_argument("--answers", nargs="+", default=[], metavar="RUN",
                     help="answer runs (TREC RAG 2024/2025/2026 formats): each answer's references scored as a "
                          "ranked list against --qrels with the retrieval metrics asked for (nDCG@20, Recall@20, ...)")
@@ -62,9 +51,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--missing", choices=("zero", "skip"), default="zero",
                     help="a topic a judged run did not answer scores 0 (zero, the track's rule) or is left out of "
                          "its mean (skip, as nuggetizer averages its records)")
-    ev.add_argument("--grades", choices=("auto", "2", "3"), default="auto",
-                    help="the assignments' scale: 3 (support, partial_support, not_support), 2 (no partial "
-                         "support) or auto")
     ev.add_argument("--format", choices=("tsv", "json"), default="tsv")
     ev.add_argument("--precision", type=int, default=4, help="decimals printed (default 4)")
     va = sub.add_parser("validate", help="check answer runs as the track's validator does",
@@ -90,8 +76,6 @@ def cmd_rag(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
-    from service.formats.compressed import read_file
-    from service.formats.rag_judgments import SupportAnswer, read_assignments, read_nuggets, read_support
     from service.metrics.rag_scoring import evaluate_rag
     from service.metrics.scoring import parse_measures
 
@@ -111,13 +95,7 @@ def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
     reference_scores = _reference_scores(args, ranked) if ranked else None
     if not measures:
         return _print_references(reference_scores, args, out)
-    nuggets = read_nuggets(read_file(args.nuggets), args.nuggets) if args.nuggets else None
-    grades: Any = args.grades if args.grades == "auto" else int(args.grades)
-    assignments = (read_assignments(read_file(args.assignments), args.assignments, nuggets, grades)
-                   if args.assignments else None)
-    support: list[SupportAnswer] = []
-    for path in args.support:
-        support.extend(read_support(read_file(path), path))
+    assignments, support = read_rag_judgments(args)
     result = evaluate_rag(measures, assignments, support, missing=args.missing, run_map=dict(args.run_map))
     for sid in result.unmatched:
         say(f"cranfield: note: support run {sid!r} matches no assignments run: its support scores are printed under "
@@ -139,6 +117,73 @@ def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
     if reference_scores is not None:
         _references_tsv(reference_scores, args.per_topic, args.precision, out)
     return 0
+
+
+def add_judgment_arguments(p: argparse.ArgumentParser, compare: bool = False) -> None:
+    """The RAG judgments' options, shared by ``rag eval`` and ``compare``."""
+    what = "; compare: its runs tested on the RAG metrics (-m V_strict ...)" if compare else ""
+    p.add_argument("--assignments", metavar="FILE",
+                   help="nugget assignments, a JSON line per (topic, run): {qid, run_id, nuggets: [{text, "
+                        f"importance, assignment}}]}} (NIST's, nuggetizer's assign output); gzipped or not{what}")
+    p.add_argument("--nuggets", metavar="FILE",
+                   help="the topics' nuggets ({qid, query, nuggets: [{text, importance}]}); the assignments' "
+                        "nuggets are matched to them by text. Without it, each topic's list is the one its "
+                        "assignment rows repeat")
+    p.add_argument("--support", action="append", default=[], metavar="FILE",
+                   help="citation-support judgments (NIST's format), repeatable")
+    p.add_argument("--run-map", action="append", default=[], type=_run_map, metavar="SUPPORT_ID=RUN",
+                   help="a support file's run id that is not TEAM.RUN of an assignments run, and the run it is "
+                        "(e.g. webis.webis-manual=webis-manual-manual); repeatable")
+    p.add_argument("--grades", choices=("auto", "2", "3"), default="auto",
+                   help="the assignments' scale: 3 (support, partial_support, not_support), 2 (no partial "
+                        "support) or auto")
+
+
+def read_rag_judgments(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    """The assignments (or None) and the support answers named by the judgment options."""
+    from service.formats.compressed import read_file
+    from service.formats.rag_judgments import read_assignments, read_nuggets, read_support
+
+    nuggets = read_nuggets(read_file(args.nuggets), args.nuggets) if args.nuggets else None
+    grades: Any = args.grades if args.grades == "auto" else int(args.grades)
+    assignments = (read_assignments(read_file(args.assignments), args.assignments, nuggets, grades)
+                   if args.assignments else None)
+    support: list[Any] = []
+    for path in args.support:
+        support.extend(read_support(read_file(path), path))
+    return assignments, support
+
+
+def rag_score_tables(args: argparse.Namespace) -> tuple[list[str], dict[str, Any], list[str], list[str]]:
+    """``cranfield compare`` on RAG judgments: (metric names, {metric: (topics, runs) matrix},
+    runs, topics). Each matrix holds the topics its metric is evaluated on; an undefined value
+    is NaN (compare leaves its topic out, as it does a missing score). A run a judgment file
+    does not cover is left out of the comparison, named on standard error."""
+    import numpy as np
+
+    from service.metrics.rag_scoring import evaluate_rag
+    from service.metrics.scoring import parse_measures
+
+    measures = parse_measures(args.measures or ["V_strict"])
+    assignments, support = read_rag_judgments(args)
+    result = evaluate_rag(measures, assignments, support, missing=args.missing, run_map=dict(args.run_map))
+    ev = result.evaluation
+    covered = np.ones(len(ev.runs), dtype=bool)
+    for m in ev.measures:
+        covered &= result.evaluated[m].any(axis=1)
+    left = [r for r, keep in zip(ev.runs, covered.tolist()) if not keep]
+    if left:
+        say(f"cranfield: note: {len(left)} run(s) not judged on every metric asked, left out: {', '.join(left)}")
+    rows = np.zeros(len(ev.topics), dtype=bool)
+    for m in ev.measures:
+        rows |= result.evaluated[m][covered].any(axis=0)
+    topics = [t for t, keep in zip(ev.topics, rows.tolist()) if keep]
+    tables = {}
+    for m in ev.measures:
+        table = ev.per_topic(m)[covered][:, rows].T.copy()
+        table[~result.evaluated[m][covered][:, rows].T] = np.nan  # a topic outside the metric's judgments
+        tables[str(m)] = table
+    return [str(m) for m in ev.measures], tables, [r for r, keep in zip(ev.runs, covered.tolist()) if keep], topics
 
 
 def _reference_scores(args: argparse.Namespace, ranked: tuple[Any, ...]) -> Any:

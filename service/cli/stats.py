@@ -37,6 +37,9 @@ def _compare_arguments(cmp_: argparse.ArgumentParser) -> None:
                       help="each run's 95%% interval: t from its own scores, or the ANOVA margin of error")
     cmp_.add_argument("--seed", type=int, default=0)
     cmp_.add_argument("--format", choices=("tsv", "json"), default="tsv")
+    from service.cli.rag import add_judgment_arguments  # (standard library only at its top)
+
+    add_judgment_arguments(cmp_, compare=True)  # generated answers' judgments: docs/rag.md
 
 
 def _metaeval_arguments(meta: argparse.ArgumentParser) -> None:
@@ -85,6 +88,12 @@ def _score_tables_with_topics(
             raise InvalidMeasure("give either --qrels with runs or --scores files, not both")
         names, matrix, topics = read_score_files([Path(p) for p in args.scores], with_topics=True)
         return ["score"], {"score": matrix}, names, topics
+    if getattr(args, "assignments", None) or getattr(args, "support", None):
+        if args.qrels or args.runs:
+            raise InvalidMeasure("give either --qrels with runs or RAG judgments (--assignments, --support), not both")
+        from service.cli.rag import rag_score_tables
+
+        return rag_score_tables(args)
     if not args.qrels or not args.runs:
         raise InvalidMeasure("give --qrels QRELS and at least two RUN files (or --scores FILE...)")
     from service.formats.readers import read_qrels, read_run

@@ -128,3 +128,25 @@ def test_the_answers_references_scored_as_ranked_lists(tmp_path: Path, capsys: p
     assert ours == theirs and len(ours) == 2 * 4 and "r\tt3\tAP\t0.000000" in ours
     assert main(["rag", "eval", "--answers", answers, "-m", "nDCG@20"]) == 2  # --qrels missing
     assert main(["rag", "eval", "--support", str(qrels), "-m", "nDCG@20"]) == 2  # a ranked metric without answers
+
+
+def test_compare_tests_runs_on_the_rag_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """cranfield compare --assignments: the paired t-test on the per-topic V_strict values,
+    equal to scipy's on the values computed by hand here."""
+    from scipy import stats
+
+    imp = ["vital", "vital", "okay"]
+    labels = {"r1": [["support", "support", "support"], ["support", "not_support", "support"],
+                     ["partial_support", "support", "not_support"], ["support", "support", "support"]],
+              "r2": [["not_support", "support", "support"], ["not_support", "not_support", "support"],
+                     ["support", "not_support", "not_support"], ["support", "partial_support", "support"]]}
+    path = write(tmp_path / "a.jl", *(row(str(t), run, ls, imp) for run, per in labels.items()
+                                      for t, ls in enumerate(per)))
+    by_hand = {run: [sum(a == "support" for a in ls[:2]) / 2 for ls in per] for run, per in labels.items()}
+    assert main(["compare", "--assignments", path, "-m", "V_strict", "--test", "t", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["metrics"]["nugget_vital(strict=true)"]
+    assert doc["topics"] == 4
+    assert [r["mean"] for r in doc["runs"]] == pytest.approx([sum(v) / 4 for v in by_hand.values()])
+    pair = doc["pairs"][0]
+    assert pair["p"] == pytest.approx(stats.ttest_rel(by_hand["r1"], by_hand["r2"]).pvalue, rel=1e-9)
+    assert main(["compare", "--assignments", path, "--qrels", path, "x"]) == 2  # one kind of input
