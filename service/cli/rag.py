@@ -291,14 +291,15 @@ def write_rag_tsv(result: Any, per_topic: bool, decimals: int, out: TextIO) -> N
     out.write("\n".join(lines) + ("\n" if lines else ""))
 
 
-def _topic_ids(path: str) -> list[str]:
-    """Topic ids of a topic file: a TSV's first column, or each JSON line's id/qid/topic_id."""
+def _topic_ids(path: str) -> dict[str, str]:
+    """Topic ids of a topic file and their texts: a TSV's first two columns, or each JSON
+    line's id/qid/topic_id/narrative_id and its title/query/text ("" when absent)."""
     import json
 
     from service.errors import InvalidInput
     from service.formats.compressed import read_file
 
-    ids: list[str] = []
+    ids: dict[str, str] = {}
     for number, raw in enumerate(bytes(read_file(path)).decode("utf-8", errors="replace").splitlines(), 1):
         line = raw.strip()
         if not line:
@@ -312,9 +313,11 @@ def _topic_ids(path: str) -> list[str]:
                           and k in obj), None)
             if value is None:
                 raise InvalidInput(path, number, "a topic line needs an id (id, qid, topic_id or narrative_id)")
-            ids.append(str(value))
+            text = next((obj[k] for k in ("title", "query", "text") if isinstance(obj.get(k), str)), "")
+            ids[str(value)] = text
         else:
-            ids.append(line.split("\t")[0].split()[0])
+            first, _, rest = line.partition("\t")
+            ids[first.split()[0]] = rest.strip() if "\t" in line else ""
     return ids
 
 

@@ -15,6 +15,9 @@ Formats (one JSON object per line, one line per topic)::
 ``narrative`` or ``prompt``, or citations given as segment ids, is rag25; any other
 ``metadata`` line could be 2025 or 2026 and is refused, asking for the format.
 
+``topics`` may be a set of ids or a mapping id -> the topic's text: then a 2024 answer's
+``topic`` must be that text (ragnarok's check; its 2025 checker has none).
+
 Refused (:class:`AnswerLimits`, each limit a parameter with the track's default): more words
 in an answer than ``words`` (NFKC-normalised, split at white space, as the validators count;
 400, 1,024 in 2026), more references than ``references`` (20; 100 from 2025), more citations
@@ -30,7 +33,7 @@ length, UTF-8, nesting bounded before anything is built).
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -149,6 +152,8 @@ class _Checker:
         self.line_bytes = self.limits.line_bytes
         self.depth = self.limits.depth
         self.topics = set(topics) if topics is not None else None
+        # the official text of each topic, when given (a mapping): a 2024 answer's ``topic`` must be it
+        self.topic_texts = {k: v for k, v in topics.items() if v} if isinstance(topics, Mapping) else {}
         self.run_id: str | None = None
         self.run_line = 0
         self.seen: dict[str, int] = {}
@@ -169,7 +174,10 @@ class _Checker:
         if self.fmt == "rag24":
             run_id = _text_field(self, number, obj, "run_id")
             topic = _topic_field(self, number, obj, "topic_id")
-            _text_field(self, number, obj, "topic")
+            text = _text_field(self, number, obj, "topic")
+            official = self.topic_texts.get(topic)
+            if official is not None and text.strip() != official.strip():
+                raise self.fail(number, "topic", f"{text!r} is not topic {topic}'s text ({official!r})")
             length = obj.get("response_length")
             if "response_length" not in obj:
                 raise self.fail(number, "response_length", "missing")

@@ -95,10 +95,13 @@ def test_rag_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     bad = write(tmp_path / "bad.jsonl", answer("t1"), answer("t2", answer=[{"text": "w", "citations": [4]}]),
                 answer("t1"))
     topics = tmp_path / "topics.tsv"
-    topics.write_text("t1\tq one\nt2\tq two\nt3\tq three\n")
+    topics.write_text("t1\tq\nt2\tq\nt3\tq three\n")
     assert main(["rag", "validate", "--format", "rag24", "--topics", str(topics), good]) == 0
     out = capsys.readouterr().out
     assert "good.jsonl: valid, 1 warning(s)" in out and "t3" in out
+    topics.write_text("t1\tq\nt2\tanother question\n")
+    assert main(["rag", "validate", "--topics", str(topics), good]) == 1
+    assert "good.jsonl:2: topic: 'q' is not topic t2's text ('another question')" in capsys.readouterr().out
     assert main(["rag", "validate", good, bad]) == 1
     out = capsys.readouterr().out
     assert "good.jsonl: valid" in out and "bad.jsonl: refused, 2 error(s)" in out
