@@ -168,3 +168,13 @@ def test_metrics_without_their_judgments_are_refused() -> None:
         evaluate_rag(["support_precision"], read_assignments(rows(), "as"))
     with pytest.raises(InvalidMeasure):
         evaluate_rag(["nDCG@10"], read_assignments(rows(), "as"))
+
+
+def test_a_ranked_list_collection_refuses_a_rag_metric_when_configured() -> None:
+    from service.evaluation.organising.setup import ConfigSpec
+
+    assert ConfigSpec(official_metric="nDCG@10").normalised()["official_metric"] == "nDCG@10"
+    for spec in (ConfigSpec(official_metric="V_strict"), ConfigSpec(official_metric="AP", metrics=("AP", "support_recall"))):
+        with pytest.raises(InvalidMeasure) as info:
+            spec.normalised()
+        assert "generated answers" in str(info.value)

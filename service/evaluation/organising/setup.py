@@ -92,6 +92,11 @@ class ConfigSpec:
             metrics = [str(m) for m in parse_measures([official, *self.metrics])]
         except InvalidMeasure:
             raise
+        answers = [n for n in metrics if parse_measure(n).definition.family == "rag"]
+        if answers:  # (refused here, not by every run's evaluation in the workers)
+            raise InvalidMeasure(f"{answers[0]} scores generated answers (nuggets, citation support), not ranked "
+                                 "lists: collections of answers are not served yet; in file mode: cranfield rag eval "
+                                 "(docs/rag.md)")
         evaluation = {"order": "score", "missing": "zero", "no_relevant": "skip", "depth": None, "max_level": None,
                       "hidden_topics": [], **self.evaluation}
         hidden = evaluation["hidden_topics"]
