@@ -30,22 +30,22 @@ class Sweeper(threading.Thread):
     def __init__(self, interval: float) -> None:
         super().__init__(name="cranfield-sweeper", daemon=True)
         self.interval = interval
-        self._stop = threading.Event()
+        self._halt = threading.Event()  # (not _stop: threading.Thread has one)
 
     def run(self) -> None:
         from workers.tasks import sweep_once
 
         next_sweep = time.monotonic()
-        while not self._stop.wait(max(0.0, next_sweep - time.monotonic())):
+        while not self._halt.wait(max(0.0, next_sweep - time.monotonic())):
             next_sweep = time.monotonic() + self.interval
             try:
                 sweep_once()
             except Exception as exc:  # noqa: BLE001  (the database or broker away: the next sweep retries)
-                log.warning("a sweep failed (%s: %s); the next one in %.0f s", type(exc).__name__, exc,
+                log.warning("a sweep failed (%s: %s); the next one in %g s", type(exc).__name__, exc,
                             self.interval)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
 
 
 class Scheduler(PersistentScheduler):

@@ -90,10 +90,12 @@ def _answer_within(engine: Engine, seconds: float) -> None:
 
 def keepalive_timings(net_timeout: float) -> tuple[int, int, int]:
     """TCP keepalive (idle, interval, count) in whole seconds that declare a silent peer dead
-    about ``net_timeout`` seconds after its last word: half of it idle, then three probes."""
+    at most ``net_timeout`` seconds after its last word (2 s at least: the kernel counts whole
+    seconds): half of it idle, then up to three probes in the other half."""
     idle = max(1, math.floor(net_timeout / 2))
-    interval = max(1, math.floor((net_timeout - idle) / 3))
-    return idle, interval, 3
+    rest = max(1, math.floor(net_timeout) - idle)
+    count = min(3, rest)
+    return idle, rest // count, count
 
 
 def postgres_connect_args(url: str, bound: float | None = None) -> dict[str, object]:
