@@ -44,8 +44,10 @@ async def release_after_upload(scope: MutableMapping[str, Any]) -> None:
     upload refused with a 422 kept its 255 MB until the next full collection, which the startup
     heap's freeze makes rare (issue 34, item 2)."""
     if (scope.get("state") or {}).get(UPLOAD_BYTES, 0) >= RELEASE_FROM:
-        # A moment later: until the event loop has run the callbacks that delivered the worker
-        # thread's exception (an asyncio handle holds its future), the cycle is still reachable.
+        await anyio.to_thread.run_sync(release_memory)  # an accepted upload's, at once
+        # A refused one's a moment later: until the event loop has run the callbacks that
+        # delivered the worker thread's exception (an asyncio handle holds its future), the
+        # cycle is still reachable.
         asyncio.get_running_loop().call_later(_RELEASE_DELAY, _start_release)
 
 
