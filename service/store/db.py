@@ -204,10 +204,11 @@ def is_unavailable(exc: BaseException) -> bool:
 
 def _connection_failure(exc: DBAPIError) -> bool:
     state = getattr(exc.orig, "sqlstate", None) or ""
-    # 08xxx connection exceptions, 57P01-57P03 admin shutdown / crash shutdown / cannot connect now
+    # 08xxx connection exceptions, 57P01-57P03 admin shutdown / crash shutdown / cannot connect now,
+    # 57014 a statement cancelled (CRANFIELD_DB_STATEMENT_TIMEOUT: the database stuck or swamped)
     # ... or the driver's own OperationalError without a state: "connection refused", and psycopg's
     # ConnectionTimeout ("connection timeout expired": PostgreSQL silent, CRANFIELD_DB_CONNECT_TIMEOUT)
-    return state.startswith("08") or state in {"57P01", "57P02", "57P03"} or (
+    return state.startswith("08") or state in {"57P01", "57P02", "57P03", "57014"} or (
         state == "" and isinstance(exc, OperationalError) and "connect" in str(exc.orig).lower())
 
 
