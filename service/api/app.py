@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.api.board_cache import BoardCache
 from service.api.controllers.analyses import AnalysesController
+from service.api.controllers.answers import AnswersController
 from service.api.controllers.boards import BoardsController
 from service.api.controllers.collections import CollectionsController
 from service.api.controllers.health import HealthController
@@ -47,7 +48,7 @@ DEFAULT_MAX_BODY = 256 * 1024 * 1024
 CONTROLLERS = [HealthController, TeamsController, CollectionsController, QrelsController, RunsController,
                BoardsController, ResultsController, PoolsController, AssessorsController, AnalysesController,
                JobsController, JudgesController, JudgmentSetsController, JudgeTrackController,
-               ReproducibilityController]
+               ReproducibilityController, AnswersController]
 
 
 async def no_sniffing(message: Any, _scope: Any) -> None:

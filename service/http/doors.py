@@ -52,6 +52,7 @@ ROUTES: dict[tuple[str, str], Door | None] = {
     ("POST", "/api/collections/{cid}/snapshots"): doors.FREEZE_BOARD,
     ("POST", "/api/collections/{cid}/qrels"): doors.UPLOAD_QRELS,
     ("POST", "/api/collections/{cid}/qrels/preview"): doors.UPLOAD_QRELS,
+    ("POST", "/api/collections/{cid}/answer-judgments/{part}"): doors.UPLOAD_QRELS,
     ("POST", "/api/collections/{cid}/judgment-sets"): doors.UPLOAD_QRELS,
     ("PATCH", "/api/collections/{cid}/judgment-sets/{name}"): doors.UPLOAD_QRELS,
     ("POST", "/api/collections/{cid}/judgment-sets/{name}/evaluate"): doors.UPLOAD_QRELS,

@@ -89,6 +89,11 @@ class Collection(Base):
     accepts_judgments: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # The judge board's settings (metric, measure, resamples, released, ...; service.evaluation.judging.judge_track)
     judge_track: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
+    # What its runs are (migration 0025, issue 35): "ranked" lists (TREC runs) or generated
+    # "answers" (TREC RAG), chosen at creation; an answers collection's answer format and
+    # validation limits (service.evaluation.organising.answers.SETTINGS)
+    task_kind: Mapped[str] = mapped_column(String(20), default="ranked", server_default="ranked")
+    answer_settings: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     current_config: Mapped[CollectionConfig | None] = relationship(foreign_keys=[current_config_id], post_update=True)

@@ -68,6 +68,17 @@ class Significance(Request, kw_only=True, omit_defaults=True):
     metrics: Annotated[list[MetricName] | None, Meta(description="Metrics tested (null: the official one).")] = None
 
 
+class AnswerSettings(Request, kw_only=True, omit_defaults=True):
+    """An answers collection's answer format (auto: detected where unambiguous) and validation
+    limits (left out: the format's track defaults; null: no bound)."""
+
+    format: Literal["auto", "rag24", "rag25", "rag26"] | UnsetType = UNSET
+    words: Annotated[int, Meta(ge=1)] | None | UnsetType = UNSET
+    references: Annotated[int, Meta(ge=1)] | None | UnsetType = UNSET
+    citations_per_sentence: Annotated[int, Meta(ge=1)] | None | UnsetType = UNSET
+    sentences: Annotated[int, Meta(ge=1)] | None | UnsetType = UNSET
+
+
 class CollectionSettings(Request, kw_only=True):
     """A collection's settings. A field left out is left as it is (on creation: its default);
     ``null`` clears the submission window's ends and the daily quota."""
@@ -92,11 +103,17 @@ class CollectionSettings(Request, kw_only=True):
         UnsetType = UNSET
     topics_revealed: Annotated[bool, Meta(description="The hidden topics' figures shown to everyone.")] | \
         UnsetType = UNSET
+    answer_settings: Annotated[AnswerSettings, Meta(description=(
+        "A collection of answers' answer format and validation limits (docs/rag.md)."))] | UnsetType = UNSET
 
 
 class CollectionCreate(CollectionSettings, kw_only=True):
     """A new collection (admins). Settings left out take their defaults: AP official, the
-    default metric set, Sakai's bootstrap at alpha 0.05, private, invite-only enrolment."""
+    default metric set, Sakai's bootstrap at alpha 0.05, private, invite-only enrolment; a
+    collection of answers (``task_kind: answers``): Vital strict official, the RAG scores."""
+
+    task_kind: Annotated[Literal["ranked", "answers"], Meta(description=(
+        "What its runs are: ranked lists (TREC runs) or generated answers (TREC RAG); fixed at creation."))] = "ranked"
 
     name: Name
 
@@ -129,6 +146,8 @@ class CollectionOut(Response, kw_only=True, omit_defaults=True):
     evaluation: dict[str, Any] | None = None
     significance: dict[str, Any] | None = None
     config_version: int | None = None
+    task_kind: Annotated[str, Meta(description="ranked (TREC runs) or answers (TREC RAG answer runs).")] = "ranked"
+    answer_settings: dict[str, Any] | None = None
 
 
 class CollectionPage(Response, kw_only=True):

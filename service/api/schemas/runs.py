@@ -54,6 +54,8 @@ class RunOut(Response, kw_only=True):
 class Submitted(RunOut, kw_only=True):
     job: Annotated[int | None, Meta(description="The evaluation job (null before the collection has qrels).")]
     reproduction: Annotated[int | None, Meta(description="The reproduction declared with `reproduces`.")] = None
+    format: Annotated[str | None, Meta(description="An answer run's format as read (rag24, rag25, rag26); "
+                                                   "absent for a ranked run.")] = None
 
 
 class Quota(Response, kw_only=True):

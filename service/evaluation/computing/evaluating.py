@@ -22,6 +22,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.evaluation.computing import answers
 from service.evaluation.computing.planning import PENDING, tests_followup
 from service.evaluation.computing.work import BudgetExceeded, Followup, Heartbeat, LeaseLost, Limits, patiently
 from service.evaluation.judging import judge_track
@@ -218,10 +219,14 @@ def _compute_and_store(factory: sessionmaker[Session], claim: _Claim, heartbeat:
         with heartbeat.guarded():
             if limits.pause:
                 _pause(limits.pause)
-            core_run = load_run(blob, source or tag, claim.order)
-            result = evaluate(qrels, [core_run], claim.metrics, claim.settings, extra=extra)
+            if fmt == "rag":  # a collection of answers (issue 35): service.evaluation.computing.answers
+                result = answers.evaluate_answers(extra, blob, source or tag, tag, claim.metrics, claim.settings)
+                curve = None
+            else:
+                core_run = load_run(blob, source or tag, claim.order)
+                result = evaluate(qrels, [core_run], claim.metrics, claim.settings, extra=extra)
+                curve = _curve(qrels, core_run, claim.settings)
             rows = _score_rows(result, set(claim.hidden))
-            curve = _curve(qrels, core_run, claim.settings)
     except (LeaseLost, SQLAlchemyError):
         raise
     except BudgetExceeded:

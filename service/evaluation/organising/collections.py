@@ -18,6 +18,7 @@ from service.errors import BadRequest, NotFound
 from service.evaluation.common.lookup import existing, new_name
 from service.evaluation.computing.planning import plan_job
 from service.evaluation.computing.work import Followup, Outcome
+from service.evaluation.organising import answers
 from service.evaluation.organising.setup import ConfigSpec, audit, official_set, set_config
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
@@ -73,7 +74,9 @@ def document(coll: Collection, me: Principal) -> dict[str, Any]:
            "submission_closes_at": iso(coll.submission_closes_at),
            "daily_run_quota": coll.daily_run_quota, "leaderboard_released": coll.leaderboard_released,
            "topic_split": bool(cfg and cfg.evaluation.get("hidden_topics")), "topics_revealed": coll.topics_revealed,
-           "enrolled": policy.is_enrolled(me, coll)}
+           "enrolled": policy.is_enrolled(me, coll), "task_kind": coll.task_kind or "ranked"}
+    if answers.is_answers(coll):
+        doc["answer_settings"] = {**coll.answer_settings, "limits": answers.effective_limits(coll.answer_settings)}
     if policy.may_configure(me, coll) and cfg is not None:
         doc.update(levels=cfg.levels, evaluation=cfg.evaluation, significance=cfg.significance,
                    config_version=cfg.version)
@@ -84,7 +87,12 @@ def create(s: Session, me: Principal, name: str, settings: Mapping[str, Any]) ->
     """A new collection with the given settings (defaults for the others)."""
     policy.require(policy.may_create_collection(me), me, "creating a collection")
     name = new_name(s, Collection.name, name, "collection")
-    coll = Collection(name=name, description=check_text("description", str(settings.get("description") or "")))
+    coll = Collection(name=name, description=check_text("description", str(settings.get("description") or "")),
+                      task_kind=answers.task_kind(settings.get("task_kind")))
+    if answers.is_answers(coll):  # generated answers (issue 35): their format and limits
+        coll.answer_settings = answers.normalise_settings(settings.get("answer_settings"))
+    elif settings.get("answer_settings") is not None:
+        raise BadRequest("answer_settings are settings of a collection of answers (task_kind answers)")
     s.add(coll)
     s.flush()
     official_set(s, coll)
@@ -122,10 +130,19 @@ def _apply(s: Session, coll: Collection, data: Mapping[str, Any], me: Principal,
         # without it keeps the topic split; ``hidden_topics: []`` (the shorthand) clears it.
         data = {**data, "evaluation": {**data["evaluation"],
                                        "hidden_topics": list(cfg.evaluation.get("hidden_topics") or [])}}
+    if not new and "task_kind" in data and answers.task_kind(data["task_kind"]) != (coll.task_kind or "ranked"):
+        raise BadRequest("task_kind is chosen when a collection is created; it cannot change")
+    if not new and data.get("answer_settings") is not None:
+        if not answers.is_answers(coll):
+            raise BadRequest("answer_settings are settings of a collection of answers (task_kind answers)")
+        coll.answer_settings = answers.normalise_settings(data["answer_settings"], coll.answer_settings)
+    kind = answers.is_answers(coll)
     if new or any(k in data for k in CONFIG_FIELDS):
         spec = ConfigSpec(
-            official_metric=_or(data.get("official_metric"), cfg.official_metric if cfg else "AP"),
-            metrics=tuple(_or(data.get("metrics"), cfg.metrics if cfg else ConfigSpec().metrics)),
+            official_metric=_or(data.get("official_metric"), cfg.official_metric if cfg else
+                                answers.DEFAULT_OFFICIAL if kind else "AP"),
+            metrics=tuple(_or(data.get("metrics"), cfg.metrics if cfg else
+                              answers.DEFAULT_METRICS if kind else ConfigSpec().metrics)),
             levels=tuple(_or(data.get("levels"), cfg.levels if cfg else ())),
             evaluation=dict(_or(data.get("evaluation"), cfg.evaluation if cfg else {})),
             significance=dict(_or(data.get("significance"), cfg.significance if cfg else {})),

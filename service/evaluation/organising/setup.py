@@ -85,18 +85,19 @@ class ConfigSpec:
     evaluation: dict[str, Any] = field(default_factory=dict)  # order, missing, no_relevant, depth, max_level
     significance: dict[str, Any] = field(default_factory=dict)
 
-    def normalised(self) -> dict[str, Any]:
-        """Canonical metric names (the official one first), defaults filled in; validated."""
+    def normalised(self, answers: bool = False) -> dict[str, Any]:
+        """Canonical metric names (the official one first), defaults filled in; validated. The
+        RAG metrics only in a collection of answers (``answers``; docs/rag.md)."""
         try:
             official = str(parse_measures([self.official_metric])[0])
             metrics = [str(m) for m in parse_measures([official, *self.metrics])]
         except InvalidMeasure:
             raise
-        answers = [n for n in metrics if parse_measure(n).definition.family == "rag"]
-        if answers:  # (refused here, not by every run's evaluation in the workers)
-            raise InvalidMeasure(f"{answers[0]} scores generated answers (nuggets, citation support), not ranked "
-                                 "lists: collections of answers are not served yet; in file mode: cranfield rag eval "
-                                 "(docs/rag.md)")
+        rag = [n for n in metrics if parse_measure(n).definition.family == "rag"]
+        if rag and not answers:  # (refused here, not by every run's evaluation in the workers)
+            raise InvalidMeasure(f"{rag[0]} scores generated answers (nuggets, citation support), not ranked "
+                                 "lists: it is a metric of a collection created with task_kind answers; in file "
+                                 "mode: cranfield rag eval (docs/rag.md)")
         evaluation = {"order": "score", "missing": "zero", "no_relevant": "skip", "depth": None, "max_level": None,
                       "hidden_topics": [], **self.evaluation}
         hidden = evaluation["hidden_topics"]
@@ -223,7 +224,7 @@ def _check_formats(cfg: dict[str, Any], current: QrelsVersion) -> None:
 def set_config(session: Session, coll: Collection, spec: ConfigSpec, actor: str = "") -> CollectionConfig:
     """A new configuration version, unless it equals the current one. Checked against the
     current qrels: gains covering their levels, metrics their format can score."""
-    cfg = spec.normalised()
+    cfg = spec.normalised(answers=(coll.task_kind or "ranked") == "answers")
     if coll.current_qrels is not None:
         _check_gains(cfg, judged_top_level(coll.current_qrels))
         _check_formats(cfg, coll.current_qrels)
@@ -259,8 +260,9 @@ class ParsedQrels:
 
     @property
     def format(self) -> str:
-        """The stored format: adhoc, diversity or sampled."""
-        return UPLOAD_FORMATS[self.upload_format]
+        """The stored format: adhoc, diversity, sampled, or rag (a part of an answers
+        collection's judgments, ``rag-<part>``: service.evaluation.judging.answer_bundle)."""
+        return "rag" if self.upload_format.startswith("rag-") else UPLOAD_FORMATS[self.upload_format]
 
 
 def count_limits() -> CountLimits:
@@ -390,8 +392,9 @@ def _store_judgments(session: Session, version_id: int, qrels: Qrels) -> None:
                 for r in rows:
                     copy.write_row(r)
         return
-    session.execute(insert(Judgment), [{"qrels_version_id": v, "topic": t, "docno": d, "level": lv}
-                                       for v, t, d, lv in rows])
+    values = [{"qrels_version_id": v, "topic": t, "docno": d, "level": lv} for v, t, d, lv in rows]
+    if values:  # (none: an answers collection's version without retrieval qrels)
+        session.execute(insert(Judgment), values)
 
 
 def add_run(
@@ -471,6 +474,11 @@ def load_judgments(version: QrelsVersion) -> tuple[Qrels, IntentQrels | SampledQ
     """A stored version for evaluation: the ad hoc view and, for a diversity or sampled
     version, the intent-aware judgments or the sample (``scoring.evaluate``'s ``extra``)."""
     fmt = version.format or "adhoc"
+    if fmt == "rag":  # an answers collection's: nuggets, assignments, support and retrieval qrels
+        from service.evaluation.judging import answer_bundle
+
+        parts = answer_bundle.read(answer_bundle.decode(zlib.decompress(version.file)))
+        return parts.qrels, parts  # type: ignore[return-value]
     if fmt == "diversity":
         intents = load_intent_qrels(version)
         return intents.to_qrels(), intents

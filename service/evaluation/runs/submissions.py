@@ -278,7 +278,12 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, te
         # a closed window refuses before the parse; not a keyed request, which may be a retry
         _may_submit(s, me, coll, team_param, window=idempotency_key is None)
         order, depth, cutoff, depth_source = _check_settings(coll)
+        answers = coll.task_kind == "answers"
     meta = metadata if metadata is not None else RunMetadata(description=description)
+    if answers:  # a collection of generated answers (issue 35)
+        from service.evaluation.runs import answer_submissions
+
+        return answer_submissions.submit(factory, me, cid, body, team_param, source, meta, idempotency_key)
     digest = idempotency.request_hash(body, team_param, meta.description, *meta.request_key())
     if meta.ir_metadata is not None:
         ir_text: str | None = ir_metadata.read(meta.ir_metadata, meta.ir_metadata_source)
