@@ -186,3 +186,134 @@ def test_an_answers_collection_end_to_end_on_nists_files(inline: tuple[Any, str,
     assert any(t["support_judged"] for t in view["topics"])
     assert client.get(f"/api/runs/{ids['BEST_cot_gpt3.5']}/answers",
                       headers=auth(tokens["beta"])).status_code == 403
+
+    # the run's page shows the answer: nuggets labelled by assignment, citations by support (text, not colour alone)
+    from tests.integration.test_diversity_and_sampled_collections import portal_cookie
+
+    page = client.get(f"/runs/{ids['BEST_cot_gpt3.5']}", headers=portal_cookie(factory, tokens["alpha"]))
+    assert page.status_code == 200 and 'id="answers"' in page.text
+    assert 'class="nugget support" data-assignment="support">supported</span>' in page.text
+    assert "full support]</span>" in page.text or "partial support]</span>" in page.text
+    other_team = client.get(f"/runs/{ids['BEST_cot_gpt3.5']}", headers=portal_cookie(factory, tokens["beta"]))
+    assert 'id="answers"' not in other_team.text
+
+    # a new version of the official assignments re-scores every run (the board follows it)
+    edited = [json.loads(line) for line in gzip.decompress((data / ASSIGNMENTS).read_bytes()).splitlines()]
+    for row in edited:
+        if row["run_id"] == "ICL-mistral":
+            for nugget in row["nuggets"]:
+                nugget["assignment"] = "support"
+    body = "\n".join(json.dumps(row) for row in edited).encode()
+    r = client.post(f"/api/collections/{cid}/answer-judgments/assignments", content=body, headers=org)
+    assert r.status_code == 201, r.text
+    assert r.json()["previous_version"] == 3 and r.json()["version"] == 4 and r.json()["job"] is not None
+    assert len(r.json()["parts"]["support"]) == 2  # the other parts carried over
+    board = client.get(f"/api/collections/{cid}/leaderboard", headers=org).json()
+    assert board["qrels_version"] == 4
+    assert board["rows"][0]["run"] == "ICL-mistral" and board["rows"][0]["mean"] == 1.0
+
+    # another set (an LLM assigner's, with its provenance): its own versions, scored on request of the board
+    r = client.post(f"/api/collections/{cid}/judgment-sets", json={"name": "llm", "source": "automatic",
+                                                                   "model": "gpt-4o"}, headers=org)
+    assert r.status_code == 201, r.text
+    r = client.post(f"/api/collections/{cid}/answer-judgments/assignments?judgment_set=llm",
+                    content=(data / ASSIGNMENTS).read_bytes(), headers=org)
+    assert r.status_code == 201 and r.json()["judgment_set"] == "llm" and r.json()["version"] == 5
+    llm = client.get(f"/api/collections/{cid}/leaderboard", params={"qrels_version": 5}, headers=org).json()
+    assert {row["run"]: row["mean"] for row in llm["rows"]} == pytest.approx(
+        {run: want[(run, OFFICIAL)] for run in ids}, abs=1e-12)
+    assert client.get(f"/api/collections/{cid}/leaderboard", headers=org).json()["qrels_version"] == 4
+
+
+def refused(r: Any, source: str, line: int, text: str) -> None:
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert (error["source"], error["line"]) == (source, line) and text in error["message"], error
+
+
+def test_refusals_name_the_file_line_and_field_and_store_nothing(inline: tuple[Any, str, Any], data: Path) -> None:
+    client, admin, factory = inline
+    cid, tokens = _track(client, admin)
+    org = auth(tokens["organiser"])
+    r = client.patch(f"/api/collections/{cid}", json={"answer_settings": {"format": "rag24", "words": 50}},
+                     headers=org)
+    assert r.status_code == 200 and r.json()["answer_settings"]["limits"]["words"] == 50
+    # a submission before any topic exists
+    body = next(iter(answer_runs(data).values()))
+    assert client.post(f"/api/collections/{cid}/runs", content=body,
+                       headers=auth(tokens["alpha"])).status_code == 409
+    # an assignment file whose topic lists differ between rows: the error names both rows
+    rows = gzip.decompress((data / ASSIGNMENTS).read_bytes()).splitlines()
+    second = json.loads(rows[1])
+    second["nuggets"] = second["nuggets"][1:]
+    bad = b"\n".join([rows[0], json.dumps(second).encode(), *rows[2:]])
+    first = json.loads(rows[0])
+    assert first["qid"] == second["qid"]
+    r = client.post(f"/api/collections/{cid}/answer-judgments/assignments?source=a.jl", content=bad, headers=org)
+    refused(r, "a.jl", 2, "line 1")
+    assert client.get(f"/api/collections/{cid}/qrels", headers=org).json()["items"] == []
+    # nuggets first: an assignment row naming a nugget the topic lacks is an error naming the line
+    nuggets = "\n".join(json.dumps({"qid": first["qid"], "query": first["query"],
+                                    "nuggets": [{"text": n["text"], "importance": n["importance"]}
+                                                for n in first["nuggets"][:-1]]}) for _ in (0,)).encode()
+    r = client.post(f"/api/collections/{cid}/answer-judgments/nuggets?source=n.jl", content=nuggets, headers=org)
+    assert r.status_code == 201 and r.json()["job"] is None, r.text
+    r = client.post(f"/api/collections/{cid}/answer-judgments/assignments?source=a.jl", content=rows[0], headers=org)
+    refused(r, "a.jl", 1, "nugget")
+    versions = client.get(f"/api/collections/{cid}/qrels", headers=org).json()["items"]
+    assert [v["version"] for v in versions] == [1]
+    # answers over the collection's limits (50 words), a citation out of range, an unknown topic
+    good = {"run_id": "r1", "topic_id": first["qid"], "topic": first["query"], "references": ["d1"],
+            "response_length": 2, "answer": [{"text": "two words", "citations": [0]}]}
+    cases = [({"answer": [{"text": "word " * 60, "citations": []}], "response_length": 60}, "words"),
+             ({"answer": [{"text": "two words", "citations": [10**9]}]}, "answer[0].citations[0]"),
+             ({"topic_id": "no-such-topic"}, "topic_id")]
+    for change, field in cases:
+        line = json.dumps({**good, **change}).encode()
+        r = client.post(f"/api/collections/{cid}/runs", content=gzip.compress(line),
+                        headers=auth(tokens["alpha"]))
+        refused(r, "run upload", 1, field)
+    assert client.get(f"/api/collections/{cid}/runs", headers=org).json()["items"] == []
+    r = client.post(f"/api/collections/{cid}/runs", content=json.dumps(good).encode(), headers=auth(tokens["alpha"]))
+    assert r.status_code == 201 and r.json()["format"] == "rag24", r.text
+    # a ranked run is not an answer, and a ranked collection takes no nuggets
+    r = client.post(f"/api/collections/{cid}/runs", content=b"t Q0 d 1 1 x\n", headers=auth(tokens["beta"]))
+    assert r.status_code == 422, r.text
+    ranked = client.post("/api/collections", json={"name": "ranked"}, headers=auth(admin)).json()["id"]
+    r = client.post(f"/api/collections/{ranked}/answer-judgments/nuggets", content=nuggets, headers=auth(admin))
+    assert r.status_code == 409
+    r = client.patch(f"/api/collections/{ranked}", json={"official_metric": OFFICIAL}, headers=auth(admin))
+    assert r.status_code == 400 and "task_kind answers" in r.text
+
+
+def test_every_role_on_the_answers_endpoints(inline: tuple[Any, str, Any], data: Path) -> None:
+    client, admin, factory = inline
+    cid, tokens = _track(client, admin)
+    a = auth(admin)
+    other = client.post("/api/collections", json={"name": "other", "task_kind": "answers"}, headers=a).json()["id"]
+    tokens["admin"] = admin
+    tokens["other_organiser"] = client.post("/api/tokens", json={"role": "organiser", "collections": [other]},
+                                            headers=a).json()["token"]
+    tokens["anonymous"] = ""
+    assignments = (data / ASSIGNMENTS).read_bytes()
+    assert client.post(f"/api/collections/{cid}/answer-judgments/assignments", content=assignments,
+                       headers=a).status_code == 201
+    r = client.post("/api/tokens", json={"role": "assessor", "collections": [cid], "topics": ["2024-142395"]},
+                    headers=a)
+    assert r.status_code == 201, r.text
+    tokens["assessor"] = r.json()["token"]
+    expected_upload = {"anonymous": 401, "alpha": 403, "beta": 403, "gamma": 403, "other_organiser": 403,
+                       "assessor": 403, "organiser": 201, "admin": 201}
+    for role, want in expected_upload.items():
+        r = client.post(f"/api/collections/{cid}/answer-judgments/assignments", content=assignments,
+                        headers=auth(tokens[role]))
+        assert r.status_code == want, (role, r.status_code, r.text)
+    body = answer_runs(data)["BEST_cot_gpt3.5"]
+    rid = client.post(f"/api/collections/{cid}/runs", content=body, headers=auth(tokens["alpha"])).json()["id"]
+    expected_view = {"anonymous": 401, "alpha": 200, "beta": 403, "gamma": 403, "other_organiser": 403,
+                     "assessor": 403, "organiser": 200, "admin": 200}
+    for role, want in expected_view.items():
+        r = client.get(f"/api/runs/{rid}/answers", headers=auth(tokens[role]))
+        assert r.status_code == want, (role, r.status_code, r.text)
+        if want == 200:
+            assert any(t["nuggets"] for t in r.json()["topics"])

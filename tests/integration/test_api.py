@@ -116,6 +116,13 @@ def test_every_role_against_every_endpoint(world: World) -> None:
          expect(default=403, anonymous=401, organiser=201, admin=201)),
         ("POST", f"/api/collections/{cid}/qrels", "t 0 d 1\n",
          expect(default=403, anonymous=401, organiser=201, admin=201)),
+        # issue 35: a collection of ranked lists takes no nuggets (its organisers learn why: 409), and
+        # its runs have no answers; every other role is refused first (the answers collection's own
+        # matrix: tests/integration/test_answer_collections.py)
+        ("POST", f"/api/collections/{cid}/answer-judgments/nuggets", '{"qid": "0001", "nuggets": []}\n',
+         expect(default=403, anonymous=401, organiser=409, admin=409)),
+        ("GET", f"/api/runs/{alpha_run}/answers", None, expect(default=403, anonymous=401, alpha=409, organiser=409,
+                                                              admin=409)),
         # teams take part by enrolment: no team is enrolled in "other"
         ("POST", f"/api/collections/{other}/runs", "t Q0 d 1 1 x\n",
          expect(default=403, anonymous=401, other_organiser=400, admin=400)),

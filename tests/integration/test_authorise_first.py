@@ -68,7 +68,7 @@ def _world_ids(world: World) -> dict[str, Any]:
     with world.factory() as s:
         tid = s.query(ApiToken.id).filter(ApiToken.role == "assessor").scalar()
     return {"cid": world.cid, "rid": world.run_ids["RUN-01"], "pid": pid, "tid": tid, "name": "official",
-            "team": "alpha", "topic": "0001"}
+            "team": "alpha", "topic": "0001", "part": "nuggets"}
 
 
 def test_the_walk_finds_the_doors() -> None:
@@ -112,7 +112,7 @@ def test_a_caller_who_may_not_act_is_refused_before_its_request_is_read(world: W
                                  f"{answer.text[:120]}")
     # Without a token nothing is looked up either: a run, pool or collection that does not exist is a 401 too.
     missing = {key: 2**31 - 1 for key in ("cid", "rid", "pid", "tid")} | {"name": "no-such-set", "team": "nobody",
-                                                                           "topic": "none"}
+                                                                           "topic": "none", "part": "nuggets"}
     for method, path, query in DOORS:
         if path not in OPEN_TO_ALL:
             answer = c.request(method, _url(path, missing, query), content=MALFORMED_JSON,

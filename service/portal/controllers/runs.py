@@ -14,7 +14,7 @@ from litestar.response import Template
 from service.errors import BadRequest, NotFound
 from service.evaluation.permissions import policy
 from service.evaluation.publishing import boards
-from service.evaluation.runs import run_results, submissions
+from service.evaluation.runs import answer_view, run_results, submissions
 from service.portal import charts
 from service.portal.pages import Page, download
 from service.store.models import Collection, Run
@@ -49,7 +49,9 @@ class RunController(Controller):
                                                  [summary.get(t, {}).get("median") for t in values],
                                                  [summary.get(t, {}).get("best") for t in values], run.tag, name,
                                                  marks=[p["state"] for p in per_topic])
-        return page.show(coll, "run.html", run=doc["run"], doc=doc, metric=name, per_topic=per_topic,
+        # a collection of answers (issue 35): each topic's answer with its nuggets and support
+        answers = answer_view.answers_of(s, rid, me) if own and coll.task_kind == "answers" else None
+        return page.show(coll, "run.html", run=doc["run"], doc=doc, metric=name, per_topic=per_topic, answers=answers,
                          has_summary=any("median" in t for t in per_topic), topic_chart=topic_chart,
                          curve_chart=_curve_chart(page, run, coll), own=own, topics_shown=topics_shown, metrics=list(coll.current_config.metrics),
                          about=_about(doc["run"]), public_topics=policy.sees_visible_topics_only(me, coll))
