@@ -16,7 +16,7 @@ per subsystem. A value that does not parse (``CRANFIELD_MAX_UPLOAD=abc``) raises
 | CRANFIELD_SWEEP_INTERVAL | 5 | seconds between sweeps (run by the scheduler itself, never queued): expired claims re-queued, lost messages re-sent |
 | CRANFIELD_DB_CONNECT_TIMEOUT | 5 | seconds a new PostgreSQL connection may take (libpq's minimum is 2); then the caller's 503 or retry |
 | CRANFIELD_DB_STATEMENT_TIMEOUT | 300 | seconds one PostgreSQL statement may run before the server cancels it (0: no limit) |
-| CRANFIELD_NET_TIMEOUT | 10 | seconds of silence after which a PostgreSQL or Redis connection counts as dead (TCP keepalives, TCP_USER_TIMEOUT, Redis health checks); the API uses at most CRANFIELD_API_QUEUE_SECONDS |
+| CRANFIELD_NET_TIMEOUT | 10 | seconds of silence after which a PostgreSQL or Redis connection counts as dead (TCP keepalives, TCP_USER_TIMEOUT, Redis health checks); the API at most a third of CRANFIELD_API_QUEUE_SECONDS |
 | CRANFIELD_LOST_AFTER | 15 | seconds before queued work is sent again when the broker holds fewer messages than there is queued work |
 | CRANFIELD_STUCK_TIMEOUT | 600 | seconds before queued work is sent again in any case (a backstop); the lease of pre-0009 claims |
 | CRANFIELD_EVAL_TIME_BUDGET | 900 | seconds of computing per run evaluation; beyond it the run fails with that reason (not retried) |
