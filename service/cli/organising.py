@@ -44,7 +44,8 @@ def _read_qrels(path: str, fmt: str, probabilities: str | None) -> tuple[bytes, 
 
 def _load_arguments(load: argparse.ArgumentParser) -> None:
     load.add_argument("--collection", required=True)
-    load.add_argument("--qrels", required=True)
+    load.add_argument("--qrels", help="the qrels (required for ranked lists; with --task-kind answers: the "
+                                      "retrieval qrels the answers' references are scored against, optional)")
     _format_arguments(load)
     load.add_argument("--runs", nargs="+", required=True, metavar="PATH", help="run files or folders of run files")
     load.add_argument("--team", help="team of every run (default: each run's tag names its team)")
@@ -53,6 +54,9 @@ def _load_arguments(load: argparse.ArgumentParser) -> None:
     load.add_argument("--official-metric", help="the leaderboard's metric (default AP)")
     load.add_argument("--metric", action="append", dest="metrics", help="metrics to compute (default: the default set)")
     load.add_argument("--actor", default="cli")
+    from service.cli import rag_load
+
+    rag_load.add_arguments(load)  # collections of answers (issue 35)
 
 
 @command("load", "register a collection, a qrels version and runs; enqueue their evaluation", _load_arguments)
@@ -67,6 +71,12 @@ def cmd_load(args: argparse.Namespace, out: TextIO) -> int:
     from service.store.db import transaction
     from service.store.models import Collection
 
+    if getattr(args, "task_kind", "ranked") == "answers":
+        from service.cli import rag_load
+
+        return rag_load.load_answers(args, out)
+    if not args.qrels:
+        raise InvalidMeasure("cranfield load: --qrels is required (but with --task-kind answers)")
     url = database_url()
     spec = None
     if args.official_metric or args.metrics:

@@ -317,3 +317,38 @@ def test_every_role_on_the_answers_endpoints(inline: tuple[Any, str, Any], data:
         assert r.status_code == want, (role, r.status_code, r.text)
         if want == 200:
             assert any(t["nuggets"] for t in r.json()["topics"])
+
+
+def test_cranfield_load_of_an_answers_collection(backend: Backend, data: Path, tmp_path: Path) -> None:
+    """``cranfield load --task-kind answers``: the judgments and the answer runs in one
+    transaction, a bad answer file storing nothing; the runs scored as through the API."""
+    from sqlalchemy import func, select
+
+    from service.cli import main
+    from service.evaluation.computing.work import Followup, TaskName
+    from service.store.models import Collection, JobItem, Run, Score
+
+    backend.activate()
+    factory = backend.factory()
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for run, body in answer_runs(data).items():
+        (runs / f"{run}.jsonl").write_bytes(body)
+    judgments = ["--assignments", str(data / ASSIGNMENTS), *[a for n in SUPPORT for a in ("--support", str(data / n))]]
+    (tmp_path / "bad.jsonl").write_bytes(b'{"run_id": "x", "topic_id": "2024-142395"}\n')
+    assert main(["load", "--collection", "rag", "--task-kind", "answers", *judgments,
+                 "--runs", str(runs), str(tmp_path / "bad.jsonl")]) == 1
+    with factory() as s:
+        assert s.scalar(select(func.count()).select_from(Collection)) == 0
+    assert main(["load", "--collection", "rag", "--task-kind", "answers", *judgments, "--runs", str(runs)]) == 0
+    with factory() as s:
+        coll = s.scalars(select(Collection)).one()
+        assert coll.task_kind == "answers" and coll.current_qrels.format == "rag"
+        assert coll.current_config.official_metric == OFFICIAL
+        items = list(s.scalars(select(JobItem.id)))
+    run_inline(factory, [Followup(TaskName.EVALUATE_ITEM, i) for i in items])
+    want = rag_eval(data)
+    with factory() as s:
+        got = dict(s.execute(select(Run.tag, Score.mean).join(Score.evaluation).join(Run).where(
+            Score.metric == OFFICIAL)).all())
+    assert got == pytest.approx({run: want[(run, OFFICIAL)] for _, run, _ in SUBMITTED}, abs=1e-12)

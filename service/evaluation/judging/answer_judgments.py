@@ -69,12 +69,7 @@ def upload(factory: sessionmaker[Session], me_of: Any, cid: int, part: str, body
         if _current_parts(s, target) != base:
             raise Conflict("the judgment set changed while this upload was read; send it again")
         previous = target.current_version_id
-        version = add_qrels(s, coll, data, source, me.name, parsed=ParsedQrels(f"rag-{part}", judged.qrels),
-                            judgment_set=target)
-        _add_topics(s, coll, judged)
-        job_id, followups = (None, [])
-        if judged.assignments is not None or judged.support or judged.qrels.topics:
-            job_id, followups = judgment_sets.evaluation_followups(s, coll, target, version, previous)
+        version, job_id, followups = store_version(s, coll, target, data, judged, source, me.name, part)
         return Outcome({"version": version.version, "judgment_set": target.name, "part": part, "format": "rag",
                         "parts": judged.describe(), "job": job_id,
                         "previous_version": s.get(QrelsVersion, previous).version if previous else None},
@@ -83,6 +78,22 @@ def upload(factory: sessionmaker[Session], me_of: Any, cid: int, part: str, body
     scope = f"answer-judgments:{cid}" if judgment_set is None else f"answer-judgments:{cid}:{judgment_set}"
     return idempotency.store_once(factory, cid, me, scope, idempotency_key, digest, store,
                                   what=f"a judgment upload to collection {cid}")
+
+
+def store_version(s: Session, coll: Collection, target: JudgmentSet, data: bytes,
+                  judged: answer_bundle.AnswerJudgments, source: str, actor: str, part: str = "parts"
+                  ) -> tuple[QrelsVersion, int | None, tuple[Any, ...]]:
+    """Store the parts (``data``, read as ``judged``) as the set's new version, add the topics
+    they name, and plan the runs' evaluation on it (not while it holds only nuggets: nothing to
+    score). The version, the job's id and the follow-ups."""
+    previous = target.current_version_id
+    version = add_qrels(s, coll, data, source, actor, parsed=ParsedQrels(f"rag-{part}", judged.qrels),
+                        judgment_set=target)
+    _add_topics(s, coll, judged)
+    if judged.assignments is None and not judged.support and not judged.qrels.topics:
+        return version, None, ()
+    job_id, followups = judgment_sets.evaluation_followups(s, coll, target, version, previous)
+    return version, job_id, tuple(followups)
 
 
 def _add_topics(s: Session, coll: Collection, judged: answer_bundle.AnswerJudgments) -> None:

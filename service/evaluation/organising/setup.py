@@ -182,12 +182,13 @@ def get_collection(session: Session, name: str) -> Collection:
     return coll
 
 
-def ensure_collection(session: Session, name: str, spec: ConfigSpec | None, actor: str = "") -> Collection:
-    """The collection ``name``; created (with ``spec`` or defaults) if new. A differing spec
-    for an existing collection becomes its next configuration version."""
+def ensure_collection(session: Session, name: str, spec: ConfigSpec | None, actor: str = "",
+                      task_kind: str = "ranked") -> Collection:
+    """The collection ``name``; created (with ``spec`` or defaults, of ``task_kind``) if new. A
+    differing spec for an existing collection becomes its next configuration version."""
     coll = session.scalar(select(Collection).where(Collection.name == name))
     if coll is None:
-        coll = Collection(name=check_text("collection", name))
+        coll = Collection(name=check_text("collection", name), task_kind=task_kind)
         session.add(coll)
         session.flush()
         audit(session, actor, "collection.create", coll.id, name=name)
