@@ -38,7 +38,7 @@ from service.store.models import Collection, JudgmentSet, QrelsVersion, Topic
 LARGE_REMOVAL = 0.2  # share of the current judgments the portal lets an upload remove without a confirmation
 
 
-@guarded
+@guarded(always_release=True)  # it reads the current version whole
 def upload(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
            source: str = "qrels upload", idempotency_key: str | None = None,
            max_removal: float | None = None, judgment_set: str | None = None, fmt: str = "adhoc",
@@ -115,7 +115,7 @@ def diff(s: Session, coll: Collection, me: Principal, old: int, new: int, offset
 
 
 # ------------------------------------------------------------------- what an upload changes
-@guarded
+@guarded(always_release=True)  # it reads the current version whole
 def preview(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes,
             source: str = "qrels upload", fmt: str = "adhoc", probabilities: bytes | None = None,
             probabilities_source: str = "intent probabilities", offset: int | None = None,
