@@ -163,7 +163,7 @@ def read_score_files(paths: list[Path], with_topics: bool = False):  # type: ign
 def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     from service.metrics.stats.anova import run_intervals
     from service.metrics.stats.common import as_score_matrix
-    from service.metrics.stats.pairwise import pair_effects, pair_t_intervals, pairwise
+    from service.metrics.stats.pairwise import pair_effects, pair_t_intervals, pairwise_many
     from service.metrics.stats.presentation import correction_name, interval_name
 
     metrics, tables, runs, topics = _score_tables_with_topics(args)
@@ -175,11 +175,16 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
                              f"({', '.join(runs[:5])}{', ...' if len(runs) > 5 else ''})")
     report = []
     kept_of: dict[str, tuple[np.ndarray, list[str]]] = {}
+    # Every metric at once: --sequential settles them together (one resampling matrix per stage for
+    # all, the guarantee over every pair of every metric; issue 38).
+    tested = pairwise_many({m: tables[m] for m in metrics}, runs, args.test, resamples=args.resamples,
+                           alpha=args.alpha, correction=args.correction, seed=args.seed, exact=args.exact,
+                           baselines=args.baselines, sequential=args.sequential, max_resamples=args.max_resamples)
     for metric in metrics:
         try:
-            res = pairwise(tables[metric], runs, args.test, resamples=args.resamples, alpha=args.alpha,
-                           correction=args.correction, seed=args.seed, exact=args.exact, baselines=args.baselines,
-                           sequential=args.sequential, max_resamples=args.max_resamples)
+            res = tested[metric]
+            if isinstance(res, ValueError):
+                raise res
             kept = as_score_matrix(tables[metric], runs).values
             complete = ~np.isnan(np.asarray(tables[metric], dtype=np.float64)).any(axis=1)
             kept_of[metric] = (kept, [t for t, keep in zip(topics, complete.tolist()) if keep])

@@ -159,14 +159,16 @@ def test_compare_never_prints_a_p_rounded_across_alpha(capsys, tmp_path: Path, m
 
     from service.metrics.stats import pairwise as module
 
-    real = module.pairwise
+    real = module.pairwise_many  # compare tests every metric at once (issue 38)
 
     def forced(*args, **kwargs):  # type: ignore[no-untyped-def]
-        res = real(*args, **kwargs)
-        p = np.full_like(res.p, 0.049995)
-        return dataclasses.replace(res, p=p, p_adjusted=p)
+        out = {}
+        for key, res in real(*args, **kwargs).items():
+            p = np.full_like(res.p, 0.049995)
+            out[key] = dataclasses.replace(res, p=p, p_adjusted=p)
+        return out
 
-    monkeypatch.setattr(module, "pairwise", forced)
+    monkeypatch.setattr(module, "pairwise_many", forced)
     rng = np.random.default_rng(3)
     for name in ("sysA", "sysB"):
         (tmp_path / f"{name}.csv").write_text("".join(f"q{i},{v}\n" for i, v in enumerate(rng.random(12))))

@@ -199,12 +199,14 @@ def test_settle_stops_at_the_cap_and_says_undecided() -> None:
     rng = np.random.default_rng(0)
 
     def draw(stage: int, sub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        rows = seq.stage_rows(stage, 1000)
+        rows = seq.stage_rows(stage, 1000, 64_000)
         return rng.binomial(rows, 0.05 * 1.0001, size=len(sub)).astype(float), np.full(len(sub), float(rows))
 
     mc = seq.settle(np.array([50.0]), np.array([1000.0]), draw, b0=1000, alpha=0.05, correction="none",
                     max_resamples=64_000)
-    assert mc.undecided[0] and mc.drawn[0] == 64_000 and mc.stages == 7
+    # checkpoints 1000, 1414, 2000, ..., 45255, then the cap itself (issue 38)
+    assert seq.checkpoints(1000, 64_000)[-2:] == (45_255, 64_000)
+    assert mc.undecided[0] and mc.drawn[0] == 64_000 and mc.stages == len(seq.checkpoints(1000, 64_000))
 
 
 def test_clopper_pearson_against_scipy() -> None:
@@ -217,7 +219,9 @@ def test_clopper_pearson_against_scipy() -> None:
 
 def test_stage_levels_sum_below_the_guarantee() -> None:
     m = 28
-    assert sum(seq.stage_gamma(s, m) * m for s in range(60)) < seq.GUARANTEE
+    for b0, cap in ((1000, 64_000), (10_000, seq.MAX_RESAMPLES), (1000, 1000)):
+        stages = len(seq.checkpoints(b0, cap))
+        assert sum(seq.stage_gamma(s, m, stages=stages) * m for s in range(stages)) <= seq.GUARANTEE * (1 + 1e-12)
 
 
 def test_exact_tests_have_no_monte_carlo_error() -> None:

@@ -38,8 +38,8 @@ from service.evaluation.publishing.results import evaluated_under, json_safe, te
 from service.metrics.pooling import competition_ranks
 from service.metrics.stats.letters import letter_columns, members
 from service.metrics.stats.meta import MetaEvaluation, meta_evaluation
-from service.metrics.stats.pairwise import PairwiseResult, pairwise
-from service.metrics.stats.sequential import MAX_RESAMPLES
+from service.metrics.stats.pairwise import PairwiseResult, pairwise_many
+from service.metrics.stats.sequential import GUARANTEE, MAX_RESAMPLES
 from service.store.arrays import pack, unpack
 from service.store.db import as_utc, db_now, transaction
 from service.store.models import (
@@ -181,23 +181,36 @@ def _compute(settings: dict[str, Any], tables: ScoreTables,
              all_tables: ScoreTables) -> tuple[list[Any], dict[str, str], MetaEvaluation]:
     sig, hidden = settings["sig"], settings["hidden"]
     results, errors = [], {}
+    # Every (metric, subset) of the round, grouped by its runs and subset: a group's metrics are
+    # settled together (pairwise_many: one resampling matrix per stage for all of them), and the
+    # guarantee is split over every pair of the round, so that with probability at least 99% every
+    # settled verdict of the round is its B -> infinity verdict at once (issue 38; docs/statistics.md).
+    groups: dict[tuple[tuple[int, ...], str], dict[str, np.ndarray]] = {}
     for metric in settings["metrics"]:
         run_ids, topics, matrix = tables.get(metric, ([], [], np.zeros((0, 0))))
         if len(run_ids) < 2:
             errors[metric] = f"{len(run_ids)} evaluated run(s): nothing to compare"
             continue
-        subsets = [("all", matrix)]
+        groups.setdefault((tuple(run_ids), "all"), {})[metric] = matrix
         if hidden:  # the public leaderboard's test, on the visible topics only
-            subsets.append(("public", matrix[[t not in hidden for t in topics]]))
-        for subset, x in subsets:
-            try:
-                # resampling tests settle each verdict sequentially (issue 25, item 1; docs/statistics.md)
-                res = pairwise(x, [str(r) for r in run_ids], sig["test"], resamples=int(sig["resamples"]),
-                               alpha=float(sig["alpha"]), correction=sig["correction"], seed=int(sig["seed"]),
-                               sequential=True, max_resamples=int(sig.get("max_resamples") or MAX_RESAMPLES),
-                               difference_required=subset == "all")
-            except ValueError as exc:
-                errors[metric if subset == "all" else f"{metric} (visible topics)"] = str(exc)
+            groups.setdefault((tuple(run_ids), "public"), {})[metric] = matrix[[t not in hidden for t in topics]]
+    pairs_of = {key: len(key[0]) * (len(key[0]) - 1) // 2 * len(group) for key, group in groups.items()}
+    total = max(sum(pairs_of.values()), 1)
+    tested: dict[tuple[str, str], Any] = {}
+    for (run_ids, subset), group in groups.items():
+        out = pairwise_many(group, [str(r) for r in run_ids], sig["test"], resamples=int(sig["resamples"]),
+                            alpha=float(sig["alpha"]), correction=sig["correction"], seed=int(sig["seed"]),
+                            sequential=True, max_resamples=int(sig.get("max_resamples") or MAX_RESAMPLES),
+                            guarantee=GUARANTEE * pairs_of[(run_ids, subset)] / total,
+                            difference_required=subset == "all")
+        tested.update({(metric, subset): (list(run_ids), res, group[metric]) for metric, res in out.items()})
+    for metric in settings["metrics"]:
+        for subset in ("all", "public"):
+            if (metric, subset) not in tested:
+                continue
+            run_ids, res, x = tested[(metric, subset)]
+            if isinstance(res, ValueError):
+                errors[metric if subset == "all" else f"{metric} (visible topics)"] = str(res)
                 continue
             results.append((metric, run_ids, res, subset, stored_letters(res, x)))
     # The bootstrap's ASLs and differences required of a metric tested on all topics are the

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
@@ -232,10 +232,88 @@ def pairwise(
     ``difference_required`` (bootstrap): also each pair's difference required at ``alpha`` from
     the first ``resamples`` draws (``PairwiseResult.required``; see ``meta.discriminative_power``).
     """
+    out = pairwise_many({"": scores}, runs, test, resamples=resamples, alpha=alpha, correction=correction,
+                        seed=seed, exact=exact, baselines=baselines, block_bytes=block_bytes, sequential=sequential,
+                        max_resamples=max_resamples, max_work=max_work, guarantee=guarantee,
+                        difference_required=difference_required)[""]
+    if isinstance(out, ValueError):
+        raise out
+    return out
+
+
+def pairwise_many(
+    tables: Mapping[str, np.ndarray],
+    runs: list[str] | tuple[str, ...] | None = None,
+    test: Test = "bootstrap",
+    *,
+    resamples: int = 1000,
+    alpha: float = 0.05,
+    correction: Correction = "none",
+    seed: int | np.random.Generator | None = None,
+    exact: bool = False,
+    baselines: Sequence[str] | None = None,
+    block_bytes: int = BLOCK_BYTES,
+    sequential: bool = False,
+    max_resamples: int | None = None,
+    max_work: float | None = None,
+    guarantee: float | None = None,
+    difference_required: bool = False,
+) -> dict[str, PairwiseResult | ValueError]:
+    """:func:`pairwise` on several (topics, runs) matrices of the same runs (a metric each), with
+    the same parameters: per key its result, or the ValueError its matrix gave.
+
+    Each matrix's result is the one ``pairwise`` gives it alone, but for ``sequential``: the
+    verdicts are settled together (``sequential.settle`` with a segment per matrix, issue 38).
+    Every stage's draws are the seed's, whatever the matrix, so the matrices with the same topics
+    share one resampling matrix per stage (drawn once, not once per metric), and the guarantee is
+    split over the pairs of every matrix: with probability at least 1 - ``guarantee`` every
+    settled verdict of every matrix is its B -> infinity verdict, simultaneously."""
     if not 0 < alpha < 1:
         raise ValueError("alpha must lie strictly between 0 and 1")
     if resamples < 1:
         raise ValueError("the number of resamples B must be positive")
+    out: dict[str, PairwiseResult | ValueError] = {}
+    firsts: dict[str, _FirstStage] = {}
+    for key, scores in tables.items():
+        try:
+            firsts[key] = _first_stage(scores, runs, test, resamples=resamples, alpha=alpha, seed=seed, exact=exact,
+                                       baselines=baselines, block_bytes=block_bytes,
+                                       difference_required=difference_required)
+        except ValueError as exc:
+            out[key] = exc
+    settled: dict[str, MonteCarlo] = {}
+    if sequential:
+        settled = _sequential_many({k: f for k, f in firsts.items() if f.mc is not None}, seed=seed, b0=resamples,
+                                   alpha=alpha, correction=correction, block_bytes=block_bytes,
+                                   max_resamples=max_resamples, max_work=max_work, guarantee=guarantee)
+    for key, first in firsts.items():
+        out[key] = _finish(first, settled.get(key, first.mc), alpha=alpha, correction=correction, baselines=baselines)
+    return {key: out[key] for key in tables}
+
+
+@dataclass
+class _FirstStage:
+    """A matrix's test before any later stage: exact tests' p, or the resampling tests' first counts."""
+
+    test: str
+    runs: tuple[str, ...]
+    x: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    means: np.ndarray
+    stat: np.ndarray
+    p: np.ndarray | None
+    mc: MonteCarlo | None
+    used_b: int | None
+    required: np.ndarray | None
+    notes: tuple[str, ...]
+    n_topics: int
+    rng: np.random.Generator | None
+
+
+def _first_stage(scores: np.ndarray, runs: list[str] | tuple[str, ...] | None, test: str, *, resamples: int,
+                 alpha: float, seed: int | np.random.Generator | None, exact: bool,
+                 baselines: Sequence[str] | None, block_bytes: int, difference_required: bool) -> _FirstStage:
     sm = as_score_matrix(scores, runs)
     x = sm.values
     means = x.mean(axis=0)
@@ -243,6 +321,7 @@ def pairwise(
     notes = (f"{sm.dropped_topics} topics with missing scores left out",) if sm.dropped_topics else ()
     used_b: int | None = None
     required: np.ndarray | None = None
+    p: np.ndarray | None = None
     diffs = Differences(x, a, b)
     mc: MonteCarlo | None = None
     rng = as_rng(seed) if test in RESAMPLING and not (test == "randomisation" and exact) else None
@@ -286,13 +365,14 @@ def pairwise(
             used_b = resamples
     else:
         raise ValueError(f"unknown test {test!r}; choose one of {', '.join(TESTS)}")
-    if mc is not None and sequential:
-        mc = _sequential(test, x, a, b, mc, seed=seed, rng=rng, b0=resamples, alpha=alpha, correction=correction,
-                         block_bytes=block_bytes, max_resamples=max_resamples, max_work=max_work,
-                         guarantee=guarantee)
-    if mc is not None:
-        p = mc.p
-    p = np.asarray(p, dtype=np.float64)
+    return _FirstStage(test, sm.runs, x, a, b, means, np.asarray(stat, dtype=np.float64), p, mc, used_b, required,
+                       notes, sm.n_topics, rng)
+
+
+def _finish(first: _FirstStage, mc: MonteCarlo | None, *, alpha: float, correction: Correction,
+            baselines: Sequence[str] | None) -> PairwiseResult:
+    test, a, b, means, notes = first.test, first.a, first.b, first.means, first.notes
+    p = np.asarray(mc.p if mc is not None else first.p, dtype=np.float64)
     if mc is not None:
         degenerate = mc.degenerate if test == "bootstrap" else None
         if degenerate is not None and degenerate.any():
@@ -304,17 +384,17 @@ def pairwise(
             notes += ((f"{int(mc.undecided.sum())} of {len(a)} pairs undecided at B = "
                        f"{int(mc.drawn[mc.undecided].max())}: the verdict still straddles alpha"),)
     return PairwiseResult(
-        test=test, runs=sm.runs, a=a, b=b, mean_a=means[a], mean_b=means[b],
-        statistic=np.asarray(stat, dtype=np.float64), p=p,
+        test=test, runs=first.runs, a=a, b=b, mean_a=means[a], mean_b=means[b],
+        statistic=first.stat, p=p,
         p_adjusted=adjust(p, correction), correction=correction,
-        alpha=alpha, n_topics=sm.n_topics, resamples=used_b, notes=notes,
+        alpha=alpha, n_topics=first.n_topics, resamples=first.used_b, notes=notes,
         baselines=tuple(dict.fromkeys(baselines)) if baselines is not None else (),
         pair_resamples=None if mc is None else mc.resamples,
         mc_se=np.zeros(len(a)) if mc is None else mc.se,
         degenerate=None if mc is None or test != "bootstrap" else mc.degenerate,
         undecided=np.zeros(len(a), dtype=bool) if mc is None else mc.undecided,
         sequential=bool(mc is not None and mc.sequential),
-        required=required,
+        required=first.required,
     )
 
 
@@ -351,27 +431,59 @@ def _randomisation_counts(diffs: Differences, signs: np.ndarray, block_bytes: in
     return mean, count
 
 
-def _sequential(test: str, x: np.ndarray, a: np.ndarray, b: np.ndarray, first: MonteCarlo, *,
-                seed: int | np.random.Generator | None, rng: np.random.Generator | None, b0: int, alpha: float,
-                correction: Correction, block_bytes: int, max_resamples: int | None, max_work: float | None,
-                guarantee: float | None) -> MonteCarlo:
-    """``sequential.settle`` with this test's later stages: each stage's draws come from a child
-    stream of the seed (``stage_stream``), ``STAGE_CHUNK`` rows at a time."""
+def _sequential_many(firsts: Mapping[str, _FirstStage], *, seed: int | np.random.Generator | None, b0: int,
+                     alpha: float, correction: Correction, block_bytes: int, max_resamples: int | None,
+                     max_work: float | None, guarantee: float | None) -> dict[str, MonteCarlo]:
+    """The later stages of every matrix's resampling test, settled together (issue 38): the
+    guarantee is split over the pairs of all of them. Matrices whose draws are the same (the
+    bootstrap or the randomisation test, an integer seed, the same number of topics) form one
+    group: each stage's resampling matrix is drawn once for the group and every straddling pair
+    of every matrix of it is counted on it (a ``Differences`` over the matrices side by side).
+    Tukey's null depends on the scores: a matrix per group."""
+    family = sum(len(f.a) for f in firsts.values())
+    groups: dict[object, list[str]] = {}
+    for key, f in firsts.items():
+        share = f.test in ("bootstrap", "randomisation") and isinstance(seed, (int, np.integer))
+        groups.setdefault((f.test, f.x.shape[0]) if share else key, []).append(key)
+    out: dict[str, MonteCarlo] = {}
+    for keys in groups.values():
+        out.update(_sequential_group([(k, firsts[k]) for k in keys], seed=seed, b0=b0, alpha=alpha,
+                                     correction=correction, block_bytes=block_bytes, max_resamples=max_resamples,
+                                     max_work=max_work, guarantee=guarantee, family=family))
+    return out
+
+
+def _sequential_group(group: Sequence[tuple[str, _FirstStage]], *, seed: int | np.random.Generator | None, b0: int,
+                      alpha: float, correction: Correction, block_bytes: int, max_resamples: int | None,
+                      max_work: float | None, guarantee: float | None, family: int) -> dict[str, MonteCarlo]:
+    """``sequential.settle`` of the matrices of ``group`` (one segment each) with their test's
+    later stages: each stage's draws come from a child stream of the seed (``stage_stream``),
+    ``STAGE_CHUNK`` rows at a time."""
     from service.metrics.stats import sequential as seq
 
-    n, runs = x.shape
+    test = group[0][1].test
+    firsts = [f for _, f in group]
+    n, runs = firsts[0].x.shape
     if isinstance(seed, (int, np.integer)):
         base = int(seed)
     else:  # a Generator or None: one number from the stream after the first stage's draws
+        rng = firsts[0].rng
         assert rng is not None
         base = int(rng.integers(2**62))
+    # The matrices side by side: pair (a, b) of the k-th is (a + k runs, b + k runs).
+    x = firsts[0].x if len(firsts) == 1 else np.hstack([f.x for f in firsts])
+    a = np.concatenate([f.a + k * runs for k, f in enumerate(firsts)])
+    b = np.concatenate([f.b + k * runs for k, f in enumerate(firsts)])
+    sizes_of = [len(f.a) for f in firsts]
+    segments = np.repeat(np.arange(len(firsts)), sizes_of)
     means = x.mean(axis=0)
+    cap = seq.MAX_RESAMPLES if max_resamples is None else int(max_resamples)
 
     def draw(stage: int, sub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from service.metrics.stats.tukey import tukey_counts, tukey_ranges
 
         gen = seq.stage_stream(base, stage)
-        total = seq.stage_rows(stage, b0)
+        total = seq.stage_rows(stage, b0, cap)
         count, trials = np.zeros(len(sub)), np.zeros(len(sub))
         diffs = Differences(x, a[sub], b[sub])
 
@@ -396,8 +508,18 @@ def _sequential(test: str, x: np.ndarray, a: np.ndarray, b: np.ndarray, first: M
 
     kwargs = {k: v for k, v in (("max_resamples", max_resamples), ("max_work", max_work),
                                 ("guarantee", guarantee)) if v is not None}
-    return seq.settle(first.count, first.resamples, draw, b0=b0, alpha=alpha, correction=correction,
-                      shared=test == "tukey", cost_per_draw=float(n * runs if test == "tukey" else n), **kwargs)
+    assert all(f.mc is not None for f in firsts)
+    count = np.concatenate([f.mc.count for f in firsts])  # type: ignore[union-attr]
+    trials = np.concatenate([f.mc.resamples for f in firsts])  # type: ignore[union-attr]
+    mc = seq.settle(count, trials, draw, b0=b0, alpha=alpha, correction=correction, shared=test == "tukey",
+                    cost_per_draw=float(n * runs if test == "tukey" else n), segments=segments, family=family,
+                    **kwargs)
+    out, lo = {}, 0
+    for (key, _), size in zip(group, sizes_of):
+        part = slice(lo, lo + size)
+        out[key] = MonteCarlo(mc.count[part], mc.resamples[part], mc.drawn[part], mc.undecided[part], mc.stages, True)
+        lo += size
+    return out
 
 
 def made_ahead(make: Callable[[int], T], sizes: Sequence[int]) -> Iterator[tuple[int, T]]:
@@ -548,7 +670,11 @@ def resampling_counts(n: int, resamples: int, rng: np.random.Generator) -> np.nd
     """(B, n) matrix: how often each topic is drawn in each bootstrap sample of size n."""
     draws = rng.integers(0, n, size=(resamples, n))
     draws += (np.arange(resamples, dtype=draws.dtype) * n)[:, None]  # a flat (resample, topic) cell index
-    return np.bincount(draws.ravel(), minlength=resamples * n).reshape(resamples, n).astype(np.float64)
+    # Counted straight into floats (numpy's unbuffered add.at): half the time of bincount then astype
+    # (issue 38: a later stage's draws are most of its time when few pairs are left), the same counts.
+    out = np.zeros(resamples * n)
+    np.add.at(out, draws.ravel(), 1.0)
+    return out.reshape(resamples, n)
 
 
 class _Scratch:
@@ -679,8 +805,10 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
     padded = padded_rows(counts)
     slices = _row_slices(padded.shape[0], n)
     local = threading.local()  # each thread's own arrays, reused from block to block
+    lean = t_obs is None and required is None  # a later stage: the counts alone (_extreme_counts_only)
 
-    def work(lo: int, hi: int) -> None:
+    def work(lo: int, hi: int, parts: Sequence[tuple[int, int]] = slices,
+             into: tuple[np.ndarray, np.ndarray] = (extreme, informative)) -> None:
         own = getattr(local, "scratch", None)
         if own is None:
             own = local.scratch = _Scratch(max(r1 - r0 for r0, r1 in slices), True)
@@ -694,14 +822,17 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
             abs_t_lanes = local.lanes.get("abs_t", rows)[:cols]
             magnitude_lanes = local.lanes.get("magnitude", rows)[:cols]
         with single_threaded_products():
-            for r0, r1 in slices:
+            for r0, r1 in parts:
                 real = min(r1, rows) - r0  # the slice's resamples (the rest: padding)
                 mean_star = np.matmul(padded[r0:r1], w, out=own.get("mean", cols)[: r1 - r0])[:real]
                 mean_star /= n
                 sq = np.matmul(padded[r0:r1], w2, out=own.get("sd", cols)[: r1 - r0])[:real]
-                count, trials, abs_t, magnitude = _extreme_counts(mean_star, sq, n, threshold, own)
-                extreme[lo:hi] += count
-                informative[lo:hi] += trials
+                if lean:
+                    count, trials = _extreme_counts_only(mean_star, sq, n, threshold, own)
+                else:
+                    count, trials, abs_t, magnitude = _extreme_counts(mean_star, sq, n, threshold, own)
+                into[0][lo:hi] += count
+                into[1][lo:hi] += trials
                 if required is not None:
                     abs_t_lanes[:, r0 : r0 + real] = abs_t.T
                     magnitude_lanes[:, r0 : r0 + real] = magnitude.T
@@ -712,7 +843,26 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
     width = block_width(max(max(r1 - r0 for r0, r1 in slices), n), min(block_bytes, CACHE_BYTES))
     if required is not None:  # the lanes of a block: two (width, B) arrays per thread, within block_bytes
         width = min(width, block_width(rows, max(block_bytes // 8, 1)))
-    for_each_block(work, column_blocks(diffs.pairs, width))
+    blocks = list(column_blocks(diffs.pairs, width))
+    workers = worker_count()
+    if required is None and t_obs is None and len(blocks) < workers and len(slices) >= 2 * workers:
+        # Few pairs and many resamples (a later stage, issue 38): the threads share the resamples
+        # instead of the pairs, each counting its own rows into arrays of its own. The counts are
+        # whole numbers, so their sum is the same in any order: the same counts as one thread.
+        lock = threading.Lock()
+
+        def rows_part(g0: int, g1: int) -> None:
+            mine = (np.zeros_like(extreme), np.zeros_like(informative))
+            for lo, hi in blocks:
+                work(lo, hi, slices[g0:g1], mine)
+            with lock:
+                extreme[:] += mine[0]
+                informative[:] += mine[1]
+
+        step = -(-len(slices) // workers)
+        for_each_block(rows_part, [(g, min(g + step, len(slices))) for g in range(0, len(slices), step)])
+        return
+    for_each_block(work, blocks)
 
 
 def required_from_lanes(abs_t: np.ndarray, magnitude: np.ndarray, alpha: float) -> np.ndarray:
@@ -809,6 +959,41 @@ def _extreme_counts(mean_star: np.ndarray, sq: np.ndarray, n: int, threshold: np
     finite = np.isfinite(abs_t)  # degenerate resamples (t* = +-inf) are left out
     hit &= finite
     return np.count_nonzero(hit, axis=0), np.count_nonzero(finite, axis=0), abs_t, magnitude
+
+
+def _extreme_counts_only(mean_star: np.ndarray, sq: np.ndarray, n: int, threshold: np.ndarray,
+                         scratch: _Scratch) -> tuple[np.ndarray, np.ndarray | int]:
+    """:func:`_extreme_counts`' two counts in about half its passes, for the later stages of the
+    sequential rule (issue 38), which need nothing else: with r = sum w*^2 - n mean*^2 (n - 1
+    times var*), |t*| >= h is n (n - 1) mean*^2 >= h^2 r for sd* > 0 (both sides squared: no
+    square root, no division), and sd* is zero (round-off) where r <= 1e-12 sum w*^2 or
+    r / (n - 1) <= 1e-24 mean*^2 (the squares of _extreme_counts' two tests). A zero sd* with
+    mean* = 0 is t* = 0 (extreme when h <= 0); with mean* != 0 the resample is degenerate (left
+    out). The comparisons differ from _extreme_counts' only in the last bits of a product, far
+    inside the tie tolerance (1e-9) around h; tests/unit/test_settled_boundary.py holds the two
+    to the same counts. ``mean_star`` and ``sq`` are overwritten."""
+    rows, cols = mean_star.shape
+    rem = scratch.get("t", cols)[:rows]
+    zero = scratch.get("mask", cols, np.bool_)[:rows]
+    m2 = np.multiply(mean_star, mean_star, out=mean_star)
+    np.multiply(m2, n, out=rem)
+    np.subtract(sq, rem, out=rem)
+    np.multiply(sq, 1e-12, out=sq)
+    np.less_equal(rem, sq, out=zero)  # zero spread
+    np.multiply(m2, 1e-24 * (n - 1), out=sq)
+    zero |= np.less_equal(rem, sq, out=scratch.get("mask2", cols, np.bool_)[:rows])  # sd* <= 1e-12 |mean*|
+    h = np.asarray(threshold, dtype=np.float64)
+    h2 = np.where(h > 0, h * h, 0.0)[None, :]  # h <= 0: every resample is at least h
+    with np.errstate(invalid="ignore"):  # 0 * inf (an infinite h, a zero spread): NaN, never a hit
+        np.multiply(rem, h2, out=rem)
+    np.multiply(m2, float(n * (n - 1)), out=sq)
+    hit = np.greater_equal(sq, rem, out=scratch.get("hit", cols, np.bool_)[:rows])
+    if not zero.any():
+        return np.count_nonzero(hit, axis=0), rows
+    informative = rows - np.count_nonzero(zero & (m2 != 0), axis=0)  # degenerate: zero spread, mean* != 0
+    hit &= ~zero
+    extra = np.count_nonzero(zero & (m2 == 0), axis=0) * (h <= 0)  # t* = 0: extreme when h <= 0
+    return np.count_nonzero(hit, axis=0) + extra, informative
 
 
 def bootstrap(

@@ -1,0 +1,176 @@
+"""Issue 38: the settled verdicts' stopping boundary and the draws shared by every metric.
+
+Peers: the resampling risk of the boundary computed exactly (the binomial distribution of a
+pair's count carried from checkpoint to checkpoint, the settled paths taken out), and the exact
+randomisation test (every sign flip: the B -> infinity p of the Monte Carlo one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from service.metrics.stats import sequential as seq
+from service.metrics.stats.pairwise import pairwise, pairwise_many
+from tests.unit.test_significance_precision import near_alpha_cases
+
+
+def resampling_risk(p: float, alpha: float, b0: int, cap: int, level: Callable[[int, int], float]) -> float:
+    """The probability that the rule of ``sequential.settle`` (one pair, no correction, the
+    interval at ``level(stage, stages)`` at each checkpoint) settles on the side of alpha other
+    than p's own (p < alpha: significant), computed exactly: the distribution of the count over
+    the paths not yet settled, convolved with each stage's binomial draws."""
+    grid = seq.checkpoints(b0, cap)
+    dist = stats.binom.pmf(np.arange(b0 + 1), b0, p)
+    wrong = 0.0
+    for s, n in enumerate(grid):
+        if s:
+            rows = n - grid[s - 1]
+            dist = np.convolve(dist, stats.binom.pmf(np.arange(rows + 1), rows, p))
+        count = np.arange(len(dist), dtype=np.float64)
+        low, high = seq.bracket(count, np.full(len(dist), float(n)), level(s, len(grid)))
+        significant, not_significant = high < alpha, low >= alpha
+        wrong += float(dist[not_significant if p < alpha else significant].sum())
+        dist = np.where(significant | not_significant, 0.0, dist)
+    return wrong
+
+
+NEAR = [0.03, 0.04, 0.045, 0.048, 0.049, 0.0495, 0.0499, 0.05, 0.0501, 0.0505, 0.051, 0.052, 0.055, 0.06, 0.07]
+
+
+def test_the_boundary_s_resampling_risk_is_at_most_the_guarantee_near_alpha() -> None:
+    # One pair under a guarantee of 1%: settle's level without a correction (each tail may spend
+    # the pair's whole share at a checkpoint: the two-sided interval at 1 - 2 gamma).
+    guarantee = 0.01
+
+    def level(stage: int, stages: int) -> float:
+        return 2 * seq.stage_gamma(stage, 1, guarantee, stages)
+
+    risks = [resampling_risk(p, 0.05, 100, 3200, level) for p in NEAR]
+    assert max(risks) <= guarantee
+    assert max(risks) > guarantee / 1000  # the computation sees the risk at all (near alpha)
+
+    # The test can fail: a boundary that spends the whole 1% at every checkpoint (no split over
+    # the checkpoints) has a resampling risk above 1% near alpha.
+    naive = [resampling_risk(p, 0.05, 100, 3200, lambda s, k: 2 * guarantee) for p in NEAR]
+    assert max(naive) > guarantee
+
+
+def test_settle_spends_the_boundary_it_was_checked_with() -> None:
+    # settle's own verdicts on a simulated pair follow the boundary above: a pair whose count
+    # sits exactly at alpha at every checkpoint never settles, one far below settles within a few checkpoints.
+    def draw_at(p: float) -> Callable[[int, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        def draw(stage: int, sub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            rows = seq.stage_rows(stage, 100, 3200)
+            return np.full(len(sub), round(p * rows)), np.full(len(sub), float(rows))
+        return draw
+
+    at = seq.settle(np.array([5.0]), np.array([100.0]), draw_at(0.05), b0=100, alpha=0.05, correction="none",
+                    max_resamples=3200)
+    assert at.undecided[0] and at.drawn[0] == 3200
+    far = seq.settle(np.array([0.0]), np.array([100.0]), draw_at(0.0), b0=100, alpha=0.05, correction="none",
+                     max_resamples=3200)
+    # 0 of N: the upper end falls below alpha once N is about log(1/gamma)/alpha (a few hundred)
+    assert not far.undecided[0] and far.drawn[0] <= 400
+
+
+def test_checkpoints_are_fixed_in_advance_and_end_at_the_cap() -> None:
+    grid = seq.checkpoints(10_000, 10_000_000)
+    assert grid[0] == 10_000 and grid[-1] == 10_000_000
+    assert all(b / a <= seq.RATIO * 1.001 or b == grid[-1] for a, b in zip(grid, grid[1:]))
+    assert list(grid) == sorted(set(grid))
+    assert seq.checkpoints(1000, 500) == (1000,) and seq.checkpoints(1000, 1000) == (1000,)
+    assert sum(seq.stage_rows(s, 10_000) for s in range(len(grid))) == 10_000_000
+
+
+def test_metrics_settled_together_share_draws_and_split_the_guarantee() -> None:
+    """pairwise_many settles every matrix with the draws it would have alone (the seed's, whatever
+    the matrix) and the guarantee split over the pairs of all: each result equals pairwise's on
+    that matrix alone with its share of the guarantee."""
+    rng = np.random.default_rng(7)
+    base = rng.random((25, 6))
+    tables = {f"m{k}": np.clip(base + rng.normal(0, 0.15, base.shape), 0, 1) for k in range(3)}
+    for test in ("bootstrap", "randomisation"):
+        plain = pairwise_many(tables, None, test, resamples=500, seed=3)
+        for key, x in tables.items():
+            alone = pairwise(x, None, test, resamples=500, seed=3)
+            res = plain[key]
+            assert not isinstance(res, ValueError)
+            assert np.array_equal(res.p, alone.p) and np.array_equal(res.statistic, alone.statistic)
+        together = pairwise_many(tables, None, test, resamples=500, seed=3, sequential=True, max_resamples=64_000)
+        total = sum(len(r.p) for r in together.values() if not isinstance(r, ValueError))
+        resampled = 0
+        for key, x in tables.items():
+            res = together[key]
+            assert not isinstance(res, ValueError)
+            alone = pairwise(x, None, test, resamples=500, seed=3, sequential=True, max_resamples=64_000,
+                             guarantee=seq.GUARANTEE * len(res.p) / total)
+            assert res.undecided is not None and alone.undecided is not None
+            assert np.array_equal(res.p, alone.p) and np.array_equal(res.undecided, alone.undecided)
+            assert np.array_equal(res.pair_resamples, alone.pair_resamples)
+            resampled += int((res.pair_resamples > 500).sum())
+        assert resampled > 0  # some pair went past the first stage (the shared draws were used)
+
+
+def test_a_matrix_that_fails_is_reported_and_the_others_settle() -> None:
+    good = np.random.default_rng(1).random((10, 3))
+    out = pairwise_many({"good": good, "bad": np.zeros((10, 1))}, None, "bootstrap", resamples=200, seed=0,
+                        sequential=True)
+    assert isinstance(out["bad"], ValueError)
+    assert not isinstance(out["good"], ValueError) and len(out["good"].p) == 3
+
+
+def test_settled_verdicts_equal_the_exact_ones_under_many_seeds() -> None:
+    # The constructed pairs (exact randomisation p 0.0479 and 0.0552), each as the only pair of a
+    # "metric" settled together, from B0 = 1000: the settled verdict is the exact one under every seed.
+    cases = near_alpha_cases()
+    tables = {f"case{i}": np.c_[d, np.zeros_like(d)] for i, (d, _) in enumerate(cases)}
+    for seed in range(12):
+        out = pairwise_many(tables, None, "randomisation", resamples=1000, seed=seed, sequential=True)
+        for i, (_, exact) in enumerate(cases):
+            res = out[f"case{i}"]
+            assert not isinstance(res, ValueError) and res.undecided is not None
+            assert not res.undecided[0], (seed, exact)
+            assert bool(res.significant[0]) == (exact < 0.05), (seed, exact, res.p[0])
+
+
+@pytest.mark.parametrize("correction", ["none", "holm", "bh"])
+def test_no_settled_verdict_contradicts_a_clear_reference(correction: str) -> None:
+    # 8 runs x 30 topics: a B = 400,000 reference decides most pairs beyond doubt; the settled
+    # verdicts (any seed) agree with it on those.
+    rng = np.random.default_rng(11)
+    x = np.clip(rng.random((30, 1)) * 0.5 + rng.random((30, 8)) * 0.5 + np.linspace(0, 0.12, 8), 0, 1)
+    big = 400_000
+    ref = pairwise(x, None, "randomisation", resamples=big, seed=99, correction=correction)
+    low, high = seq.bracket(ref.p * (big + 1) - 1, np.full(len(ref.p), float(big)), 1e-4)
+    from service.metrics.stats.correction import adjust
+
+    clear = (adjust(low, correction) < 0.05) == (adjust(high, correction) < 0.05)
+    for seed in range(3):
+        res = pairwise(x, None, "randomisation", resamples=1000, seed=seed, correction=correction, sequential=True)
+        assert res.undecided is not None
+        decided = ~res.undecided & clear
+        assert (res.significant[decided] == ref.significant[decided]).all()
+
+
+def test_the_later_stages_lean_counts_equal_the_full_ones() -> None:
+    # _bootstrap_counts without t_obs (a later stage) counts with _extreme_counts_only: the same
+    # extreme and informative counts as the full path, degenerate resamples and exact ties included.
+    from service.metrics.stats.pairwise import Differences, _bootstrap_counts, resampling_counts
+    from tests.unit.test_significance_precision import NEIGHBOURS
+
+    rng = np.random.default_rng(5)
+    columns = [a - b for a, b in NEIGHBOURS.values()]
+    columns += [rng.random(10) - rng.random(10) for _ in range(40)]
+    columns += [np.round(rng.random(10) - 0.45, 1) for _ in range(40)]  # two decimals: many exact ties
+    z = np.column_stack(columns)
+    counts = resampling_counts(10, 20_000, np.random.default_rng(2))
+    full = (np.empty(z.shape[1]), np.zeros(z.shape[1]), np.zeros(z.shape[1]))
+    _bootstrap_counts(Differences(z), counts, 1 << 26, full[0], full[1], full[2])
+    lean = (np.zeros(z.shape[1]), np.zeros(z.shape[1]))
+    _bootstrap_counts(Differences(z), counts, 1 << 26, None, lean[0], lean[1])
+    assert np.array_equal(full[1], lean[0]) and np.array_equal(full[2], lean[1])
+    assert (full[2] < 20_000).any() and (full[1] > 0).any()  # degenerate resamples and extreme ones were there
