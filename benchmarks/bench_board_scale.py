@@ -54,7 +54,7 @@ TARGETS applied (exit status 1 when one is missed), and where they come from:
   (``bench_stats_scale.py``): every all-pairs case at 1,000 runs, the bootstrap test and the
   discriminative power among them, < 1.5 GB peak RSS of its process (Python, numpy and scipy
   included). A round runs those parts one after another in one process.
-* each metric's pairwise test < 60 s (same source: "bootstrap, all pairs, 1,000 runs ... < 60 s").
+* the metrics' pairwise tests (run together) < metrics x 60 s (same source: "bootstrap, all pairs, 1,000 runs ... < 60 s").
 * the meta-evaluation < metrics x 60 s (same source: "discriminative power, 1,000 runs ... < 60 s"
   per metric; Kendall's tau between a few rankings is negligible).
 * the test round < metrics x 120 s: the sum of the two goals above per metric (derived).
@@ -167,7 +167,8 @@ def _wrap_parts(parts: list[dict]) -> None:
         setattr(st, name, timed)
 
     wrap("_read", lambda a, k: "read the stored scores")
-    wrap("pairwise", lambda a, k: f"pairwise {a[2]} ({a[0].shape[1]} runs)")
+    # every metric of the round at once (issue 38: settled together, one resampling matrix per stage)
+    wrap("pairwise_many", lambda a, k: f"pairwise {a[2]}, {len(a[0])} metrics ({len(a[1])} runs)")
     wrap("stored_letters", lambda a, k: "letters")
     wrap("meta_evaluation", lambda a, k: f"meta-evaluation ({len(a[0])} metrics)")
     wrap("_store", lambda a, k: "store (one transaction)")
@@ -186,7 +187,6 @@ def child_tests(a: dict) -> dict:
         s.scalar(select(Job.status).where(Job.id == a["job"]))
     parts: list[dict] = []
     _wrap_parts(parts)
-    # Metric names for the parts: pairwise is called metric after metric, in the config's order.
     before = _maxrss_mb()
     t0 = time.perf_counter()
     followups = st.run_tests(factory, a["job"])
@@ -396,7 +396,7 @@ def child_profile(a: dict) -> dict:
                               "after_mb": cur / 2**20})
         setattr(st, name, traced)
 
-    for name in ("pairwise", "stored_letters", "meta_evaluation"):
+    for name in ("pairwise_many", "stored_letters", "meta_evaluation"):
         wrap(name)
     # The allocation sites near the peak: a sampler snapshots whenever the traced memory is
     # higher than at its last snapshot (every 0.2 s at most; a snapshot of a peak shorter than
@@ -537,9 +537,10 @@ def goals(res: dict) -> list[tuple[str, bool, str]]:
                     tests["round_s"] < SMALL_ROUND_TARGET_S, f"{tests['round_s']:.1f} s"))
     out.append((f"round peak RSS < {ROUND_RSS_TARGET_MB / 1024:.1f} GB", tests["rss_peak_mb"] < ROUND_RSS_TARGET_MB,
                 f"{tests['rss_peak_mb']:.0f} MB"))
-    pw = [p["s"] for p in tests["parts"] if p["kind"] == "pairwise"]
-    out.append((f"each pairwise test < {PAIRWISE_TARGET_S:.0f} s", max(pw, default=0) < PAIRWISE_TARGET_S,
-                f"slowest {max(pw, default=0):.1f} s"))
+    # The metrics' tests run together (pairwise_many, issue 38): their goal is the sum of the
+    # per-metric ones.
+    pw = sum(p["s"] for p in tests["parts"] if p["kind"] == "pairwise_many")
+    out.append((f"pairwise tests < {k} x {PAIRWISE_TARGET_S:.0f} s", pw < k * PAIRWISE_TARGET_S, f"{pw:.1f} s"))
     meta = sum(p["s"] for p in tests["parts"] if p["kind"] == "meta_evaluation")
     out.append((f"meta-evaluation < {k} x {POWER_TARGET_S:.0f} s", meta < k * POWER_TARGET_S, f"{meta:.1f} s"))
     board = res.get("board", {})

@@ -157,8 +157,9 @@ def test_no_settled_verdict_contradicts_a_clear_reference(correction: str) -> No
 
 
 def test_the_later_stages_lean_counts_equal_the_full_ones() -> None:
-    # _bootstrap_counts without t_obs (a later stage) counts with _extreme_counts_only: the same
-    # extreme and informative counts as the full path, degenerate resamples and exact ties included.
+    # _bootstrap_counts without the difference required counts with _extreme_counts_only: the
+    # same extreme and informative counts as the full path (the one that keeps every |t*| for the
+    # difference required), degenerate resamples and exact ties included.
     from service.metrics.stats.pairwise import Differences, _bootstrap_counts, resampling_counts
     from tests.unit.test_significance_precision import NEIGHBOURS
 
@@ -169,8 +170,13 @@ def test_the_later_stages_lean_counts_equal_the_full_ones() -> None:
     z = np.column_stack(columns)
     counts = resampling_counts(10, 20_000, np.random.default_rng(2))
     full = (np.empty(z.shape[1]), np.zeros(z.shape[1]), np.zeros(z.shape[1]))
-    _bootstrap_counts(Differences(z), counts, 1 << 26, full[0], full[1], full[2])
+    _bootstrap_counts(Differences(z), counts, 1 << 26, full[0], full[1], full[2], (0.05, np.empty(z.shape[1])))
     lean = (np.zeros(z.shape[1]), np.zeros(z.shape[1]))
     _bootstrap_counts(Differences(z), counts, 1 << 26, None, lean[0], lean[1])
     assert np.array_equal(full[1], lean[0]) and np.array_equal(full[2], lean[1])
+    # and the BootstrapBlock's counts (the textbook pass: t*, then |t*| >= |t| among the finite ones)
+    from service.metrics.stats.pairwise import bootstrap_blocks
+
+    (block,) = list(bootstrap_blocks(Differences(z), counts, 1 << 30))
+    assert np.array_equal(block.extreme_counts(), lean[0]) and np.array_equal(block.informative_counts(), lean[1])
     assert (full[2] < 20_000).any() and (full[1] > 0).any()  # degenerate resamples and extreme ones were there

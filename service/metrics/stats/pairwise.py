@@ -805,7 +805,7 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
     padded = padded_rows(counts)
     slices = _row_slices(padded.shape[0], n)
     local = threading.local()  # each thread's own arrays, reused from block to block
-    lean = t_obs is None and required is None  # a later stage: the counts alone (_extreme_counts_only)
+    lean = required is None  # the counts alone (_extreme_counts_only): no lanes of |t*| to keep
 
     def work(lo: int, hi: int, parts: Sequence[tuple[int, int]] = slices,
              into: tuple[np.ndarray, np.ndarray] = (extreme, informative)) -> None:
@@ -963,8 +963,9 @@ def _extreme_counts(mean_star: np.ndarray, sq: np.ndarray, n: int, threshold: np
 
 def _extreme_counts_only(mean_star: np.ndarray, sq: np.ndarray, n: int, threshold: np.ndarray,
                          scratch: _Scratch) -> tuple[np.ndarray, np.ndarray | int]:
-    """:func:`_extreme_counts`' two counts in about half its passes, for the later stages of the
-    sequential rule (issue 38), which need nothing else: with r = sum w*^2 - n mean*^2 (n - 1
+    """:func:`_extreme_counts`' two counts in about half its passes, for every count that needs
+    nothing else (issue 38: the sequential rule's later stages, a test without the difference
+    required): with r = sum w*^2 - n mean*^2 (n - 1
     times var*), |t*| >= h is n (n - 1) mean*^2 >= h^2 r for sd* > 0 (both sides squared: no
     square root, no division), and sd* is zero (round-off) where r <= 1e-12 sum w*^2 or
     r / (n - 1) <= 1e-24 mean*^2 (the squares of _extreme_counts' two tests). A zero sd* with
