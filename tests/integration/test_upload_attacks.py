@@ -142,16 +142,15 @@ def test_blank_lines_and_empty_members_cost_seconds_of_the_servers_cpu(served) -
 
 
 def test_one_teams_flood_of_uploads_does_not_hold_back_another_teams_run(served) -> None:  # type: ignore[no-untyped-def]
-    """Nine blank-line gzips of one team (three senders, three each) in flight; once the first
-    is answered (every other one has then been received and waits for a slot), another team's
-    small run: answered before the flood's next two answers and within a few of the server's
+    """Nine blank-line gzips of one team (three senders, three each) in flight; once they have
+    cost the server 4 s of CPU (every one has then been received and is being read or waits for
+    a slot), another team's small run: answered before the flood's next two answers and within a few of the server's
     CPU seconds, whatever the machine's speed (the flood holds one of the two upload slots and
     the other team takes the other; before, the run waited 47 s of the flood's work)."""
     srv, cid, tokens, small = served
     blank = gzip_of_newlines(BLANK_BYTES)
     order: list[str] = []
     lock = threading.Lock()
-    first = threading.Event()
 
     def flood() -> None:
         with srv.client(tokens["flooder"]) as c:
@@ -159,12 +158,14 @@ def test_one_teams_flood_of_uploads_does_not_hold_back_another_teams_run(served)
                 status = c.post(f"/api/collections/{cid}/runs", content=blank).status_code
                 with lock:
                     order.append(f"flood {status}")
-                first.set()
 
+    started = srv.cpu_seconds()
     senders = [threading.Thread(target=flood) for _ in range(3)]
     for t in senders:
         t.start()
-    assert first.wait(600)
+    deadline = time.monotonic() + 600  # the flood well under way: 4 s of the server's CPU
+    while srv.cpu_seconds() - started < 4 and time.monotonic() < deadline:
+        time.sleep(0.1)
     with lock:
         order.append("other sent")
     with srv.client(tokens["other"]) as c:
