@@ -86,7 +86,6 @@ def main() -> None:
     from service.evaluation.computing.task_table import Limits, run_here, use_case
     from service.evaluation.judging import answer_bundle, answer_judgments
     from service.evaluation.organising import answers
-    from service.evaluation.organising.collections import lock
     from service.evaluation.organising.setup import ensure_collection, official_set
     from service.evaluation.permissions.access import Principal
     from service.evaluation.publishing import boards

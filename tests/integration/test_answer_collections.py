@@ -15,7 +15,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-from collections.abc import Iterator
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import pytest
 
 from tests.conftest import require_shared
 from tests.integration.conftest import Backend, auth, run_inline
+from tests.integration.test_diversity_and_sampled_collections import inline, portal_cookie  # noqa: F401
 
 ASSIGNMENTS = "nugget_assignment.20241108.jl.gz"
 SUPPORT = ("final.citation_judgments_with_prediction.20241025.jsonl.gz",
@@ -97,21 +97,6 @@ def rag_eval(data: Path, *extra: str) -> dict[tuple[str, str], float | None]:
     return {(run, metric): value["mean"] for run, metrics in doc["runs"].items() for metric, value in metrics.items()}
 
 
-@pytest.fixture
-def inline(backend: Backend) -> Iterator[tuple[Any, str, Any]]:
-    from litestar.testing import TestClient
-
-    from service.api.app import create_app
-    from service.evaluation.permissions.access import create_token
-    from service.store.db import transaction
-
-    factory = backend.factory()
-    with transaction(factory) as s:
-        admin, _ = create_token(s, "admin", name="root")
-    with TestClient(app=create_app(backend.database_url, lambda f: run_inline(factory, f))) as client:
-        yield client, admin, factory
-
-
 def _track(client: Any, admin: str) -> tuple[int, dict[str, str]]:
     """An answers collection, its three teams enrolled; the tokens of its organiser and teams."""
     a = auth(admin)
@@ -129,7 +114,7 @@ def _track(client: Any, admin: str) -> tuple[int, dict[str, str]]:
     return cid, tokens
 
 
-def test_an_answers_collection_end_to_end_on_nists_files(inline: tuple[Any, str, Any], data: Path) -> None:
+def test_an_answers_collection_end_to_end_on_nists_files(inline: tuple[Any, str, Any], data: Path) -> None:  # noqa: F811
     client, admin, factory = inline
     cid, tokens = _track(client, admin)
     org = auth(tokens["organiser"])
@@ -188,8 +173,6 @@ def test_an_answers_collection_end_to_end_on_nists_files(inline: tuple[Any, str,
                       headers=auth(tokens["beta"])).status_code == 403
 
     # the run's page shows the answer: nuggets labelled by assignment, citations by support (text, not colour alone)
-    from tests.integration.test_diversity_and_sampled_collections import portal_cookie
-
     page = client.get(f"/runs/{ids['BEST_cot_gpt3.5']}", headers=portal_cookie(factory, tokens["alpha"]))
     assert page.status_code == 200 and 'id="answers"' in page.text
     assert 'class="nugget support" data-assignment="support">supported</span>' in page.text
@@ -231,8 +214,8 @@ def refused(r: Any, source: str, line: int, text: str) -> None:
     assert (error["source"], error["line"]) == (source, line) and text in error["message"], error
 
 
-def test_refusals_name_the_file_line_and_field_and_store_nothing(inline: tuple[Any, str, Any], data: Path) -> None:
-    client, admin, factory = inline
+def test_refusals_name_the_file_line_and_field_and_store_nothing(inline: tuple[Any, str, Any], data: Path) -> None:  # noqa: F811
+    client, admin, _factory = inline
     cid, tokens = _track(client, admin)
     org = auth(tokens["organiser"])
     r = client.patch(f"/api/collections/{cid}", json={"answer_settings": {"format": "rag24", "words": 50}},
@@ -286,8 +269,8 @@ def test_refusals_name_the_file_line_and_field_and_store_nothing(inline: tuple[A
     assert r.status_code == 400 and "task_kind answers" in r.text
 
 
-def test_every_role_on_the_answers_endpoints(inline: tuple[Any, str, Any], data: Path) -> None:
-    client, admin, factory = inline
+def test_every_role_on_the_answers_endpoints(inline: tuple[Any, str, Any], data: Path) -> None:  # noqa: F811
+    client, admin, _factory = inline
     cid, tokens = _track(client, admin)
     a = auth(admin)
     other = client.post("/api/collections", json={"name": "other", "task_kind": "answers"}, headers=a).json()["id"]

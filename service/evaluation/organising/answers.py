@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from service.errors import BadRequest, InvalidInput
 from service.formats.rag_answers import FORMATS, TRACK_LIMITS, AnswerLimits, AnswerRun, limits_for, read_answers
 from service.formats.text import check_text
-from service.store.models import Collection, Enrolment, Run, RunTopics, Team
+from service.store.models import Collection, Run, RunTopics
 
 TASK_KINDS = ("ranked", "answers")
 LIMIT_KEYS = ("words", "references", "citations_per_sentence", "sentences")
@@ -106,19 +106,12 @@ def add_answer_run(s: Session, coll: Collection, data: bytes, source: str, parse
                    team: str, actor: str = "") -> Run:
     """Store a validated answer run (verbatim, compressed) as a run of the collection, tagged
     by its ``run_id``: its topics, answers (``n_lines``) and most references (``depth``)."""
-    from service.evaluation.organising.setup import audit
+    from service.evaluation.organising.setup import audit, enrolled_team
 
     tag = check_text("run", parsed.run_id)
     if s.scalar(select(Run.id).where(Run.collection_id == coll.id, Run.tag == tag)) is not None:
         raise InvalidInput(source, None, f"collection {coll.name!r} already has a run tagged {tag!r}")
-    team_row = s.scalar(select(Team).where(Team.name == team))
-    if team_row is None:
-        team_row = Team(name=check_text("team", team))
-        s.add(team_row)
-        s.flush()
-    if s.get(Enrolment, (coll.id, team_row.id)) is None:
-        s.add(Enrolment(collection_id=coll.id, team_id=team_row.id, enrolled_by=actor))
-        s.flush()
+    team_row = enrolled_team(s, coll, team, actor)
     topics = list(parsed.topics())
     row = Run(collection_id=coll.id, team_id=team_row.id, tag=tag, submitted_by=actor, status="validated",
               source_name=source, checksum=hashlib.sha256(data).hexdigest(), file=zlib.compress(data, 1),

@@ -423,16 +423,7 @@ def add_run(
     if session.scalar(select(Run.id).where(Run.collection_id == coll.id, Run.tag == parsed.tag)) is not None:
         raise InvalidInput(source, None, f"collection {coll.name!r} already has a run tagged {parsed.tag!r}")
     team_name = team or parsed.tag
-    team_row = session.scalar(select(Team).where(Team.name == team_name))
-    if team_row is None:
-        team_row = Team(name=check_text("team", team_name))
-        session.add(team_row)
-        session.flush()
-    if session.get(Enrolment, (coll.id, team_row.id)) is None:
-        # a team with a run in a collection takes part in it (organisers submitting or loading
-        # runs for a team enrol it; migration 0007 applied the same rule to older databases)
-        session.add(Enrolment(collection_id=coll.id, team_id=team_row.id, enrolled_by=actor))
-        session.flush()  # so the next run of the team in this session finds it (pending rows are not in get)
+    team_row = enrolled_team(session, coll, team_name, actor)
     row = Run(
         collection_id=coll.id, team_id=team_row.id, tag=parsed.tag, description=description, is_baseline=baseline,
         submitted_by=actor, status="validated", source_name=source, checksum=hashlib.sha256(data).hexdigest(),
@@ -443,6 +434,21 @@ def add_run(
     session.flush()
     audit(session, actor, "run.submit", coll.id, run=row.tag, team=team_name, checksum=row.checksum)
     return row
+
+
+def enrolled_team(session: Session, coll: Collection, team_name: str, actor: str = "") -> Team:
+    """The team of a run being stored (made if new), enrolled in the collection: a team with a
+    run in a collection takes part in it (organisers submitting or loading runs for a team enrol
+    it; migration 0007 applied the same rule to older databases)."""
+    team_row = session.scalar(select(Team).where(Team.name == team_name))
+    if team_row is None:
+        team_row = Team(name=check_text("team", team_name))
+        session.add(team_row)
+        session.flush()
+    if session.get(Enrolment, (coll.id, team_row.id)) is None:
+        session.add(Enrolment(collection_id=coll.id, team_id=team_row.id, enrolled_by=actor))
+        session.flush()  # so the next run of the team in this session finds it (pending rows are not in get)
+    return team_row
 
 
 def judged_top_level(version: QrelsVersion) -> int:
