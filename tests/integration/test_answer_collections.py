@@ -335,3 +335,40 @@ def test_cranfield_load_of_an_answers_collection(backend: Backend, data: Path, t
         got = dict(s.execute(select(Run.tag, Score.mean).join(Score.evaluation).join(Run).where(
             Score.metric == OFFICIAL)).all())
     assert got == pytest.approx({run: want[(run, OFFICIAL)] for _, run, _ in SUBMITTED}, abs=1e-12)
+
+
+def test_the_portal_form_and_hidden_topics(inline: tuple[Any, str, Any], data: Path) -> None:  # noqa: F811
+    """The portal's submit form takes answer files as it takes runs (a refusal shown with the file
+    and line, nothing stored); a hidden topic of an unrevealed split is left out of the answers a
+    team reads, and of its board figures."""
+    from service.portal.forms import COOKIE, csrf_for
+
+    client, admin, factory = inline
+    cid, tokens = _track(client, admin)
+    org = auth(tokens["organiser"])
+    assert client.post(f"/api/collections/{cid}/answer-judgments/assignments",
+                       content=(data / ASSIGNMENTS).read_bytes(), headers=org).status_code == 201
+    cookie = portal_cookie(factory, tokens["alpha"])
+    csrf = csrf_for(cookie["Cookie"].removeprefix(f"{COOKIE}="))
+    body = answer_runs(data)["BEST_cot_gpt3.5"]
+    lines = body.decode().splitlines()
+    broken = json.loads(lines[1])
+    broken["answer"][0]["citations"] = [7]
+    bad = "\n".join([lines[0], json.dumps(broken), *lines[2:]]) + "\n"
+    r = client.post(f"/c/{cid}/submit", files={"file": ("answers.jsonl", bad)}, data={"csrf": csrf}, headers=cookie)
+    assert r.status_code == 422 and "answers.jsonl, line 2" in r.text and "citations[0]" in r.text
+    assert client.get(f"/api/collections/{cid}/runs", headers=org).json()["items"] == []
+    r = client.post(f"/c/{cid}/submit", files={"file": ("answers.jsonl", body)}, data={"csrf": csrf}, headers=cookie,
+                    follow_redirects=False)
+    assert r.status_code == 303, r.text
+    (run,) = client.get(f"/api/collections/{cid}/runs", headers=org).json()["items"]
+    hidden = json.loads(lines[0])["topic_id"]
+    assert client.patch(f"/api/collections/{cid}", json={"hidden_topics": [hidden], "leaderboard_released": True},
+                        headers=org).status_code == 200
+    team_view = client.get(f"/api/runs/{run['id']}/answers", headers=auth(tokens["alpha"])).json()
+    assert hidden not in {t["topic"] for t in team_view["topics"]} and len(team_view["topics"]) == len(lines) - 1
+    organiser_view = client.get(f"/api/runs/{run['id']}/answers", headers=org).json()
+    assert hidden in {t["topic"] for t in organiser_view["topics"]}
+    public = client.get(f"/api/collections/{cid}/leaderboard", headers=auth(tokens["beta"])).json()["rows"][0]
+    full = client.get(f"/api/collections/{cid}/leaderboard", headers=org).json()["rows"][0]
+    assert public["n_topics"] == full["n_topics"] - 1
