@@ -372,3 +372,27 @@ def test_the_portal_form_and_hidden_topics(inline: tuple[Any, str, Any], data: P
     public = client.get(f"/api/collections/{cid}/leaderboard", headers=auth(tokens["beta"])).json()["rows"][0]
     full = client.get(f"/api/collections/{cid}/leaderboard", headers=org).json()["rows"][0]
     assert public["n_topics"] == full["n_topics"] - 1
+
+
+def test_the_portal_creates_a_collection_of_answers(inline: tuple[Any, str, Any]) -> None:  # noqa: F811
+    """The new-collection form's task kind: answers get Vital strict and the RAG scores unless the
+    organiser changed the shown metrics; its settings form then saves without touching them."""
+    from service.portal.forms import COOKIE, csrf_for
+    from tests.integration.test_console import _form_values
+
+    client, admin, factory = inline
+    cookie = portal_cookie(factory, admin)
+    csrf = csrf_for(cookie["Cookie"].removeprefix(f"{COOKIE}="))
+    form = _form_values(client.get("/collections/new", headers=cookie).text, "new-collection")
+    assert form["task_kind"] == "ranked"
+    r = client.post("/collections/new", data={**form, "name": "rag", "task_kind": "answers", "csrf": csrf},
+                    headers=cookie, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    (doc,) = [c for c in client.get("/api/collections", headers=auth(admin)).json()["items"] if c["name"] == "rag"]
+    assert doc["task_kind"] == "answers" and doc["official_metric"] == OFFICIAL and "support_recall" in doc["metrics"]
+    r = client.post("/collections/new", data={**form, "name": "ranked", "csrf": csrf}, headers=cookie,
+                    follow_redirects=False)
+    assert r.status_code == 303, r.text
+    (ranked,) = [c for c in client.get("/api/collections", headers=auth(admin)).json()["items"]
+                 if c["name"] == "ranked"]
+    assert ranked["task_kind"] == "ranked" and ranked["official_metric"] == "AP"

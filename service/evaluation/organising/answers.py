@@ -72,6 +72,13 @@ def normalise_settings(data: Mapping[str, Any] | None, current: Mapping[str, Any
     return out
 
 
+def stated(data: Any) -> bool:
+    """Whether ``answer_settings`` say anything (the settings forms, generated from the schema,
+    post every field, blank ones included, for collections of ranked lists too)."""
+    return isinstance(data, Mapping) and any(v not in (None, "", "auto") for v in data.values()) or \
+        (data is not None and not isinstance(data, Mapping))
+
+
 def limits(settings: Mapping[str, Any], fmt: str) -> AnswerLimits:
     """The limits an answer run of format ``fmt`` (as read) is validated against."""
     overrides = {k: settings[k] for k in LIMIT_KEYS if k in settings}

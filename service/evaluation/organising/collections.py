@@ -91,7 +91,7 @@ def create(s: Session, me: Principal, name: str, settings: Mapping[str, Any]) ->
                       task_kind=answers.task_kind(settings.get("task_kind")))
     if answers.is_answers(coll):  # generated answers (issue 35): their format and limits
         coll.answer_settings = answers.normalise_settings(settings.get("answer_settings"))
-    elif settings.get("answer_settings") is not None:
+    elif answers.stated(settings.get("answer_settings")):
         raise BadRequest("answer_settings are settings of a collection of answers (task_kind answers)")
     s.add(coll)
     s.flush()
@@ -132,7 +132,8 @@ def _apply(s: Session, coll: Collection, data: Mapping[str, Any], me: Principal,
                                        "hidden_topics": list(cfg.evaluation.get("hidden_topics") or [])}}
     if not new and "task_kind" in data and answers.task_kind(data["task_kind"]) != (coll.task_kind or "ranked"):
         raise BadRequest("task_kind is chosen when a collection is created; it cannot change")
-    if not new and data.get("answer_settings") is not None:
+    if not new and answers.stated(data.get("answer_settings")) or answers.is_answers(coll) and \
+            data.get("answer_settings") is not None:
         if not answers.is_answers(coll):
             raise BadRequest("answer_settings are settings of a collection of answers (task_kind answers)")
         coll.answer_settings = answers.normalise_settings(data["answer_settings"], coll.answer_settings)

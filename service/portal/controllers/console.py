@@ -171,6 +171,12 @@ class ConsoleController(Controller):
         for flag in ("leaderboard_released", "topics_revealed"):  # the defaults: nothing to release or audit
             if not settings.get(flag):
                 settings.pop(flag, None)
+        if form.text("task_kind") == "answers":  # generated answers (issue 35; docs/rag.md)
+            settings["task_kind"] = "answers"
+            defaults = _defaults()
+            for key in ("official_metric", "metrics"):  # the ranked defaults left as shown: the answers' defaults
+                if settings.get(key) == defaults[key]:
+                    settings.pop(key)
         coll, refused = attempt(page.uow, lambda: _outcome(collections.create(page.session, page.me,
                                                                                  form.text("name"), settings)))
         if coll is None:
