@@ -396,3 +396,23 @@ def test_the_portal_creates_a_collection_of_answers(inline: tuple[Any, str, Any]
     (ranked,) = [c for c in client.get("/api/collections", headers=auth(admin)).json()["items"]
                  if c["name"] == "ranked"]
     assert ranked["task_kind"] == "ranked" and ranked["official_metric"] == "AP"
+
+
+def test_an_untouched_settings_form_of_an_answers_collection_changes_nothing(  # noqa: F811
+        inline: tuple[Any, str, Any]) -> None:
+    from service.portal.forms import COOKIE, csrf_for
+    from tests.integration.test_console import _form_values
+
+    client, admin, factory = inline
+    cid, _ = _track(client, admin)
+    assert client.patch(f"/api/collections/{cid}", json={"answer_settings": {"format": "rag25", "words": 300}},
+                        headers=auth(admin)).status_code == 200
+    before = client.get(f"/api/collections/{cid}", headers=auth(admin)).json()
+    cookie = portal_cookie(factory, admin)
+    csrf = csrf_for(cookie["Cookie"].removeprefix(f"{COOKIE}="))
+    form = _form_values(client.get(f"/c/{cid}/console/settings", headers=cookie).text, "settings")
+    r = client.post(f"/c/{cid}/console/settings", data={**form, "csrf": csrf, "confirm": "1"}, headers=cookie,
+                    follow_redirects=False)
+    assert r.status_code == 303, r.text[:3000]
+    after = client.get(f"/api/collections/{cid}", headers=auth(admin)).json()
+    assert after["answer_settings"] == before["answer_settings"] and after["config_version"] == before["config_version"]

@@ -47,7 +47,16 @@ def settings_of(coll: Collection) -> dict[str, Any]:
             "submission_opens_at": iso(coll.submission_opens_at),
             "submission_closes_at": iso(coll.submission_closes_at), "daily_run_quota": coll.daily_run_quota,
             "leaderboard_released": coll.leaderboard_released, "topics_revealed": coll.topics_revealed,
-            "config_version": cfg.version if cfg else None}
+            "answer_settings": _answer_settings(coll), "config_version": cfg.version if cfg else None}
+
+
+def _answer_settings(coll: Collection) -> dict[str, Any]:
+    """A collection of answers' format and limits as the forms read them back (a limit not set:
+    None; issue 35), so that an untouched form changes none of them."""
+    from service.evaluation.organising.answers import LIMIT_KEYS
+
+    stored = coll.answer_settings or {}
+    return {"format": stored.get("format", "auto"), **{k: stored.get(k) for k in LIMIT_KEYS}}
 
 
 def _scores_unchanged(before: dict[str, Any], after: dict[str, Any]) -> bool:
