@@ -416,3 +416,27 @@ def test_an_untouched_settings_form_of_an_answers_collection_changes_nothing(  #
     assert r.status_code == 303, r.text[:3000]
     after = client.get(f"/api/collections/{cid}", headers=auth(admin)).json()
     assert after["answer_settings"] == before["answer_settings"] and after["config_version"] == before["config_version"]
+
+
+def test_hostile_answer_files_are_refused_at_the_door(inline: tuple[Any, str, Any], data: Path) -> None:  # noqa: F811
+    """Through the API, as in file mode: a 5 MB sentence (past the line bound), deep nesting,
+    invalid UTF-8, 10^5 sentences: 422 naming the line; nothing stored."""
+    client, admin, _ = inline
+    cid, tokens = _track(client, admin)
+    org = auth(tokens["organiser"])
+    assert client.post(f"/api/collections/{cid}/answer-judgments/assignments",
+                       content=(data / ASSIGNMENTS).read_bytes(), headers=org).status_code == 201
+    topic = json.loads(gzip.decompress((data / ASSIGNMENTS).read_bytes()).splitlines()[0])["qid"]
+    good = json.dumps({"run_id": "r", "topic_id": topic, "topic": "q", "references": ["d"], "response_length": 2,
+                       "answer": [{"text": "two words", "citations": [0]}]})
+    huge = json.dumps({"run_id": "r", "topic_id": "x", "topic": "q", "references": [], "response_length": 1,
+                       "answer": [{"text": "w" * 5_000_000, "citations": []}]})
+    many = json.dumps({"run_id": "r", "topic_id": topic, "topic": "q", "references": [], "response_length": 0,
+                       "answer": [{"text": "", "citations": []}] * 100_000})
+    cases = [(f"{good}\n{huge}\n".encode(), 2), (f"{good}\n".encode() + b"[" * 100_000 + b"\n", 2),
+             (f"{good}\n".encode() + b'{"run_id": "\xff"}\n', 2), (f"{many}\n".encode(), 1)]
+    for body, line in cases:
+        r = client.post(f"/api/collections/{cid}/runs", content=gzip.compress(body), headers=auth(tokens["alpha"]))
+        assert r.status_code == 422, r.text[:300]
+        assert r.json()["error"]["line"] == line, r.json()["error"]
+    assert client.get(f"/api/collections/{cid}/runs", headers=org).json()["items"] == []
