@@ -399,7 +399,7 @@ def test_the_portal_creates_a_collection_of_answers(inline: tuple[Any, str, Any]
 
 
 def test_an_untouched_settings_form_of_an_answers_collection_changes_nothing(
-        inline: tuple[Any, str, Any]) -> None:
+        inline: tuple[Any, str, Any]) -> None:  # noqa: F811
     from service.portal.forms import COOKIE, csrf_for
     from tests.integration.test_console import _form_values
 
