@@ -150,7 +150,8 @@ def test_no_settled_verdict_contradicts_a_clear_reference(correction: str) -> No
 
     clear = (adjust(low, correction) < 0.05) == (adjust(high, correction) < 0.05)
     for seed in range(3):
-        res = pairwise(x, None, "randomisation", resamples=1000, seed=seed, correction=correction, sequential=True)
+        res = pairwise(x, None, "randomisation", resamples=1000, seed=seed, correction=correction, sequential=True,
+                       max_resamples=1_000_000)
         assert res.undecided is not None
         decided = ~res.undecided & clear
         assert (res.significant[decided] == ref.significant[decided]).all()
