@@ -68,3 +68,21 @@ def cli_principal():  # type: ignore[no-untyped-def]
     from service.evaluation.permissions.access import Principal
 
     return Principal(role="admin", name="cli")
+
+
+def read_teams(path: str) -> dict[str, str]:
+    """A teams file: ``run tag<TAB or spaces>team`` per line, ``#`` comments and blank lines
+    skipped; a malformed or repeated tag is an error naming the file and line."""
+    teams: dict[str, str] = {}
+    for number, line in enumerate(read_bytes(path).decode("utf-8-sig").splitlines(), 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        fields = text.split()
+        if len(fields) != 2:
+            raise InvalidInput(path, number, f"expected 'run-tag team', got {len(fields)} field(s)")
+        tag, team = fields
+        if tag in teams:
+            raise InvalidInput(path, number, f"run {tag} is given a team twice")
+        teams[tag] = team
+    return teams

@@ -7,7 +7,9 @@ import hashlib
 import sys
 from typing import Any, TextIO
 
-from service.cli.common import cli_principal, database_url, read_bytes, run_files, send, sessions
+from service.cli.rag_load import add_arguments as add_answer_arguments
+from service.cli.rag_load import load_answers
+from service.cli.common import cli_principal, database_url, read_bytes, read_teams, run_files, send, sessions
 from service.cli.output import write_json
 from service.cli.registry import command
 from service.errors import InvalidMeasure
@@ -54,9 +56,7 @@ def _load_arguments(load: argparse.ArgumentParser) -> None:
     load.add_argument("--official-metric", help="the leaderboard's metric (default AP)")
     load.add_argument("--metric", action="append", dest="metrics", help="metrics to compute (default: the default set)")
     load.add_argument("--actor", default="cli")
-    from service.cli import rag_load
-
-    rag_load.add_arguments(load)  # collections of answers (issue 35)
+    add_answer_arguments(load)  # collections of answers (issue 35)
 
 
 @command("load", "register a collection, a qrels version and runs; enqueue their evaluation", _load_arguments)
@@ -72,9 +72,7 @@ def cmd_load(args: argparse.Namespace, out: TextIO) -> int:
     from service.store.models import Collection
 
     if getattr(args, "task_kind", "ranked") == "answers":
-        from service.cli import rag_load
-
-        return rag_load.load_answers(args, out)
+        return load_answers(args, out)
     if not args.qrels:
         raise InvalidMeasure("cranfield load: --qrels is required (but with --task-kind answers)")
     url = database_url()
@@ -112,26 +110,6 @@ def cmd_load(args: argparse.Namespace, out: TextIO) -> int:
         summary = (f"collection {coll.name!r}: qrels version {version.version} ({version.n_judgments} judgments), "
                    f"{len(runs)} runs stored; job {job_id} queued ({job.total} runs to evaluate)")
     return _send_and_report(followups, summary, out)
-
-
-def read_teams(path: str) -> dict[str, str]:
-    """A teams file: ``run tag<TAB or spaces>team`` per line, ``#`` comments and blank lines
-    skipped; a malformed or repeated tag is an error naming the file and line."""
-    from service.errors import InvalidInput
-
-    teams: dict[str, str] = {}
-    for number, line in enumerate(read_bytes(path).decode("utf-8-sig").splitlines(), 1):
-        text = line.split("#", 1)[0].strip()
-        if not text:
-            continue
-        fields = text.split()
-        if len(fields) != 2:
-            raise InvalidInput(path, number, f"expected 'run-tag team', got {len(fields)} field(s)")
-        tag, team = fields
-        if tag in teams:
-            raise InvalidInput(path, number, f"run {tag} is given a team twice")
-        teams[tag] = team
-    return teams
 
 
 def _qrels_arguments(q: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ import argparse
 import hashlib
 from typing import Any, TextIO
 
-from service.cli.common import database_url, read_bytes, run_files, send, sessions
+from service.cli.common import database_url, read_bytes, read_teams, run_files, send, sessions
 from service.errors import InvalidMeasure
 
 
@@ -82,6 +82,4 @@ def load_answers(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _teams(args: argparse.Namespace) -> dict[str, str]:
-    from service.cli.organising import read_teams
-
     return read_teams(args.teams) if getattr(args, "teams", None) else {}

@@ -140,7 +140,7 @@ def test_eval_does_not_import_the_service_stack(files) -> None:  # type: ignore[
 
 
 def test_a_teams_file_gives_each_run_its_team_and_a_bad_line_is_named(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from service.cli.organising import read_teams
+    from service.cli.common import read_teams
     from service.errors import InvalidInput
 
     sample = Path(__file__).resolve().parents[2] / "samples" / "ntcir-like" / "teams.tsv"
