@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_eval import cranfield_command, ensure_collection, run_process  # noqa: E402
+from bench_eval import cranfield_command, ensure_collection, run_process
 
 GOAL = 8.0
 

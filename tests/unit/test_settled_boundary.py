@@ -7,6 +7,7 @@ randomisation test (every sign flip: the B -> infinity p of the Monte Carlo one)
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -80,7 +81,7 @@ def test_settle_spends_the_boundary_it_was_checked_with() -> None:
 def test_checkpoints_are_fixed_in_advance_and_end_at_the_cap() -> None:
     grid = seq.checkpoints(10_000, 10_000_000)
     assert grid[0] == 10_000 and grid[-1] == 10_000_000
-    assert all(b / a <= seq.RATIO * 1.001 or b == grid[-1] for a, b in zip(grid, grid[1:]))
+    assert all(b / a <= seq.RATIO * 1.001 or b == grid[-1] for a, b in itertools.pairwise(grid))
     assert list(grid) == sorted(set(grid))
     assert seq.checkpoints(1000, 500) == (1000,) and seq.checkpoints(1000, 1000) == (1000,)
     assert sum(seq.stage_rows(s, 10_000) for s in range(len(grid))) == 10_000_000

@@ -143,7 +143,7 @@ def checkpoints(b0: int, max_resamples: int = MAX_RESAMPLES) -> tuple[int, ...]:
     grid = [int(b0)]
     s = 1
     while True:
-        n = int(round(b0 * RATIO**s))
+        n = round(b0 * RATIO**s)
         if n >= max_resamples:
             break
         if n > grid[-1]:
@@ -216,7 +216,7 @@ def settle(count: np.ndarray, trials: np.ndarray, draw: StageDraw, *, b0: int, a
 
     def straddle() -> np.ndarray:
         out = np.zeros(m, dtype=bool)
-        for k, rows in members.items():
+        for rows in members.values():
             out[rows] = straddling(low[rows], high[rows], fixed[rows], alpha, correction)
         return out
 
