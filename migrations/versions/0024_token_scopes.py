@@ -7,7 +7,8 @@ Create Date: 2026-11-29 01:00:00
 Issue 34, item 1: an organiser of one collection could make a participant token for any team,
 and the token then read every collection the team was enrolled in, private ones the organiser
 has no role in included. A scoped token (``api_tokens.scoped``) reaches only the collections of
-``token_scopes`` among those its team is enrolled in. Tokens made before this migration stay
+``token_scopes``, and of those its maker (``api_tokens.scoped_by``) organises at the time of
+use, among those its team is enrolled in. Tokens made before this migration stay
 unscoped (who made them is a name, not a token: docs/operations.md says how to review them).
 Downgrade drops the table and the column (every token unscoped again).
 """
@@ -28,6 +29,7 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table('api_tokens', schema=None) as batch_op:
         batch_op.add_column(sa.Column('scoped', sa.Boolean(), server_default=sa.false(), nullable=False))
+        batch_op.add_column(sa.Column('scoped_by', sa.Integer(), nullable=True))
     op.create_table(
         'token_scopes',
         sa.Column('token_id', sa.Integer(), nullable=False),
@@ -43,4 +45,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table('token_scopes')
     with op.batch_alter_table('api_tokens', schema=None) as batch_op:
+        batch_op.drop_column('scoped_by')
         batch_op.drop_column('scoped')

@@ -438,6 +438,10 @@ class ApiToken(Base):
     # team is enrolled in): a token an organiser made never reaches further than that organiser
     # (migration 0024). False: wherever its team is enrolled (admins' and the CLI's tokens).
     scoped: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # scoped participants made by an organiser without naming collections: the maker's token id.
+    # Such a token also reaches whatever its maker organises *now* (a collection the organiser
+    # creates later, say), never more. No foreign key: a maker's row outlives nothing it matters to.
+    scoped_by: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class TokenScope(Base):

@@ -454,9 +454,11 @@ def _seed_world(backend: Backend) -> _WorldSeed:
                                           headers=a).json()["token"]
         tokens["other_organiser"] = client.post("/api/tokens", json={"role": "organiser", "collections": [other]},
                                                 headers=a).json()["token"]
+        # The admin's (unscoped) team tokens: tests enrol the teams in collections of their own,
+        # which an organiser-made token would not reach (docs/api.md, "Who a token reaches").
         for team in ("alpha", "beta"):
             tokens[team] = client.post("/api/tokens", json={"role": "participant", "team": team},
-                                       headers=auth(tokens["organiser"])).json()["token"]
+                                       headers=a).json()["token"]
         qrels, runs = generate(SPEC)
         r = client.post(f"/api/collections/{cid}/qrels", content=qrels, headers=auth(tokens["organiser"]))
         assert r.status_code == 201, r.text

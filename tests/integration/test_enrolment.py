@@ -231,13 +231,16 @@ def test_a_scoped_token_enrols_its_team_where_enrolment_is_open_but_not_where_ot
     other_org = auth(t["other_organiser"])
     assert c.patch(f"/api/collections/{other}", json={"visibility": "public", "enrolment": "open"},
                    headers=other_org).status_code == 200
-    alpha = auth(t["alpha"])  # made by the organiser of "task": scoped to it
+    org = auth(t["organiser"])
+    made = {team: c.post("/api/tokens", json={"role": "participant", "team": team}, headers=org).json()["token"]
+            for team in ("alpha", "beta")}  # made by the organiser of "task": scoped to it
+    alpha = auth(made["alpha"])
     r = c.post(f"/api/collections/{other}/enrolment", headers=alpha)
     assert r.status_code == 201 and c.get(f"/api/collections/{other}", headers=alpha).json()["enrolled"] is True
     r = c.post(f"/api/collections/{other}/runs", content="0001 Q0 NTC-000-00001 1 2 a\n", headers=alpha)
     assert r.status_code == 409 and "no topics yet" in r.text, r.text  # taken in: "other" has no topics to check it
     # beta is enrolled in "other" by its organiser; beta's token (scoped to "task") may not join in
     assert c.post(f"/api/collections/{other}/teams", json={"team": "beta"}, headers=other_org).status_code == 201
-    r = c.post(f"/api/collections/{other}/enrolment", headers=auth(t["beta"]))
+    r = c.post(f"/api/collections/{other}/enrolment", headers=auth(made["beta"]))
     assert r.status_code == 403 and "ask an admin" in r.json()["detail"]
-    assert c.get(f"/api/collections/{other}", headers=auth(t["beta"])).json()["enrolled"] is False
+    assert c.get(f"/api/collections/{other}", headers=auth(made["beta"])).json()["enrolled"] is False

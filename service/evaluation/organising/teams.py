@@ -46,17 +46,22 @@ def create_token(s: Session, me: Principal, role: str, *, name: str = "", team: 
     """A new token (the secret is returned once and never stored). Its creation is in the audit
     log of every collection it covers, or of ``made_for`` (the collection whose page made it).
 
-    A participant token an organiser makes is scoped to that organiser's collections (or to
-    ``collections``, theirs too), and only for a team enrolled in none but those
+    A participant token an organiser makes is scoped to the collections that organiser organises
+    whenever the token is used (or to ``collections``, theirs too), and only for a team enrolled in none but those
     (``policy.may_create_token``): a token never reaches further than its creator does."""
     enrolled_in = _enrolments(s, team) if role == "participant" and team else frozenset()
     policy.require(policy.may_create_token(me, role, list(collections or []), enrolled_in), me,
                    f"creating a {role} token (admins create any token; organisers create assessor tokens for "
                    "their collections, and participant tokens of a team that takes part in none but their "
                    "collections: a token never reaches further than its creator does)")
-    scope = me.organises if role == "participant" and not policy.is_admin(me) else None
+    # An organiser's participant token reaches what its maker organises, then and later (a
+    # collection the organiser creates afterwards too), never a collection of anyone else's.
+    organisers = role == "participant" and not policy.is_admin(me)
+    maker = me.token_id if organisers else None
+    # (a maker without a token id, which no organiser is today, gets today's collections only)
+    scope = (frozenset() if maker is not None else me.organises) if organisers else None
     secret, token = access.create_token(s, role, name=name, team=team, collections=list(collections or []),
-                                        topics=topics, actor=me.name, scope=scope)
+                                        topics=topics, actor=me.name, scope=scope, scoped_by=maker)
     # in the audit log of every collection it covers (the secret never: its prefix names it)
     for cid in sorted(set(collections or [])) or [made_for]:
         audit(s, me.name, "token.create", cid, token=token.prefix, role=role, name=name, team=team)
@@ -96,6 +101,11 @@ def list_tokens(s: Session, me: Principal, prefix: str | None = None, team: str 
     for tid, cid in s.execute(select(TokenScope.token_id, TokenScope.collection_id)  # scoped participants
                               .where(TokenScope.token_id.in_(ids))):
         covers.setdefault(tid, []).append(cid)
+    makers = {tok.id: tok.scoped_by for tok, _ in page if tok.scoped and tok.scoped_by is not None}
+    for maker, cid in s.execute(select(CollectionOrganiser.token_id, CollectionOrganiser.collection_id)
+                                .where(CollectionOrganiser.token_id.in_(set(makers.values())))):
+        for tid in (t for t, m in makers.items() if m == maker):  # ... and what their makers organise now
+            covers.setdefault(tid, []).append(cid)
     return {"total": len(rows), "offset": offset, "items": [
         {"id": tok.id, "prefix": tok.prefix, "name": tok.name, "role": tok.role, "team": team_name_,
          "collections": sorted(set(covers.get(tok.id, []))), "scoped": tok.scoped, "created_at": iso(tok.created_at),

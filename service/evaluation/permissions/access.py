@@ -63,11 +63,13 @@ def create_token(
     topics: list[str] | None = None,
     actor: str = "",
     scope: frozenset[int] | None = None,
+    scoped_by: int | None = None,
 ) -> tuple[str, ApiToken]:
     """A new token; returns (secret, row). The secret is not stored and cannot be shown again.
 
-    Participant tokens: ``collections`` (or else ``scope``) scope the token, which then acts in
-    those of its team's collections only (``TokenScope``); neither: unscoped. Who may make which
+    Participant tokens: ``collections`` (or else ``scope``, or the collections the token
+    ``scoped_by`` organises whenever it is used) scope the token, which then acts in those of its
+    team's collections only (``TokenScope``); none of them: unscoped. Who may make which
     token is :func:`service.evaluation.permissions.policy.may_create_token`'s question."""
     if role not in ROLES:
         raise Conflict(f"role must be one of {', '.join(ROLES)}")
@@ -85,10 +87,13 @@ def create_token(
     if role != "assessor" and topics:
         raise Conflict("only assessor tokens have topics")
     if role == "participant" and collections:
-        scope = frozenset(collections)
+        scope, scoped_by = frozenset(collections), None  # named collections: those only
+    if role != "participant":
+        scoped_by = None
     secret = "cf_" + secrets.token_urlsafe(32)
     token = ApiToken(token_hash=_hash(secret), prefix=secret[:10], name=name, role=role, team_id=team_id,
-                     created_by=actor, scoped=role == "participant" and scope is not None)
+                     created_by=actor, scoped=role == "participant" and (scope is not None or scoped_by is not None),
+                     scoped_by=scoped_by)
     s.add(token)
     s.flush()
     for cid in collections or []:
@@ -148,6 +153,9 @@ def _principal_of_token(s: Session, token: ApiToken) -> Principal:
     enrolled: frozenset[int] = frozenset()
     reach = frozenset(s.scalars(select(TokenScope.collection_id).where(TokenScope.token_id == token.id))) \
         if token.scoped else None
+    if reach is not None and token.scoped_by is not None:  # and what its maker organises now
+        reach |= frozenset(s.scalars(select(CollectionOrganiser.collection_id).where(
+            CollectionOrganiser.token_id == token.scoped_by)))
     if token.team_id is not None:
         from service.store.models import Enrolment
 
