@@ -251,7 +251,7 @@ def test_the_walkthrough_from_an_admin_token_to_a_released_board(tmp_path: Path,
                 form = page.locator("#new-token-form")
                 form.get_by_label("Role").select_option("organiser")
                 form.get_by_label("Name").fill("track organiser")
-                form.get_by_label("Collection ids (organisers, assessors)").fill(str(cid))
+                form.get_by_label("Collection ids (organisers, assessors; participants: the only ones it reaches)").fill(str(cid))
                 with page.expect_navigation():
                     form.get_by_role("button", name="Create the token").click()
                 organiser = new_token(page)
