@@ -111,9 +111,9 @@ def _maxrss_mb() -> float:
 
 def child_setup(a: dict) -> dict:
     """Store a generated collection and evaluate every run with the workers' use case."""
-    from service.evaluation.computing.planning import plan_job
+    from service.evaluation.common.work import Limits, TaskName
     from service.evaluation.computing.task_table import use_case
-    from service.evaluation.computing.work import Limits, TaskName
+    from service.evaluation.organising.planning import plan_job
     from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection
     from service.evaluation.permissions.access import Principal  # noqa: F401  (imports as the API has them)
     from service.sample import CollectionSpec, generate

@@ -35,8 +35,8 @@ def main() -> None:
 
     from service.api.app import create_app
     from service.evaluation.analysing import analyses
-    from service.evaluation.computing.planning import plan_job
     from service.evaluation.judging import pools
+    from service.evaluation.organising.planning import plan_job
     from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection
     from service.evaluation.permissions.access import Principal, create_token
     from service.sample import CollectionSpec, generate

@@ -84,8 +84,8 @@ def main() -> None:
     from sqlalchemy import select
 
     from service.evaluation.computing.task_table import Limits, run_here, use_case
-    from service.evaluation.judging import answer_bundle, answer_judgments
-    from service.evaluation.organising import answers
+    from service.evaluation.judging import answer_judgments
+    from service.evaluation.organising import answer_bundle, answers
     from service.evaluation.organising.setup import ensure_collection, official_set
     from service.evaluation.permissions.access import Principal
     from service.evaluation.publishing import boards
@@ -113,7 +113,7 @@ def main() -> None:
             data = answer_run(r, args.topics)
             parsed = answers.parse(data, f"run{r}.jsonl", coll.answer_settings, set(judged.topics()))
             answers.add_answer_run(s, coll, data, f"run{r}.jsonl", parsed, team=f"team{r % 15}", actor="bench")
-        from service.evaluation.computing.planning import plan_job
+        from service.evaluation.organising.planning import plan_job
 
         _, followups = plan_job(s, coll, "load")
         cid = coll.id

@@ -57,7 +57,7 @@ def main() -> None:
     env = {"CRANFIELD_DATABASE_URL": url, "CRANFIELD_BROKER_URL": REDIS, "CRANFIELD_QUEUE": f"bench-{name}"}
     os.environ.update(env)
     from service.config import settings
-    from service.evaluation.computing.planning import plan_job
+    from service.evaluation.organising.planning import plan_job
     from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection
     from service.store.db import session_factory, transaction
     from service.store.migrate import upgrade

@@ -8,7 +8,7 @@ from celery import Celery
 from celery.signals import worker_process_init
 
 from service.config import settings
-from service.evaluation.computing.work import TaskName
+from service.evaluation.common.work import TaskName
 from workers.broker import TRANSPORT, redis_socket_options, transport_for
 
 #: How often an idle worker lists the filesystem broker's folder for messages. kombu's default
@@ -53,7 +53,7 @@ def make_app() -> Celery:
         # A task is acknowledged only when it has finished, and a worker that dies mid-task
         # hands it back; the sweeper covers brokers that lose such messages anyway. A
         # redelivered message for an attempt that is alive does nothing (its lease holds);
-        # for a dead one it takes the work over (service.evaluation.computing.planning).
+        # for a dead one it takes the work over (service.evaluation.organising.planning).
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,

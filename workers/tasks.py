@@ -14,9 +14,9 @@ from celery import Celery
 from sqlalchemy.exc import OperationalError
 
 from service.config import settings
+from service.evaluation.common.work import Followup, TaskName
 from service.evaluation.computing import pruning, sweeping
 from service.evaluation.computing.task_table import USE_CASES, Limits, UseCase
-from service.evaluation.computing.work import Followup, TaskName
 from service.store.db import session_factory
 from workers.app import app
 

@@ -7,10 +7,10 @@ import hashlib
 import sys
 from typing import Any, TextIO
 
-from service.cli.rag_load import add_arguments as add_answer_arguments
-from service.cli.rag_load import load_answers
 from service.cli.common import cli_principal, database_url, read_bytes, read_teams, run_files, send, sessions
 from service.cli.output import write_json
+from service.cli.rag_load import add_arguments as add_answer_arguments
+from service.cli.rag_load import load_answers
 from service.cli.registry import command
 from service.errors import InvalidMeasure
 
@@ -63,8 +63,8 @@ def _load_arguments(load: argparse.ArgumentParser) -> None:
 def cmd_load(args: argparse.Namespace, out: TextIO) -> int:
     from sqlalchemy import select
 
-    from service.evaluation.computing.planning import plan_job
     from service.evaluation.organising.collections import lock
+    from service.evaluation.organising.planning import plan_job
     from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection, set_config
     from service.formats.readers import parse_run
     from service.metrics.scoring import DEFAULT_MEASURES
@@ -123,8 +123,8 @@ def _qrels_arguments(q: argparse.ArgumentParser) -> None:
 
 @command("qrels", "qrels versions", _qrels_arguments)
 def cmd_qrels_add(args: argparse.Namespace, out: TextIO) -> int:
-    from service.evaluation.computing.planning import plan_job
     from service.evaluation.organising.collections import lock
+    from service.evaluation.organising.planning import plan_job
     from service.evaluation.organising.setup import add_qrels, get_collection
     from service.store.db import transaction
 
@@ -145,8 +145,8 @@ def _reevaluate_arguments(re: argparse.ArgumentParser) -> None:
 
 @command("reevaluate", "enqueue the evaluation of every run lacking current results", _reevaluate_arguments)
 def cmd_reevaluate(args: argparse.Namespace, out: TextIO) -> int:
-    from service.evaluation.organising import console
     from service.evaluation.organising.setup import get_collection
+    from service.evaluation.publishing import console
     from service.store.db import transaction
 
     # The console's use case: the collection's lock, the same job, an audit entry

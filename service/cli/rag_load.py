@@ -29,11 +29,10 @@ def add_arguments(load: argparse.ArgumentParser) -> None:
 def load_answers(args: argparse.Namespace, out: TextIO) -> int:
     from sqlalchemy import select
 
-    from service.evaluation.computing.planning import plan_job
-    from service.evaluation.judging import answer_bundle
     from service.evaluation.judging.answer_judgments import store_version
-    from service.evaluation.organising import answers
+    from service.evaluation.organising import answer_bundle, answers
     from service.evaluation.organising.collections import lock
+    from service.evaluation.organising.planning import plan_job
     from service.evaluation.organising.setup import ConfigSpec, ensure_collection, official_set
     from service.store.db import transaction
     from service.store.models import Collection, QrelsVersion

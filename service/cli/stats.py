@@ -405,7 +405,7 @@ def cmd_metaeval(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "json":
         # tau-b is undefined (NaN) where a metric ties every run (RR when each run finds a relevant
         # document first everywhere): null in JSON, which has no NaN (the API's meta-evaluation too)
-        from service.evaluation.publishing.results import json_safe
+        from service.evaluation.organising.results import json_safe
 
         return write_json(json_safe({
             "alpha": args.alpha, "resamples": args.resamples, "seed": args.seed, "runs": len(runs),

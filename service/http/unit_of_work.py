@@ -2,7 +2,7 @@
 follow-up tasks handed to the workers only after that commit.
 
 Handlers never commit and never send: a use case returns its result and its follow-ups (an
-:class:`~service.evaluation.computing.work.Outcome`); the handler passes it to :meth:`UnitOfWork.collect`
+:class:`~service.evaluation.common.work.Outcome`); the handler passes it to :meth:`UnitOfWork.collect`
 and returns the result; the dependency that provided the unit of work commits, then sends.
 An exception rolls everything back and sends nothing.
 
@@ -25,7 +25,7 @@ import anyio.to_thread
 from litestar import Request
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.evaluation.computing.work import Followup, Outcome
+from service.evaluation.common.work import Followup, Outcome
 from service.evaluation.permissions import access
 from service.evaluation.permissions.access import Principal
 from service.http.admission import OWN_TRANSACTIONS, DatabaseSlots

@@ -17,9 +17,8 @@ from litestar.response import Redirect, Template
 from sqlalchemy.orm import Session
 
 from service.errors import BadRequest, Conflict, InvalidInput, TooLarge
-from service.evaluation.common import idempotency
-from service.evaluation.computing.work import Outcome
-from service.evaluation.organising import collections, teams
+from service.evaluation.common.work import Outcome
+from service.evaluation.organising import collections, idempotency, teams
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
 from service.http.problems import problem_of
@@ -203,7 +202,7 @@ def attempt_once(page: Page, form: PostedForm, scope: str, use_case: Callable[[]
     """:func:`attempt`, once per rendered form: the form carries the page's ``once`` key, and
     the same form posted again (the browser re-posting it when its answer page is reloaded)
     does not run ``use_case`` a second time: it answers (None, ``record`` of the first result,
-    None). The key is an ``Idempotency-Key`` of the visitor's token (service.evaluation.common.idempotency),
+    None). The key is an ``Idempotency-Key`` of the visitor's token (service.evaluation.organising.idempotency),
     its record must hold nothing secret (a new token's record is its prefix, not its secret)."""
     key = idempotency.check_key(form.optional("once"))
     digest = idempotency.request_hash(b"", *sorted((k, v) for k, v in form.fields.items() if k not in ("csrf", "once")))

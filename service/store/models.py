@@ -216,6 +216,10 @@ class Team(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
 
 
+#: The run types a team may state (TREC's submission form): ``Run.run_type``.
+RUN_TYPES = ("automatic", "manual", "interactive")
+
+
 class Run(Base):
     """A submitted run: the file kept verbatim (compressed) and its parsed metadata."""
 

@@ -142,8 +142,8 @@ def create_database(template: str | None = None) -> tuple[str, str]:
 def load_evaluated(factory, qrels: str, runs: dict[str, str], metrics: tuple[str, ...]) -> None:  # type: ignore[no-untyped-def]
     """Collection "task" (AP official) with ``qrels`` as version 1 and ``runs``, evaluated in
     this process (quickly, before any worker starts)."""
-    from service.evaluation.computing.planning import plan_job
     from service.evaluation.computing.task_table import run_here
+    from service.evaluation.organising.planning import plan_job
     from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection
     from service.store.db import transaction
 

@@ -308,7 +308,7 @@ def test_cranfield_load_of_an_answers_collection(backend: Backend, data: Path, t
     from sqlalchemy import func, select
 
     from service.cli import main
-    from service.evaluation.computing.work import Followup, TaskName
+    from service.evaluation.common.work import Followup, TaskName
     from service.store.models import Collection, JobItem, Run, Score
 
     backend.activate()

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
 from service.api.app import create_app
-from service.evaluation.computing.planning import plan_job
 from service.evaluation.computing.task_table import run_here
+from service.evaluation.organising.planning import plan_job
 from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection
 from service.evaluation.permissions.access import create_token
 from service.sample import CollectionSpec, generate

@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select
 
-from service.evaluation.computing.planning import plan_job
+from service.evaluation.organising.planning import plan_job
 from service.evaluation.organising.setup import add_qrels, ensure_collection
 from service.sample import CollectionSpec, generate
 from service.store.db import engine_for, transaction

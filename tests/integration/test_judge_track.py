@@ -326,8 +326,8 @@ def test_the_workers_compute_the_judge_board_when_the_evaluations_complete(track
     of two sets' evaluations queue one board, up to date once computed."""
     from sqlalchemy import select
 
+    from service.evaluation.common.work import TaskName
     from service.evaluation.computing import evaluating
-    from service.evaluation.computing.work import TaskName
     from service.evaluation.judging import judge_track
     from service.store.models import Collection, Job, JobItem
 
@@ -540,9 +540,9 @@ def test_work_no_board_waits_for_is_sent_in_the_background(world: World, monkeyp
     sweeper sends again what it finds the same way."""
     from sqlalchemy import select
 
+    from service.evaluation.common.work import Followup, TaskName
     from service.evaluation.computing import task_table
-    from service.evaluation.computing.planning import item_followups, tests_followup
-    from service.evaluation.computing.work import Followup, TaskName
+    from service.evaluation.organising.planning import item_followups, tests_followup
     from service.store.models import Job, JobItem
 
     sent: list[Followup] = []  # what the requests send, and what the work they send sends in turn

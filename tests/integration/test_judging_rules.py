@@ -9,9 +9,9 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from service.evaluation.analysing import analyses
-from service.evaluation.common import idempotency
-from service.evaluation.computing.work import TaskName
+from service.evaluation.common.work import TaskName
 from service.evaluation.judging import judgments, pools
+from service.evaluation.organising import idempotency
 from service.evaluation.permissions.access import Principal
 from service.store.db import transaction
 from service.store.models import Analysis, Collection

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select
 
-from service.evaluation.computing.planning import plan_job
+from service.evaluation.organising.planning import plan_job
 from service.evaluation.organising.setup import EVALUATOR_VERSION, ConfigSpec, add_qrels, add_run, ensure_collection
 from service.evaluation.publishing.reading import leaderboard
 from service.formats.readers import parse_qrels, parse_run
@@ -200,8 +200,8 @@ def test_a_bad_run_fails_alone_and_a_bad_upload_stores_nothing(backend: Backend)
 
 
 def test_scheduled_refresh_finds_stale_results(backend: Backend) -> None:
+    from service.evaluation.common.work import TaskName
     from service.evaluation.computing.sweeping import refresh_stale
-    from service.evaluation.computing.work import TaskName
     from service.evaluation.organising.setup import set_config
 
     qrels1, runs, _ = collection()

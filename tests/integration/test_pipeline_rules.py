@@ -13,11 +13,11 @@ import pytest
 from sqlalchemy import delete, func, select
 
 from service.errors import InvalidMeasure
+from service.evaluation.common.work import Limits, TaskName
 from service.evaluation.computing.evaluating import evaluate_item
-from service.evaluation.computing.planning import plan_job
 from service.evaluation.computing.significance_tests import run_tests
 from service.evaluation.computing.sweeping import refresh_stale, sweep
-from service.evaluation.computing.work import Limits, TaskName
+from service.evaluation.organising.planning import plan_job
 from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection, set_config
 from service.store.db import transaction
 from service.store.models import Collection, Job, JobItem, Run, RunEvaluation, Score, Significance, utcnow

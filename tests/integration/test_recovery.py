@@ -16,8 +16,8 @@ import time
 import pytest
 from sqlalchemy import func, select
 
-from service.evaluation.computing.planning import plan_job
 from service.evaluation.computing.task_table import run_here
+from service.evaluation.organising.planning import plan_job
 from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection
 from service.sample import CollectionSpec, generate
 from service.store.db import transaction

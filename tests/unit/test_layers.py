@@ -18,6 +18,8 @@ the file, the line and the forbidden import.
   (h) the remote client (service.client) speaks only HTTP: it imports the standard library,
       httpx, service.errors and itself; ``cranfield remote`` (service.cli.remote) adds only the
       CLI and the settings (service.config), never the service's use cases, store or web layer.
+  (i) the rooms of the use cases (the folders of service.evaluation) have a direction: each
+      imports only the rooms below it in ``ROOMS``, so no two rooms import each other.
 """
 
 from __future__ import annotations
@@ -394,3 +396,47 @@ def test_the_api_starts_without_scipy_stats_and_the_workers_fork_with_it() -> No
                                    capture_output=True, text=True).stdout.strip()
             for module in ("service.api.app", "service.asgi", "workers.tasks")}
     assert said == {"service.api.app": "False", "service.asgi": "False", "workers.tasks": "True"}
+
+
+# ------------------------------------------------------------- the rooms of the use cases
+#: service/evaluation/'s folders, lowest first: a room imports only rooms listed before it
+#: (service/evaluation/__init__.py says what each holds).
+ROOMS = ("common", "permissions", "organising", "publishing", "runs", "analysing", "judging", "reproducing",
+         "computing")
+
+
+def room_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[:2] == ["service", "evaluation"] else None
+
+
+def upward(modules: dict[str, list[Import]]) -> list[str]:
+    """A message for each import of a use-case room from a room below it (or from a folder
+    ``ROOMS`` does not place)."""
+    rank = {room: i for i, room in enumerate(ROOMS)}
+    problems = []
+    for module, imports in modules.items():
+        here = room_of(module)
+        if here is None:
+            continue
+        for imp in imports:
+            for there in {room_of(t) for t in imp.targets()} - {None, here}:
+                if here not in rank or there not in rank or rank[there] > rank[here]:
+                    problems.append(f"{imp.path}:{imp.line}: `{imp.shown()}`: room {here} imports {there}, "
+                                    f"which is not below it ({' < '.join(ROOMS)})")
+    return problems
+
+
+def test_every_room_is_placed_and_imports_only_the_rooms_below_it() -> None:
+    folders = {p.name for p in (REPO / "service" / "evaluation").iterdir() if (p / "__init__.py").is_file()}
+    assert folders == set(ROOMS)
+    assert upward(project()) == []
+
+
+def test_the_room_check_reports_an_upward_import_with_file_and_line() -> None:
+    source = "from service.evaluation.computing.planning import plan_job\n"
+    modules = {"service.evaluation.organising.fake": imports_in(source, "service.evaluation.organising.fake",
+                                                                "service/evaluation/organising/fake.py")}
+    assert upward(modules) == ["service/evaluation/organising/fake.py:1: `from service.evaluation.computing.planning "
+                               "import plan_job`: room organising imports computing, which is not below it "
+                               f"({' < '.join(ROOMS)})"]

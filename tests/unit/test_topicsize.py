@@ -382,8 +382,8 @@ def test_use_case_reads_stored_scores_and_the_macro_renders_them(  # type: ignor
 
     from service.errors import Unauthenticated
     from service.evaluation.analysing.topic_sizes import topic_size_table
-    from service.evaluation.computing.planning import plan_job
     from service.evaluation.computing.task_table import run_here
+    from service.evaluation.organising.planning import plan_job
     from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection
     from service.evaluation.permissions.access import Principal
     from service.store.db import engine_for, session_factory, transaction

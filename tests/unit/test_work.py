@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from service.evaluation.common.work import Followup, Outcome, TaskName
 from service.evaluation.computing.task_table import USE_CASES, Limits, run_here, use_case
-from service.evaluation.computing.work import Followup, Outcome, TaskName
 
 
 def test_the_celery_task_names_do_not_change() -> None:

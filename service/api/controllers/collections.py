@@ -25,7 +25,8 @@ from service.api.schemas.collections import (
     TopicsIn,
     TopicsOut,
 )
-from service.evaluation.organising import collections, console, topics
+from service.evaluation.organising import collections, topics
+from service.evaluation.publishing import console
 
 AuditLimit = Annotated[int, Parameter(description="Events to return (at most 500).", ge=1, le=500)]
 

@@ -25,11 +25,11 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import InvalidMeasure, NotFound
-from service.evaluation.computing.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, TaskName, patiently
+from service.evaluation.common.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, TaskName, patiently
+from service.evaluation.organising.results import json_safe
 from service.evaluation.organising.setup import audit, eval_settings, load_qrels, load_run
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
-from service.evaluation.publishing.results import json_safe
 from service.metrics import parse_measure, pooling
 from service.metrics.stats.meta import reduced_judgments
 from service.store.db import as_utc, db_now, transaction

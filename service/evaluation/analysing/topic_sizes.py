@@ -1,7 +1,7 @@
 """Topic set size design on a collection's stored results, for organisers planning the next round.
 
 For the current qrels version and configuration, each configured metric's (topics, runs)
-matrix of stored per-topic scores (:func:`service.evaluation.computing.significance_tests.stored_scores`)
+matrix of stored per-topic scores (:func:`service.evaluation.publishing.reading.score_tables`)
 gives the residual variance V_E of the two-way ANOVA without replication, and from it
 Sakai's three designs (T. Sakai, "Topic set size design", Information Retrieval Journal
 19(3), 2016; :mod:`service.metrics.stats.topicsize`): the topics the paired t test and
@@ -21,9 +21,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from service.evaluation.computing.significance_tests import stored_scores
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
+from service.evaluation.publishing.reading import score_tables
 from service.metrics.stats.topicsize import DEFAULT_MIN_DIFFS, DEFAULT_WIDTHS, topic_set_sizes
 from service.store.models import Collection
 
@@ -50,7 +50,7 @@ def topic_size_table(
         return None
     level = float(alpha if alpha is not None else (config.significance or {}).get("alpha", 0.05))
     metrics = list(config.metrics)
-    tables = stored_scores(s, coll.id, coll.current_qrels_id, config.settings_hash, metrics)
+    tables = score_tables(s, coll.id, coll.current_qrels_id, config.settings_hash, metrics)
     rows: list[dict[str, Any]] = []
     for metric in metrics:
         run_ids, _, matrix = tables.get(metric, ([], [], None))

@@ -1,2 +1,3 @@
-"""Steps most use cases share: finding a row by id and checking a new name (``lookup``),
-idempotent uploads (``idempotency``), and an upload's memory (``memory``)."""
+"""Steps every use case shares: finding a row by id and checking a new name (``lookup``), an
+upload's memory (``memory``), and the unit of work a use case hands the workers (``work``:
+``Outcome`` and ``Followup``, task names, leases and heartbeats)."""

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from service.errors import InvalidInput
-from service.evaluation.judging.answer_bundle import AnswerJudgments
-from service.formats.rag_answers import read_answers, references_run
+from service.evaluation.organising import answers
+from service.evaluation.organising.answer_bundle import AnswerJudgments
+from service.formats.rag_answers import references_run
 from service.metrics import evaluate
 from service.metrics.rag import is_rag
 from service.metrics.rag_scoring import evaluate_rag
@@ -58,28 +58,10 @@ def evaluate_answers(judged: AnswerJudgments, blob: bytes, source: str, tag: str
                 scores[m][0, cols] = np.where(evaluated, ev.per_topic(m)[i], np.nan)
     ranked = [m for m in ms if not is_rag(m)]
     if ranked and judged.qrels.topics:
-        answers = _stored(zlib.decompress(blob), source)
-        if any(a.references for a in answers.answers):
-            ev = evaluate(judged.qrels, [references_run(answers, source)], ranked, settings)
+        answer_run = answers.read_stored(zlib.decompress(blob), source)
+        if any(a.references for a in answer_run.answers):
+            ev = evaluate(judged.qrels, [references_run(answer_run, source)], ranked, settings)
             cols = [column[t] for t in ev.topics]
             for m in ranked:
                 scores[m][0, cols] = ev.per_topic(m)[0]
     return Evaluation(topics, (tag,), ms, scores, settings)
-
-
-def _stored(data: bytes, source: str) -> Any:
-    """A stored answer run read again: its format detected, or (a metadata line that could be
-    2025 or 2026, which the collection's format setting told apart) read as 2025, whose
-    references and citations 2026's are."""
-    try:
-        return read_answers(data, source, "auto", None, _unbounded())
-    except InvalidInput:
-        return read_answers(data, source, "rag25", None, _unbounded())
-
-
-def _unbounded() -> Any:
-    """A stored run was validated with its collection's limits when it was submitted: read
-    again, it is not held to limits changed since."""
-    from service.formats.rag_answers import AnswerLimits
-
-    return AnswerLimits(words=None, references=None, citations_per_sentence=None, sentences=None)

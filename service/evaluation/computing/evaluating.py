@@ -6,7 +6,7 @@ the claim's lease, and its results (RunEvaluation, every Score, the gain curves)
 one transaction keyed by (run, qrels version, settings hash, evaluator version), conditional
 on the claim still being this attempt's; the item's transaction counts it on its job and,
 when none is pending, starts the job's tests. A run beyond the time or size budget fails
-with that reason. The protocol is described in :mod:`service.evaluation.computing.planning`.
+with that reason. The protocol is described in :mod:`service.evaluation.organising.planning`.
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.evaluation.common.work import BudgetExceeded, Followup, Heartbeat, LeaseLost, Limits, patiently
 from service.evaluation.computing import answers
-from service.evaluation.computing.planning import PENDING, tests_followup
-from service.evaluation.computing.work import BudgetExceeded, Followup, Heartbeat, LeaseLost, Limits, patiently
 from service.evaluation.judging import judge_track
-from service.evaluation.reproducing import measuring
+from service.evaluation.organising.planning import PENDING, tests_followup
 from service.evaluation.organising.setup import (
     EVALUATOR_VERSION,
     eval_settings,
@@ -34,6 +33,7 @@ from service.evaluation.organising.setup import (
     load_run,
     unavailable_metrics,
 )
+from service.evaluation.reproducing import measuring
 from service.formats.diversity import IntentQrels
 from service.formats.sampled import SampledQrels
 from service.formats.types import Qrels

@@ -2,7 +2,7 @@
 
 Two tables grow with use and are never read back after a while:
 
-- ``idempotency_keys``: an upload's key and answer (:mod:`service.evaluation.common.idempotency`),
+- ``idempotency_keys``: an upload's key and answer (:mod:`service.evaluation.organising.idempotency`),
   needed only while a client may still retry it; kept for ``retention`` seconds (at least a
   day, far longer than any client retries), then a request under the key is a new one;
 - ``portal_sessions``: a sign-in that expired or was signed out answers "sign in again"

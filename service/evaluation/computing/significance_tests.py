@@ -3,7 +3,7 @@ collection's metrics, and the rank changes between two qrels versions.
 
 The tests of a collection's current key (qrels version, configuration, evaluator version)
 run in *rounds*: :func:`run_tests` runs once a job has no pending item (see
-:mod:`service.evaluation.computing.planning`), and one round serves every job of the key that is
+:mod:`service.evaluation.organising.planning`), and one round serves every job of the key that is
 waiting for its tests ("testing"), so that a burst of submissions (one job each) costs one
 round, not one per submission:
 
@@ -31,16 +31,17 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.evaluation.computing.planning import PENDING, TEST_PARAMS, params_hash, runs_hash, tests_followup
-from service.evaluation.computing.work import Followup, Heartbeat, LeaseLost, Limits, patiently
+from service.evaluation.common.work import Followup, Heartbeat, LeaseLost, Limits, patiently
+from service.evaluation.organising.planning import PENDING, TEST_PARAMS, params_hash, runs_hash, tests_followup
+from service.evaluation.organising.results import evaluated_under, json_safe, tested_under
 from service.evaluation.organising.setup import EVALUATOR_VERSION, unavailable_metrics
-from service.evaluation.publishing.results import evaluated_under, json_safe, tested_under
+from service.evaluation.publishing.reading import ScoreTables, score_tables
 from service.metrics.pooling import competition_ranks
 from service.metrics.stats.letters import letter_columns, members
 from service.metrics.stats.meta import MetaEvaluation, meta_evaluation
 from service.metrics.stats.pairwise import PairwiseResult, pairwise_many
 from service.metrics.stats.sequential import GUARANTEE, MAX_RESAMPLES
-from service.store.arrays import pack, unpack
+from service.store.arrays import pack
 from service.store.db import as_utc, db_now, transaction
 from service.store.models import (
     Collection,
@@ -55,8 +56,6 @@ from service.store.models import (
     utcnow,
 )
 
-#: Per metric: (run ids, topics, (topics, runs) matrix of per-topic scores).
-ScoreTables = dict[str, tuple[list[int], list[str], np.ndarray]]
 LONG_AGO = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -166,11 +165,11 @@ def _read(factory: sessionmaker[Session], claim: _Round) -> tuple[dict[str, Any]
         sig = dict(config.significance)
         # Every metric of the collection is tested unless the organisers named some.
         metrics = list(sig.get("metrics") or config.metrics)
-        all_tables = stored_scores(s, claim.collection_id, claim.qrels_id, config.settings_hash, list(config.metrics))
+        all_tables = score_tables(s, claim.collection_id, claim.qrels_id, config.settings_hash, list(config.metrics))
         # the tested metrics' tables are the same objects when they are among the collection's (read once)
         missing = [m for m in metrics if m not in all_tables]
         tables = {**{m: all_tables[m] for m in metrics if m in all_tables},
-                  **(stored_scores(s, claim.collection_id, claim.qrels_id, config.settings_hash, missing)
+                  **(score_tables(s, claim.collection_id, claim.qrels_id, config.settings_hash, missing)
                      if missing else {})}
         settings = {"sig": sig, "metrics": metrics, "settings_hash": config.settings_hash,
                     "hidden": set(config.evaluation.get("hidden_topics") or []), "all_metrics": list(all_tables)}
@@ -337,20 +336,6 @@ def meta_document(meta: MetaEvaluation, metrics: Iterable[str]) -> dict[str, Any
     if meta.tau_significant_above is not None:
         out["tau_significant_above"] = meta.tau_significant_above
     return out
-
-
-def stored_scores(s: Session, collection_id: int, qrels_id: int, settings: str, metrics: list[str]) -> ScoreTables:
-    """(run ids, topics, (topics, runs) matrix) of each metric, from the stored results."""
-    q = (select(RunEvaluation.run_id, RunEvaluation.topics, Score.metric, Score.values)
-         .join(Score).join(Run, Run.id == RunEvaluation.run_id)
-         .where(Run.collection_id == collection_id, evaluated_under(qrels_id, settings), Score.metric.in_(metrics))
-         .order_by(RunEvaluation.run_id))
-    out: dict[str, tuple[list[int], list[str], list[np.ndarray]]] = {}
-    for run_id, topics, metric, blob in s.execute(q):
-        ids, tops, cols = out.setdefault(metric, ([], list(topics), []))
-        ids.append(run_id)
-        cols.append(unpack(blob))
-    return {m: (ids, tops, np.column_stack(cols)) for m, (ids, tops, cols) in out.items()}
 
 
 def rank_changes(s: Session, job: Job, config: CollectionConfig) -> dict[str, Any]:

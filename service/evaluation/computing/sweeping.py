@@ -2,7 +2,7 @@
 
 :func:`sweep` re-queues work whose attempt died (its lease expired: nobody renews it) and
 sends again work whose broker message was lost (the database says what is left; see
-:mod:`service.evaluation.computing.planning`); :func:`refresh_stale` plans a job for every collection
+:mod:`service.evaluation.organising.planning`); :func:`refresh_stale` plans a job for every collection
 whose stored results are not current.
 """
 
@@ -16,8 +16,11 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.evaluation.analysing import analyses
+from service.evaluation.common.work import Followup
 from service.evaluation.computing.evaluating import finish_item, gave_up, lease_expired, maybe_start_tests
-from service.evaluation.computing.planning import (
+from service.evaluation.computing.significance_tests import mark, pending_elsewhere, tests_gave_up
+from service.evaluation.judging import judge_track
+from service.evaluation.organising.planning import (
     ACTIVE,
     PENDING,
     item_followups,
@@ -27,11 +30,8 @@ from service.evaluation.computing.planning import (
     runs_hash,
     tests_followup,
 )
-from service.evaluation.computing.significance_tests import mark, pending_elsewhere, tests_gave_up
-from service.evaluation.computing.work import Followup
-from service.evaluation.judging import judge_track
+from service.evaluation.organising.results import current_result, tested_under
 from service.evaluation.reproducing import measuring
-from service.evaluation.publishing.results import current_result, tested_under
 from service.store.db import as_utc, db_now, transaction
 from service.store.models import (
     Analysis,

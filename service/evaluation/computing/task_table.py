@@ -15,8 +15,8 @@ from types import MappingProxyType
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.evaluation.analysing import analyses
+from service.evaluation.common.work import Followup, Limits, TaskName
 from service.evaluation.computing import evaluating, significance_tests
-from service.evaluation.computing.work import Followup, Limits, TaskName
 from service.evaluation.judging import judge_track, pools
 from service.evaluation.reproducing import measuring
 

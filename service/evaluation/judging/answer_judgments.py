@@ -6,7 +6,7 @@ judgment set (the official one by default, which boards rank by; any other set w
 provenance: an LLM assigner's, a post-edited merge), numbered in the collection's one
 sequence, immutable, evaluated by the workers as a new qrels version is (every run of the
 collection scored on it, then the pairwise tests). A version of format ``rag`` holds every
-part (:mod:`service.evaluation.judging.answer_bundle`): an upload replaces one part of the
+part (:mod:`service.evaluation.organising.answer_bundle`): an upload replaces one part of the
 set's newest version (``support`` with ``append``: adds a file), and the whole is read and
 checked before anything is stored (file, line and field of the first problem).
 """
@@ -20,11 +20,10 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import Conflict
-from service.evaluation.common import idempotency
 from service.evaluation.common.memory import guarded
-from service.evaluation.computing.work import Outcome
-from service.evaluation.judging import answer_bundle, judgment_sets
-from service.evaluation.organising import collections
+from service.evaluation.common.work import Outcome
+from service.evaluation.judging import judgment_sets
+from service.evaluation.organising import answer_bundle, collections, idempotency
 from service.evaluation.organising.answers import is_answers
 from service.evaluation.organising.setup import ParsedQrels, add_qrels, official_set
 from service.evaluation.permissions import policy

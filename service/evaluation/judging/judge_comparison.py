@@ -34,12 +34,12 @@ from sqlalchemy.orm import Session
 
 from service.errors import BadRequest, Conflict
 from service.evaluation.organising import collections
+from service.evaluation.organising.results import current_result
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
 from service.evaluation.publishing import versions
 from service.evaluation.publishing.reading import judgment_changes, significance_for
 from service.evaluation.publishing.reading import leaderboard as read_leaderboard
-from service.evaluation.publishing.results import current_result
 from service.metrics.stats.agreement import LabelAgreement, bland_altman, judged_overlap, label_agreement_by_topic
 from service.metrics.stats.common import pair_indices
 from service.metrics.stats.judge_meta import common_topics

@@ -46,16 +46,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import BadRequest, Conflict, InvalidInput
 from service.evaluation.analysing import analyses
-from service.evaluation.common import idempotency
 from service.evaluation.common.memory import guarded
-from service.evaluation.computing.planning import ACTIVE, PENDING, job_key
-from service.evaluation.computing.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, patiently
+from service.evaluation.common.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, patiently
 from service.evaluation.judging import judgment_sets
-from service.evaluation.organising import collections
+from service.evaluation.organising import collections, idempotency
+from service.evaluation.organising.planning import ACTIVE, PENDING, job_key
+from service.evaluation.organising.results import current_result
 from service.evaluation.organising.setup import add_qrels, audit, max_level, official_set
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
-from service.evaluation.publishing.results import current_result
 from service.formats.readers import parse_qrels, qrels_records
 from service.metrics import parse_measure
 from service.metrics.stats.agreement import bland_altman
@@ -428,7 +427,7 @@ def _judged_topics(s: Session, version_id: int) -> dict[str, bool]:
 
 def _per_topic(s: Session, coll: Collection, version_id: int, config: CollectionConfig,
                metric: str) -> dict[str, dict[str, float]]:
-    from service.evaluation.publishing.results import evaluated_under
+    from service.evaluation.organising.results import evaluated_under
 
     out: dict[str, dict[str, float]] = {}
     for tag, topics, blob in s.execute(

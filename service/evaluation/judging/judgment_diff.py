@@ -24,8 +24,9 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.errors import InvalidMeasure
 from service.formats.types import Qrels
-from service.store.models import Judgment
+from service.store.models import Judgment, QrelsVersion
 
 #: A topic's judgments: docnos (sorted, unique ``bytes_``) and their levels, aligned.
 Side = Mapping[str, tuple[np.ndarray, np.ndarray]]
@@ -152,3 +153,18 @@ def page(offset: int | None, limit: int | None) -> tuple[int, int]:
     if not 0 <= limit <= MAX_LIMIT:
         raise InvalidRequest(f"limit: from 0 to {MAX_LIMIT}")
     return offset, limit
+
+
+def qrels_diff(s: Session, collection_id: int, old: int, new: int, offset: int = 0,
+               limit: int | None = None) -> dict[str, Any]:
+    """Judgments added, removed and changed per topic between two versions of a collection: the
+    counts of every topic, the changes ``limit`` at a time from ``offset``
+    (:func:`changes`, in arrays)."""
+    versions = {v.version: v.id for v in s.scalars(select(QrelsVersion).where(
+        QrelsVersion.collection_id == collection_id, QrelsVersion.version.in_((old, new))))}
+    if old not in versions or new not in versions:
+        raise InvalidMeasure(f"no qrels version {old if old not in versions else new}")
+    offset, limit = page(offset, limit)
+    before = stored(s, versions[old])
+    after = before if new == old else stored(s, versions[new])
+    return {"from": old, "to": new, **changes(before, after, offset, limit)}

@@ -30,14 +30,14 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from service.errors import BadRequest, Conflict, NotFound
-from service.evaluation.computing.planning import ACTIVE, plan_job
-from service.evaluation.computing.work import Outcome
+from service.evaluation.common.work import Outcome
 from service.evaluation.organising import collections
+from service.evaluation.organising.planning import ACTIVE, plan_job
+from service.evaluation.organising.results import current_result
 from service.evaluation.organising.setup import audit, official_set
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
 from service.evaluation.publishing import versions
-from service.evaluation.publishing.results import current_result
 from service.formats.text import check_text
 from service.store.models import (
     AssessorLabel,

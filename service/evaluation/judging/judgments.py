@@ -15,12 +15,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import Conflict, InvalidInput
-from service.evaluation.common import idempotency
 from service.evaluation.common.memory import guarded
-from service.evaluation.computing.planning import plan_job
-from service.evaluation.computing.work import Followup, Outcome
+from service.evaluation.common.work import Followup, Outcome
 from service.evaluation.judging import labels
 from service.evaluation.judging.pools import get_pool, pool_documents, pool_sample, unsampled_documents
+from service.evaluation.organising import idempotency
+from service.evaluation.organising.planning import plan_job
 from service.evaluation.organising.setup import (
     ParsedQrels,
     add_qrels,

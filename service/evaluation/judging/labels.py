@@ -22,11 +22,10 @@ from sqlalchemy import delete, insert, select, tuple_
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import InvalidInput
-from service.evaluation.common import idempotency
 from service.evaluation.common.memory import guarded
-from service.evaluation.computing.work import Outcome
+from service.evaluation.common.work import Outcome
 from service.evaluation.judging import judgment_sets
-from service.evaluation.organising import collections
+from service.evaluation.organising import collections, idempotency
 from service.evaluation.organising.setup import add_qrels, audit, count_limits, load_qrels, max_level
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.errors import BadRequest, Conflict, InvalidMeasure, NotFound
 from service.evaluation.analysing import analyses
 from service.evaluation.common.lookup import existing
-from service.evaluation.computing.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, patiently
+from service.evaluation.common.work import Followup, Heartbeat, LeaseLost, Limits, Outcome, patiently
 from service.evaluation.organising.setup import (
     audit,
     load_qrels,

@@ -22,15 +22,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import Conflict
-from service.evaluation.common import idempotency
 from service.evaluation.common.memory import guarded
-from service.evaluation.computing.work import Outcome
+from service.evaluation.common.work import Outcome
 from service.evaluation.judging import judgment_diff, judgment_sets
-from service.evaluation.organising import collections
+from service.evaluation.organising import collections, idempotency
 from service.evaluation.organising.setup import add_qrels, official_set, parse_upload
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
-from service.evaluation.publishing.reading import qrels_diff
 from service.evaluation.publishing.versions import readable as readable_version
 from service.formats.types import Qrels
 from service.store.models import Collection, JudgmentSet, QrelsVersion, Topic
@@ -111,7 +109,7 @@ def diff(s: Session, coll: Collection, me: Principal, old: int, new: int, offset
     policy.require(policy.may_see_qrels(me, coll), me, f"the qrels of collection {coll.id}")
     for number in (old, new):
         readable_version(s, coll, me, number)
-    return qrels_diff(s, coll.id, old, new, *judgment_diff.page(offset, limit))
+    return judgment_diff.qrels_diff(s, coll.id, old, new, *judgment_diff.page(offset, limit))
 
 
 # ------------------------------------------------------------------- what an upload changes

@@ -1,3 +1,4 @@
 """Organising a collection: creating and configuring it (versioned settings), registering its
-topics, qrels versions and runs, enrolling teams, and the organisers' console (what a change
-would do, re-evaluation on demand, the audit log)."""
+topics, qrels versions and runs, enrolling teams, collections of answers, which stored result
+is current (``results``), the job that brings results up to date after a change
+(``planning``), and uploads answered once (``idempotency``)."""

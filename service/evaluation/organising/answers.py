@@ -129,3 +129,19 @@ def add_answer_run(s: Session, coll: Collection, data: bytes, source: str, parse
     s.flush()
     audit(s, actor, "run.submit", coll.id, run=row.tag, team=team, checksum=row.checksum, format=parsed.format)
     return row
+
+
+def read_stored(data: bytes, source: str) -> Any:
+    """A stored answer run read again: its format detected, or (a metadata line that could be
+    2025 or 2026, which the collection's format setting told apart) read as 2025, whose
+    references and citations 2026's are."""
+    try:
+        return read_answers(data, source, "auto", None, _unbounded())
+    except InvalidInput:
+        return read_answers(data, source, "rag25", None, _unbounded())
+
+
+def _unbounded() -> Any:
+    """A stored run was validated with its collection's limits when it was submitted: read
+    again, it is not held to limits changed since."""
+    return AnswerLimits(words=None, references=None, citations_per_sentence=None, sentences=None)

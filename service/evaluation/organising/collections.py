@@ -16,9 +16,9 @@ from sqlalchemy.orm import Session
 
 from service.errors import BadRequest, NotFound
 from service.evaluation.common.lookup import existing, new_name
-from service.evaluation.computing.planning import plan_job
-from service.evaluation.computing.work import Followup, Outcome
+from service.evaluation.common.work import Followup, Outcome
 from service.evaluation.organising import answers
+from service.evaluation.organising.planning import plan_job
 from service.evaluation.organising.setup import ConfigSpec, audit, official_set, set_config
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal

@@ -262,7 +262,7 @@ class ParsedQrels:
     @property
     def format(self) -> str:
         """The stored format: adhoc, diversity, sampled, or rag (a part of an answers
-        collection's judgments, ``rag-<part>``: service.evaluation.judging.answer_bundle)."""
+        collection's judgments, ``rag-<part>``: service.evaluation.organising.answer_bundle)."""
         return "rag" if self.upload_format.startswith("rag-") else UPLOAD_FORMATS[self.upload_format]
 
 
@@ -482,7 +482,7 @@ def load_judgments(version: QrelsVersion) -> tuple[Qrels, IntentQrels | SampledQ
     version, the intent-aware judgments or the sample (``scoring.evaluate``'s ``extra``)."""
     fmt = version.format or "adhoc"
     if fmt == "rag":  # an answers collection's: nuggets, assignments, support and retrieval qrels
-        from service.evaluation.judging import answer_bundle
+        from service.evaluation.organising import answer_bundle
 
         parts = answer_bundle.read(answer_bundle.decode(zlib.decompress(version.file)))
         return parts.qrels, parts  # type: ignore[return-value]

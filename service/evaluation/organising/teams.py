@@ -158,20 +158,11 @@ def enrol(s: Session, coll: Collection, me: Principal, team_name_: str) -> dict[
     return _enrol(s, coll, team_named(s, team_name_), me)
 
 
-def enrolling(coll: Collection) -> str:
-    """A team enrolling itself in ``coll``, and why it may not when it may not."""
-    if coll.enrolment != "open":
-        return f"enrolling in collection {coll.id} (its enrolment is {coll.enrolment}: organisers enrol teams)"
-    if coll.visibility != "public":
-        return f"enrolling in collection {coll.id} (it is private: its organisers enrol teams)"
-    return f"enrolling in collection {coll.id}"
-
-
 def enrol_self(s: Session, cid: int, me: Principal) -> dict[str, Any]:
     """A participant enrols its own team in a public collection whose enrolment is open
     (``policy.may_enrol_self``: a private collection's teams are enrolled by its organisers)."""
     coll = existing(s, Collection, cid, "collection")
-    policy.require(policy.may_enrol_self(me, coll), me, enrolling(coll))
+    policy.require(policy.may_enrol_self(me, coll), me, policy.enrolling(coll))
     team = s.get(Team, me.team_id)
     if team is None:
         raise NotFound("the token's team no longer exists")

@@ -19,7 +19,6 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from service.evaluation.common.lookup import existing
-from service.evaluation.organising import teams
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
 from service.store.models import Collection, Pool, Run
@@ -63,7 +62,7 @@ REVOKE_TOKEN = Door("caller", policy.may_revoke_token, "revoking a token")
 MANAGE_TOKENS = Door("caller", policy.may_list_tokens, "the tokens page")
 CONFIGURE = Door("collection", policy.may_configure, "changing collection {cid}")
 MANAGE_TEAMS = Door("collection", policy.may_manage_teams, "the teams of collection {cid}")
-ENROL_SELF = Door("collection", policy.may_enrol_self, "enrolling in collection {cid}", teams.enrolling)
+ENROL_SELF = Door("collection", policy.may_enrol_self, "enrolling in collection {cid}", policy.enrolling)
 SUBMIT = Door("collection", policy.may_submit, "submitting to collection {cid} (teams take part by enrolment)")
 UPLOAD_QRELS = Door("collection", policy.may_upload_qrels, "the judgments of collection {cid}")
 MANAGE_POOLS = Door("collection", policy.may_manage_pools, "the pools and assessors of collection {cid}")

@@ -118,6 +118,15 @@ def may_enrol_self(me: Principal, coll: Collection) -> bool:
             and coll.visibility == "public")
 
 
+def enrolling(coll: Collection) -> str:
+    """A team enrolling itself in ``coll``, and why it may not when it may not."""
+    if coll.enrolment != "open":
+        return f"enrolling in collection {coll.id} (its enrolment is {coll.enrolment}: organisers enrol teams)"
+    if coll.visibility != "public":
+        return f"enrolling in collection {coll.id} (it is private: its organisers enrol teams)"
+    return f"enrolling in collection {coll.id}"
+
+
 def may_submit(me: Principal, coll: Collection) -> bool:
     """Enrolled participants (window and quota apply) and organisers (for any team)."""
     return is_enrolled(me, coll) or may_organise(me, coll.id)

@@ -39,12 +39,12 @@ from service.evaluation.publishing.reading import (
     significance_for,
 )
 from service.evaluation.publishing.reading import leaderboard as read_leaderboard
-from service.evaluation.runs.submissions import RUN_TYPES
 from service.formats.text import check_text
 from service.metrics import parse_measure
 from service.metrics.spec import format_value
 from service.metrics.stats.presentation import correction_name
 from service.store.models import (
+    RUN_TYPES,
     Collection,
     CollectionConfig,
     Job,

@@ -10,9 +10,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.errors import InvalidMeasure
-from service.evaluation.computing.planning import params_hash
+from service.evaluation.organising.planning import params_hash
+from service.evaluation.organising.results import current_result, evaluated_under, tested_under
 from service.evaluation.organising.setup import get_collection
-from service.evaluation.publishing.results import current_result, tested_under
 from service.metrics import parse_measure
 from service.metrics.stats.common import condensed_index
 from service.metrics.stats.letters import compact_letters, label_letters, sweep_letters
@@ -121,6 +121,24 @@ def stored_scores(s: Session, coll: Any, run_ids: list[int], metrics: list[str],
                 select(RunEvaluation.run_id, Score.metric, RunEvaluation.topics, Score.values, Score.mean,
                        Score.public_mean).join(Score)
                 .where(RunEvaluation.run_id.in_(run_ids), current_result(coll, version), Score.metric.in_(metrics)))}
+
+
+#: Per metric: (run ids, topics, (topics, runs) matrix of per-topic scores).
+ScoreTables = dict[str, tuple[list[int], list[str], np.ndarray]]
+
+
+def score_tables(s: Session, collection_id: int, qrels_id: int, settings: str, metrics: list[str]) -> ScoreTables:
+    """(run ids, topics, (topics, runs) matrix) of each metric, from the stored results."""
+    q = (select(RunEvaluation.run_id, RunEvaluation.topics, Score.metric, Score.values)
+         .join(Score).join(Run, Run.id == RunEvaluation.run_id)
+         .where(Run.collection_id == collection_id, evaluated_under(qrels_id, settings), Score.metric.in_(metrics))
+         .order_by(RunEvaluation.run_id))
+    out: dict[str, tuple[list[int], list[str], list[np.ndarray]]] = {}
+    for run_id, topics, metric, blob in s.execute(q):
+        ids, tops, cols = out.setdefault(metric, ([], list(topics), []))
+        ids.append(run_id)
+        cols.append(unpack(blob))
+    return {m: (ids, tops, np.column_stack(cols)) for m, (ids, tops, cols) in out.items()}
 
 
 def jobs(s: Session, collection: str | None = None) -> list[dict[str, Any]]:
@@ -361,24 +379,6 @@ def _board_letters(sig: StoredTest, positions: np.ndarray, different: np.ndarray
     if len(where) < len(sig.runs):  # a part of the tested runs: drop the letters it left redundant
         columns = sweep_letters(columns, len(where))
     return label_letters(columns, len(where))
-
-
-def qrels_diff(s: Session, collection_id: int, old: int, new: int, offset: int = 0,
-               limit: int | None = None) -> dict[str, Any]:
-    """Judgments added, removed and changed per topic between two versions of a collection: the
-    counts of every topic, the changes ``limit`` at a time from ``offset``
-    (:func:`service.evaluation.judging.judgment_diff.changes`, in arrays)."""
-    from service.errors import InvalidMeasure
-    from service.evaluation.judging import judgment_diff
-
-    versions = {v.version: v.id for v in s.scalars(select(QrelsVersion).where(
-        QrelsVersion.collection_id == collection_id, QrelsVersion.version.in_((old, new))))}
-    if old not in versions or new not in versions:
-        raise InvalidMeasure(f"no qrels version {old if old not in versions else new}")
-    offset, limit = judgment_diff.page(offset, limit)
-    before = judgment_diff.stored(s, versions[old])
-    after = before if new == old else judgment_diff.stored(s, versions[new])
-    return {"from": old, "to": new, **judgment_diff.changes(before, after, offset, limit)}
 
 
 def judgment_changes(old: dict[tuple[str, str], int], new: dict[tuple[str, str], int]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from service.errors import InvalidMeasure, NotFound
-from service.evaluation.computing.work import Outcome
+from service.evaluation.common.work import Outcome
 from service.evaluation.organising import collections
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import BadRequest, Conflict, NotFound
 from service.evaluation.common.lookup import existing
-from service.evaluation.computing.work import Outcome
+from service.evaluation.common.work import Outcome
 from service.evaluation.organising import collections
 from service.evaluation.organising.setup import audit
 from service.evaluation.permissions import policy

@@ -37,9 +37,9 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.evaluation.analysing import analyses
-from service.evaluation.computing.work import Followup, Heartbeat, LeaseLost, Limits, patiently
+from service.evaluation.common.work import Followup, Heartbeat, LeaseLost, Limits, patiently
+from service.evaluation.organising.results import current_result, json_safe
 from service.evaluation.organising.setup import load_run
-from service.evaluation.publishing.results import current_result, json_safe
 from service.metrics.stats import reproducibility as rp
 from service.store.arrays import pack
 from service.store.db import transaction

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from service.errors import Conflict
-from service.evaluation.computing.answers import _stored
+from service.evaluation.organising import answers
 from service.evaluation.organising.answers import is_answers
 from service.evaluation.organising.setup import load_judgments
 from service.evaluation.permissions import policy
@@ -34,7 +34,7 @@ def answers_of(s: Session, rid: int, me: Principal) -> dict[str, Any]:
     policy.require(policy.may_see_run_details(me, row, coll), me, f"the answers of run {rid}")
     if not is_answers(coll):
         raise Conflict(f"run {rid} is a ranked list, not answers")
-    run = _stored(zlib.decompress(row.file), row.source_name or row.tag)
+    run = answers.read_stored(zlib.decompress(row.file), row.source_name or row.tag)
     judged = None
     version = s.get(QrelsVersion, coll.current_qrels_id) if coll.current_qrels_id is not None else None
     if version is not None and version.format == "rag" and policy.may_see_run_topics(me, row, coll):

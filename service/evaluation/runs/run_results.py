@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from service.errors import NotFound
 from service.evaluation.organising import collections
+from service.evaluation.organising.results import current_result
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
 from service.evaluation.publishing import boards
@@ -22,7 +23,6 @@ from service.evaluation.publishing.reading import (
     significance_for,
     stored_scores,
 )
-from service.evaluation.publishing.results import current_result
 from service.evaluation.runs import submissions
 from service.metrics import parse_measure
 from service.metrics.stats.differences import (

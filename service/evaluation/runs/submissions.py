@@ -17,11 +17,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import BadRequest, Conflict, InvalidInput, NotFound
-from service.evaluation.common import idempotency
 from service.evaluation.common.memory import RELEASE_FROM, guarded
-from service.evaluation.computing.planning import plan_job
-from service.evaluation.computing.work import Followup, Outcome
-from service.evaluation.organising import answers, collections
+from service.evaluation.common.work import Followup, Outcome
+from service.evaluation.organising import answers, collections, idempotency
+from service.evaluation.organising.planning import plan_job
 from service.evaluation.organising.setup import add_run, audit
 from service.evaluation.organising.teams import team_named
 from service.evaluation.permissions import policy
@@ -32,7 +31,7 @@ from service.formats.text import check_text
 from service.metrics import parse_measure
 from service.runtime import release_memory
 from service.store.db import as_utc
-from service.store.models import Collection, Run, Team, Topic
+from service.store.models import RUN_TYPES, Collection, Run, Team, Topic
 
 
 def get(s: Session, rid: int, me: Principal) -> tuple[Run, Collection]:
@@ -114,7 +113,6 @@ def update(s: Session, rid: int, me: Principal, changes: Mapping[str, Any]) -> R
 
 
 # ---------------------------------------------------------------------- run metadata
-RUN_TYPES = ("automatic", "manual", "interactive")
 MAX_DESCRIPTION = 20_000
 #: The metadata fields a submission may carry besides the file (form fields or query parameters).
 METADATA_FIELDS = ("description", "run_type", "uses_training_data", "uses_external_resources", "priority", "primary")

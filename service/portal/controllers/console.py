@@ -16,11 +16,12 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from service.errors import BadRequest
+from service.evaluation.common.work import Outcome
 from service.evaluation.computing import jobs
-from service.evaluation.computing.work import Outcome
-from service.evaluation.organising import collections, console, topics
+from service.evaluation.organising import collections, topics
 from service.evaluation.organising.setup import ConfigSpec
 from service.evaluation.permissions import policy
+from service.evaluation.publishing import console
 from service.portal.controllers import console_forms
 from service.portal.forms import PostedForm
 from service.portal.pages import Page, Refusal, answer, attempt, see_other

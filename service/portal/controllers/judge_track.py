@@ -24,7 +24,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Response, Template
 
 from service.errors import BadRequest
-from service.evaluation.computing.work import Outcome
+from service.evaluation.common.work import Outcome
 from service.evaluation.judging import judge_track, judgment_sets
 from service.evaluation.permissions import policy
 from service.metrics.stats.judge_meta import MEASURES

@@ -16,7 +16,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Template
 
 from service.errors import BadRequest, NotFound
-from service.evaluation.computing.work import Outcome
+from service.evaluation.common.work import Outcome
 from service.evaluation.judging import judge_comparison, qrels
 from service.evaluation.publishing.exports import disagreeing_topics_csv
 from service.http.problems import problem_of

@@ -25,7 +25,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from service.errors import BadRequest
-from service.evaluation.computing.work import Outcome
+from service.evaluation.common.work import Outcome
 from service.evaluation.judging import judgment_sets, labels, qrels
 from service.evaluation.permissions import policy
 from service.metrics.judgment_rules import RULES

@@ -28,8 +28,8 @@ from litestar.response import Redirect, Template
 
 from service.config import max_upload
 from service.errors import BadRequest, InvalidInput
+from service.evaluation.common.work import Outcome
 from service.evaluation.computing import jobs
-from service.evaluation.computing.work import Outcome
 from service.evaluation.judging import qrels
 from service.formats.compressed import inflate
 from service.portal.forms import PostedForm, Upload

@@ -17,7 +17,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
 from service.errors import BadRequest, NotFound
-from service.evaluation.computing.work import Outcome
+from service.evaluation.common.work import Outcome
 from service.evaluation.organising import teams
 from service.evaluation.permissions import access, policy
 from service.portal.controllers.console_runs import new_token_once, no_store

@@ -10,7 +10,7 @@ runs is the table of :mod:`service.evaluation.computing.task_table`.
 A claimed item, tests round or analysis holds a *lease* (``lease_expires_at``, or for a
 job's tests ``tests_queued_at`` in the future) that its attempt renews from a
 :class:`Heartbeat` thread while it computes: only an attempt that stopped renewing (a dead
-one) may be taken over. The protocol is in :mod:`service.evaluation.computing.planning`.
+one) may be taken over. The protocol is in :mod:`service.evaluation.organising.planning`.
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from service.errors import Conflict
-from service.evaluation.computing.planning import plan_job
-from service.evaluation.computing.work import Outcome, TaskName
+from service.evaluation.common.work import Outcome, TaskName
 from service.evaluation.organising import collections
 from service.evaluation.organising.collections import iso
+from service.evaluation.organising.planning import plan_job
 from service.evaluation.organising.setup import audit
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal

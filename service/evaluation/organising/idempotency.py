@@ -19,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import InvalidRequest
-from service.evaluation.computing.work import Outcome
+from service.evaluation.common.work import Outcome
 from service.evaluation.organising import collections
 from service.evaluation.permissions.access import Principal
 from service.store.db import retrying, transaction

@@ -37,7 +37,7 @@ Guarantees (the whole protocol):
   an item is. A test that cannot run (too few topics, say) is reported on the job, which
   always finishes.
 - The use cases take ids, open their own transactions and return the follow-up work to
-  send *after* their transaction has committed (:class:`~service.evaluation.computing.work.Followup`);
+  send *after* their transaction has committed (:class:`~service.evaluation.common.work.Followup`);
   they never talk to the broker themselves.
 """
 
@@ -50,9 +50,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.evaluation.computing.work import Followup, TaskName
+from service.evaluation.common.work import Followup, TaskName
+from service.evaluation.organising.results import current_result
 from service.evaluation.organising.setup import EVALUATOR_VERSION
-from service.evaluation.publishing.results import current_result
 from service.store.db import db_now
 from service.store.models import Collection, CollectionConfig, Job, JobItem, Run, RunEvaluation
 
