@@ -135,6 +135,9 @@ def evaluate_rag(measures: Iterable[str | Measure], assignments: Assignments | N
                     evaluated[m][cell] = True
                     scores[m][cell] = nugget_score(m, codes, vital)
 
+    def answered(run: str, topic: str) -> bool:
+        return assignments is not None and (run, topic) in assignments.labels
+
     unjudged: dict[tuple[str, str], dict[str, tuple[int, int]]] = {}
     if support_ms:
         for run in support_runs:
@@ -147,6 +150,13 @@ def evaluate_rag(measures: Iterable[str | Measure], assignments: Assignments | N
                     unjudged[(run, topic)] = {mode: (c.unjudged_pairs, c.unjudged_sentences)
                                               for mode, c in counts.items()}
                 for m in support_ms:
+                    if answer is None and m.name == "support_precision" and answered(run, topic):
+                        # an answer (the assignments have it) that no support file judged: it has
+                        # no judged pair, so no precision (never 0: docs/rag.md); left out of the
+                        # means, listed as undefined. A topic not answered at all is `missing`'s.
+                        evaluated[m][cell] = True
+                        undefined[str(m)].append((run, topic, "no judged citation (not in the support judgments)"))
+                        continue
                     evaluated[m][cell] = answer is not None or settings.missing == "zero"
                     if answer is None:
                         scores[m][cell] = fill

@@ -141,6 +141,22 @@ def test_support_scores_per_run_and_topic_with_team_run_ids() -> None:
     assert r.unjudged[("r2", "1")] == {"first": (1, 1), "every": (1, 1)} and r.unmatched == ()
 
 
+def test_an_answer_no_support_file_judged_has_no_precision_not_zero() -> None:
+    """r2 answered topic 1 (the assignments have it) but no support file judged its citations:
+    no judged pair, so no precision (undefined, left out of the mean), where recall counts its
+    sentences as unsupported. (A run no support file names at all is listed as not judged.)"""
+    a = read_assignments(rows(), "as")
+    sup = read_support(jl(support_line("1", "team.r1", [[2]]), support_line("4", "team.r2", [[1]])), "s")
+    r = evaluate_rag(["support_precision", "support_recall"], a, sup)
+    p, rec = r.evaluation.per_topic("support_precision"), r.evaluation.per_topic("support_recall")
+    assert r.evaluation.runs == ("r1", "r2") and r.evaluation.topics == ("1", "2", "3", "4")
+    assert np.isnan(p[1, 0]) and r.evaluated[parse_measure("support_precision")][1, 0]
+    assert ("r2", "1", "no judged citation (not in the support judgments)") in r.undefined["support_precision"]
+    assert rec[1, 0] == 0.0 and p[1, 3] == 0.5 and rec[1, 3] == 0.5
+    assert p[0, 3] == 0.0 and r.evaluated[parse_measure("support_precision")][0, 3]  # r1 did not answer 4: 0
+    assert r.evaluation.means("support_precision").tolist() == [0.5, 0.5]  # r2: its one defined topic, 4
+
+
 def test_support_run_ids_matched_and_the_unmatched_stated() -> None:
     matched, unmatched = match_runs(["t.a", "a2", "webis.webis-manual", "x.y.z"], ["a", "a2", "y.z", "webis-manual-manual"])
     assert matched == {"t.a": "a", "a2": "a2", "x.y.z": "y.z"} and unmatched == ("webis.webis-manual",)
