@@ -272,8 +272,9 @@ class UploadSlots:
     blank-line gzips of one team were being read, another team's 0.2 MB run waited 103 s).
 
     A slot is taken once the request's body has been received (a slow sender holds none) and
-    kept until the request ends (:func:`release_leftovers`, as a database slot). A waiter
-    holds a future; the event loop is one thread: no lock."""
+    kept until the request ends (:func:`release_leftovers`, as a database slot). At most
+    ``limit`` uploads of one caller wait; the next is a 503. A waiter holds a future; the event
+    loop is one thread: no lock."""
 
     def __init__(self, limit: int) -> None:
         self.limit = max(1, limit)
@@ -286,9 +287,15 @@ class UploadSlots:
         return self.in_use < self.limit and self.held.get(key, 0) < self.share
 
     async def acquire(self, key: object) -> _UploadHold:
-        """A slot for ``key``'s upload, once one is free for it (see the class)."""
-        if self._free_for(key) and not any(self._free_for(k) for k, f in self._waiting if not f.done()):
+        """A slot for ``key``'s upload, once one is free for it (see the class). A caller with
+        ``limit`` uploads waiting already is refused at once (503): each waiter holds its body
+        and a request slot, and one team's flood must not take every request slot of the process."""
+        # (no waiter is ever free for a slot here: _serve grants one the moment it frees)
+        if self._free_for(key):
             return self._take(key)
+        if sum(1 for k, f in self._waiting if k == key and not f.done()) >= self.limit:
+            raise Unavailable(f"{self.limit} upload(s) of yours are waiting for a slot already; send this one "
+                              "when one of them is answered", retry_after=5)
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.append((key, turn))
         try:

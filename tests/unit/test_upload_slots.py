@@ -94,3 +94,29 @@ def test_a_callers_share_is_its_team_else_its_token() -> None:
         caller_key(Principal(role="participant", token_id=6, team_id=3)) == ("team", 3)
     assert caller_key(Principal(role="organiser", token_id=7)) == ("token", 7)
     assert caller_key(Principal(role="organiser", token_id=7)) != caller_key(Principal(role="admin", token_id=8))
+
+
+def test_a_caller_waits_with_at_most_limit_uploads_and_the_next_is_refused_at_once() -> None:
+    """Each waiter holds its body and a request slot: a team sending hundreds of uploads at once
+    must not take every request slot of the process (a 503 with Retry-After instead)."""
+    from service.errors import Unavailable
+
+    async def scene() -> None:
+        slots = UploadSlots(2)
+        held = await slots.acquire(FLOOD)  # its share
+        waiting = [asyncio.create_task(slots.acquire(FLOOD)) for _ in range(2)]
+        await _settle()
+        try:
+            await asyncio.wait_for(slots.acquire(FLOOD), 1)  # (waits for ever without the cap)
+        except Unavailable as exc:
+            assert exc.retry_after == 5 and "waiting for a slot already" in str(exc)
+        else:
+            raise AssertionError("a third waiting upload of one team was queued")
+        other = await asyncio.wait_for(slots.acquire(OTHER), 1)  # another team is served at once
+        other.release()
+        held.release()
+        for task in waiting:  # served in turn, each once the one before is done
+            (await asyncio.wait_for(task, 1)).release()
+        assert slots.in_use == 0 and not slots.held
+
+    asyncio.run(scene())
