@@ -244,3 +244,42 @@ def test_a_scoped_token_enrols_its_team_where_enrolment_is_open_but_not_where_ot
     r = c.post(f"/api/collections/{other}/enrolment", headers=auth(made["beta"]))
     assert r.status_code == 403 and "ask an admin" in r.json()["detail"]
     assert c.get(f"/api/collections/{other}", headers=auth(made["beta"])).json()["enrolled"] is False
+
+
+def test_a_scoped_token_does_not_re_enrol_its_team_where_the_team_left_runs(world: World) -> None:
+    """Removed from an open collection, a team's runs stay there: a token scoped elsewhere that
+    enrolled the team again would own them (their files, scores). Refused as for a team still
+    enrolled there."""
+    c, t, other = world.client, world.tokens, world.other_cid
+    other_org = auth(t["other_organiser"])
+    assert c.patch(f"/api/collections/{other}", json={"visibility": "public", "enrolment": "open"},
+                   headers=other_org).status_code == 200
+    r = c.post(f"/api/collections/{other}/qrels", content="0001 0 NTC-000-00001 1\n", headers=other_org)
+    assert r.status_code == 201, r.text
+    assert c.post(f"/api/collections/{other}/teams", json={"team": "alpha"}, headers=other_org).status_code == 201
+    run = c.post(f"/api/collections/{other}/runs", content="0001 Q0 NTC-000-00001 1 2 left\n",
+                 headers=auth(t["alpha"]))  # the admin's token of alpha: unscoped
+    assert run.status_code == 201, run.text
+    assert c.delete(f"/api/collections/{other}/teams/alpha", headers=other_org).status_code == 200
+    scoped = c.post("/api/tokens", json={"role": "participant", "team": "alpha"},
+                    headers=auth(t["organiser"])).json()["token"]  # made by the organiser of "task"
+    r = c.post(f"/api/collections/{other}/enrolment", headers=auth(scoped))
+    assert r.status_code == 403 and "ask an admin" in r.json()["detail"], r.text
+    assert c.get(f"/api/runs/{run.json()['id']}/scores", headers=auth(scoped)).status_code == 403
+
+
+def test_a_scoped_token_loses_its_makers_collections_when_the_maker_is_revoked(world: World) -> None:
+    """A scoped token reaches what its maker organises while the maker's token is valid: a
+    revoked organiser's tokens no longer open its collections through it."""
+    c, t, cid = world.client, world.tokens, world.cid
+    admin = auth(t["admin"])
+    maker = c.post("/api/tokens", json={"role": "organiser", "collections": [cid]}, headers=admin).json()
+    made = c.post("/api/tokens", json={"role": "participant", "team": "alpha"},
+                  headers=auth(maker["token"])).json()["token"]
+    assert c.get(f"/api/collections/{cid}/runs", headers=auth(made)).status_code == 200
+    listed = c.get("/api/tokens", params={"team": "alpha"}, headers=admin).json()["items"]
+    assert [(x["scoped"], x["collections"]) for x in listed if x["prefix"] == made[:10]] == [(True, [cid])]
+    assert c.delete(f"/api/tokens/{maker['id']}", headers=admin).status_code == 200
+    assert c.get(f"/api/collections/{cid}/runs", headers=auth(made)).status_code in (403, 404)
+    listed = c.get("/api/tokens", params={"team": "alpha"}, headers=admin).json()["items"]
+    assert [(x["scoped"], x["collections"]) for x in listed if x["prefix"] == made[:10]] == [(True, [])]

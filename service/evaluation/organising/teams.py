@@ -26,8 +26,8 @@ from service.store.models import (
     Collection,
     CollectionOrganiser,
     Enrolment,
+    Run,
     Team,
-    TokenScope,
 )
 
 
@@ -98,14 +98,8 @@ def list_tokens(s: Session, me: Principal, prefix: str | None = None, team: str 
     for tid, cid in s.execute(select(AssessorAssignment.token_id, AssessorAssignment.collection_id).distinct()
                               .where(AssessorAssignment.token_id.in_(ids))):
         covers.setdefault(tid, []).append(cid)
-    for tid, cid in s.execute(select(TokenScope.token_id, TokenScope.collection_id)  # scoped participants
-                              .where(TokenScope.token_id.in_(ids))):
-        covers.setdefault(tid, []).append(cid)
-    makers = {tok.id: tok.scoped_by for tok, _ in page if tok.scoped and tok.scoped_by is not None}
-    for maker, cid in s.execute(select(CollectionOrganiser.token_id, CollectionOrganiser.collection_id)
-                                .where(CollectionOrganiser.token_id.in_(set(makers.values())))):
-        for tid in (t for t, m in makers.items() if m == maker):  # ... and what their makers organise now
-            covers.setdefault(tid, []).append(cid)
+    for tid, cids in access.token_reach(s, [tok for tok, _ in page]).items():  # scoped participants
+        covers.setdefault(tid, []).extend(cids)
     return {"total": len(rows), "offset": offset, "items": [
         {"id": tok.id, "prefix": tok.prefix, "name": tok.name, "role": tok.role, "team": team_name_,
          "collections": sorted(set(covers.get(tok.id, []))), "scoped": tok.scoped, "created_at": iso(tok.created_at),
@@ -170,9 +164,11 @@ def enrol_self(s: Session, cid: int, me: Principal) -> dict[str, Any]:
         # A scoped token (made by an organiser for their collections) that enrols its team in an
         # open collection reaches it from then on: anyone may take part there. Not where its team
         # was enrolled already by another token: that would reach the other token's runs there.
-        if s.get(Enrolment, (coll.id, team.id)) is not None:
-            raise Forbidden(f"team {team.name} is enrolled in collection {coll.id} already, and this token was "
-                            "made for other collections: ask an admin for a token reaching it")
+        if s.get(Enrolment, (coll.id, team.id)) is not None or s.scalar(
+                select(Run.id).where(Run.collection_id == coll.id, Run.team_id == team.id).limit(1)) is not None:
+            # (runs of the team there, from an enrolment since removed, would be its own again)
+            raise Forbidden(f"team {team.name} takes or took part in collection {coll.id} already, and this token "
+                            "was made for other collections: ask an admin for a token reaching it")
         access.widen_scope(s, me.token_id, coll.id)  # type: ignore[arg-type]
     return _enrol(s, coll, team, me)
 

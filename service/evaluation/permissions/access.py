@@ -141,6 +141,29 @@ def principal_for(s: Session, authorization: str | None) -> Principal:
     return _principal_of_token(s, token)
 
 
+def token_reach(s: Session, tokens: list[ApiToken]) -> dict[int, frozenset[int]]:
+    """The collections each scoped participant token of ``tokens`` reaches: its scope
+    (``TokenScope``) and whatever its maker (``scoped_by``) organises now, while the maker's
+    token is not revoked. The principal's reach and the token listing both read it here."""
+    scoped = [t for t in tokens if t.scoped]
+    reach: dict[int, set[int]] = {t.id: set() for t in scoped}
+    for tid, cid in s.execute(select(TokenScope.token_id, TokenScope.collection_id)
+                              .where(TokenScope.token_id.in_(list(reach)))):
+        reach[tid].add(cid)
+    made_by: dict[int, list[int]] = {}
+    for t in scoped:
+        if t.scoped_by is not None:
+            made_by.setdefault(t.scoped_by, []).append(t.id)
+    if made_by:
+        for maker, cid in s.execute(
+                select(CollectionOrganiser.token_id, CollectionOrganiser.collection_id)
+                .join(ApiToken, ApiToken.id == CollectionOrganiser.token_id)
+                .where(CollectionOrganiser.token_id.in_(list(made_by)), ApiToken.revoked_at.is_(None))):
+            for tid in made_by[maker]:
+                reach[tid].add(cid)
+    return {tid: frozenset(cids) for tid, cids in reach.items()}
+
+
 def _principal_of_token(s: Session, token: ApiToken) -> Principal:
     organises = frozenset(s.scalars(select(CollectionOrganiser.collection_id).where(
         CollectionOrganiser.token_id == token.id)))
@@ -151,11 +174,7 @@ def _principal_of_token(s: Session, token: ApiToken) -> Principal:
         assigned = frozenset((c, t) for c, t in s.execute(select(
             AssessorAssignment.collection_id, AssessorAssignment.topic).where(AssessorAssignment.token_id == token.id)))
     enrolled: frozenset[int] = frozenset()
-    reach = frozenset(s.scalars(select(TokenScope.collection_id).where(TokenScope.token_id == token.id))) \
-        if token.scoped else None
-    if reach is not None and token.scoped_by is not None:  # and what its maker organises now
-        reach |= frozenset(s.scalars(select(CollectionOrganiser.collection_id).where(
-            CollectionOrganiser.token_id == token.scoped_by)))
+    reach = token_reach(s, [token])[token.id] if token.scoped else None
     if token.team_id is not None:
         from service.store.models import Enrolment
 
