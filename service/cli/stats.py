@@ -177,9 +177,13 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     kept_of: dict[str, tuple[np.ndarray, list[str]]] = {}
     # Every metric at once: --sequential settles them together (one resampling matrix per stage for
     # all, the guarantee over every pair of every metric; issue 38).
-    tested = pairwise_many({m: tables[m] for m in metrics}, runs, args.test, resamples=args.resamples,
-                           alpha=args.alpha, correction=args.correction, seed=args.seed, exact=args.exact,
-                           baselines=args.baselines, sequential=args.sequential, max_resamples=args.max_resamples)
+    try:  # (a setting out of range for every metric alike: --B 0, --alpha 1)
+        tested = pairwise_many({m: tables[m] for m in metrics}, runs, args.test, resamples=args.resamples,
+                               alpha=args.alpha, correction=args.correction, seed=args.seed, exact=args.exact,
+                               baselines=args.baselines, sequential=args.sequential,
+                               max_resamples=args.max_resamples)
+    except ValueError as exc:
+        raise InvalidMeasure(str(exc)) from None
     for metric in metrics:
         try:
             res = tested[metric]

@@ -71,6 +71,14 @@ def test_compare_bad_score_file(capsys, tmp_path: Path) -> None:  # type: ignore
     assert code == 1 and f"{tmp_path / 'a.csv'}:2: value 'oops' is not a number" in err
 
 
+@pytest.mark.parametrize(("option", "said"), [(("--B", "0"), "resamples B must be positive"),
+                                             (("--alpha", "1"), "alpha must lie strictly between 0 and 1")])
+def test_compare_refuses_a_setting_out_of_range_without_a_traceback(capsys, option, said) -> None:  # type: ignore[no-untyped-def]
+    code, out, err = run_cli(capsys, "compare", "--qrels", str(SAMPLE / "qrels.ntcir"), *RUNS[:3], "-m", "AP",
+                             "-m", "nDCG@10", *option)
+    assert code == 2 and out == "" and said in err and "Traceback" not in err, err  # (the CLI's code for a bad value)
+
+
 def test_compare_is_reproducible_with_a_seed(capsys) -> None:  # type: ignore[no-untyped-def]
     argv = ["compare", "--qrels", str(SAMPLE / "qrels.ntcir"), *RUNS[:3], "--test", "randomisation", "--seed", "7"]
     assert run_cli(capsys, *argv)[1] == run_cli(capsys, *argv)[1]
