@@ -322,22 +322,17 @@ def _topic_ids(path: str) -> dict[str, str]:
 
 
 def _validate(args: argparse.Namespace, out: TextIO) -> int:
-    from dataclasses import replace
-
     from service.cli.common import run_files
     from service.formats.compressed import read_file
-    from service.formats.rag_answers import TRACK_LIMITS, validate_answers
+    from service.formats.rag_answers import validate_answers
 
     topics = _topic_ids(args.topics) if args.topics else None
     overrides = {k: v for k, v in (("words", args.words), ("references", args.references),
                                    ("citations_per_sentence", args.citations)) if v is not None}
     failed = 0
-    for path in run_files(args.runs):
-        limits = None
-        if overrides:
-            base = TRACK_LIMITS.get(args.answer_format, TRACK_LIMITS["rag24"])
-            limits = replace(base, **overrides)
-        errors, warnings = validate_answers(read_file(path), str(path), args.answer_format, topics, limits)
+    for path in run_files(args.runs):  # (the limits given over the format's, the detected one's with auto)
+        errors, warnings = validate_answers(read_file(path), str(path), args.answer_format, topics,
+                                            overrides=overrides)
         out.writelines(f"warning: {w}\n" for w in warnings)
         out.writelines(f"error: {e}\n" for e in errors)
         out.write(f"{path}: {'refused, ' + str(len(errors)) + ' error(s)' if errors else 'valid'}"

@@ -100,10 +100,12 @@ def count_words(text: str) -> int:
 
 
 def read_answers(data: bytes | bytearray, source: str = "<answers>", fmt: AnswerFormat = "auto",
-                 topics: Collection[str] | None = None, limits: AnswerLimits | None = None) -> AnswerRun:
+                 topics: Collection[str] | None = None, limits: AnswerLimits | None = None,
+                 overrides: Mapping[str, Any] | None = None) -> AnswerRun:
     """Read and validate an answer run; the first problem is raised as :class:`InvalidInput`
-    (file, line, field). ``limits``: the format's :data:`TRACK_LIMITS` when None."""
-    checker = _Checker(source, fmt, topics, limits)
+    (file, line, field). ``limits``: the format's :data:`TRACK_LIMITS` when None, with
+    ``overrides`` (some limits replaced) applied to the format's, the detected one's with ``auto``."""
+    checker = _Checker(source, fmt, topics, limits, overrides)
     for number, obj in json_lines(data, source, max_line_bytes=checker.line_bytes, max_depth=checker.depth):
         checker.line(number, obj)
     return checker.finish()
@@ -111,10 +113,11 @@ def read_answers(data: bytes | bytearray, source: str = "<answers>", fmt: Answer
 
 def validate_answers(data: bytes | bytearray, source: str = "<answers>", fmt: AnswerFormat = "auto",
                      topics: Collection[str] | None = None, limits: AnswerLimits | None = None,
-                     max_errors: int = 100) -> tuple[list[InvalidInput], list[str]]:
+                     max_errors: int = 100, overrides: Mapping[str, Any] | None = None,
+                     ) -> tuple[list[InvalidInput], list[str]]:
     """Every problem of an answer run (up to ``max_errors``) and its warnings, as the
     tracks' validators list them: a line's error does not stop the lines after it."""
-    checker = _Checker(source, fmt, topics, limits)
+    checker = _Checker(source, fmt, topics, limits, overrides)
     errors: list[InvalidInput] = []
     for number, obj in json_lines(data, source, max_line_bytes=checker.line_bytes, max_depth=checker.depth,
                                   keep_going=True):
@@ -142,13 +145,15 @@ class _Checker:
     """The line-by-line validation shared by :func:`read_answers` and :func:`validate_answers`."""
 
     def __init__(self, source: str, fmt: AnswerFormat, topics: Collection[str] | None,
-                 limits: AnswerLimits | None) -> None:
+                 limits: AnswerLimits | None, overrides: Mapping[str, Any] | None = None) -> None:
         if fmt not in ("auto", *FORMATS):
             raise InvalidInput(source, None, f"unknown answer format {fmt!r} (one of auto, {', '.join(FORMATS)})")
         self.source = source
         self.fmt: str = fmt
         self.given_limits = limits
-        self.limits = limits if limits is not None else TRACK_LIMITS.get(fmt, TRACK_LIMITS["rag24"])
+        self.overrides = dict(overrides or {})
+        self.limits = limits if limits is not None else \
+            replace(TRACK_LIMITS.get(fmt, TRACK_LIMITS["rag24"]), **self.overrides)
         self.line_bytes = self.limits.line_bytes
         self.depth = self.limits.depth
         self.topics = set(topics) if topics is not None else None
@@ -169,8 +174,8 @@ class _Checker:
             raise self.fail(number, "", "a line is one JSON object (an answer)")
         if self.fmt == "auto":
             self.fmt = self._detect(number, obj)
-            if self.given_limits is None:
-                self.limits = TRACK_LIMITS[self.fmt]
+            if self.given_limits is None:  # the detected format's limits, with the overrides
+                self.limits = replace(TRACK_LIMITS[self.fmt], **self.overrides)
         if self.fmt == "rag24":
             run_id = _text_field(self, number, obj, "run_id")
             topic = _topic_field(self, number, obj, "topic_id")

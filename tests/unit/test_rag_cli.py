@@ -113,6 +113,22 @@ def test_rag_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["rag", "validate", "--format", "rag24", long]) == 0
 
 
+def test_rag_validate_applies_a_limit_given_over_the_detected_formats_own(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """--format auto with --words: a 2025 answer keeps 2025's limit of 100 references (not
+    2024's 20) while the words limit given applies."""
+    refs = [f"msmarco_v2.1_doc_00_{i}#0_{i}" for i in range(30)]
+    line = {"metadata": {"team_id": "team", "run_id": "r", "narrative_id": "t1", "type": "automatic",
+                         "narrative": "n", "prompt": "p"},
+            "references": refs, "answer": [{"text": "w " * 30, "citations": [1]}]}
+    run = write(tmp_path / "a25.jsonl", line)
+    assert main(["rag", "validate", "--words", "500", run]) == 0, capsys.readouterr().out
+    assert "a25.jsonl: valid" in capsys.readouterr().out
+    assert main(["rag", "validate", "--words", "20", run]) == 1
+    out = capsys.readouterr().out
+    assert "20 words" in out and "references" not in out
+
+
 def test_the_answers_references_scored_as_ranked_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--answers --qrels: each answer's references in the order listed are the ranked list; the
     values equal `cranfield eval` on the same lists written as a TREC run."""

@@ -97,16 +97,10 @@ def effective_limits(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 def parse(data: bytes, source: str, settings: Mapping[str, Any], topics: Many[str] | None) -> AnswerRun:
     """An answer run read in the collection's format with its limits (InvalidInput with the
-    file, line and field). With ``auto``, the format is detected first, then the file is read
-    again with that format's limits (a 2025 run may hold 100 references, a 2024 one 20)."""
-    fmt = settings.get("format", "auto")
-    if fmt == "auto":
-        if not any(k in settings for k in LIMIT_KEYS):  # the detected format's own limits
-            return read_answers(data, source, "auto", topics, None)
-        unbounded = AnswerLimits(words=None, references=None, citations_per_sentence=None,
-                                 sentences=settings.get("sentences", AnswerLimits().sentences))
-        fmt = read_answers(data, source, "auto", topics, unbounded).format
-    return read_answers(data, source, fmt, topics, limits(settings, fmt))
+    file, line and field): the format's track limits (the detected format's with ``auto``: a
+    2025 run may hold 100 references, a 2024 one 20) with the collection's settings over them."""
+    return read_answers(data, source, settings.get("format", "auto"), topics,
+                        overrides={k: settings[k] for k in LIMIT_KEYS if k in settings})
 
 
 def add_answer_run(s: Session, coll: Collection, data: bytes, source: str, parsed: AnswerRun, *,
