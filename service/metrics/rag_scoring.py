@@ -77,6 +77,25 @@ def match_runs(support_ids: Iterable[str], runs: Sequence[str], aliases: Mapping
     return matched, tuple(unmatched)
 
 
+def support_by_answer(support: Iterable[SupportAnswer], runs: Sequence[str],
+                      aliases: Mapping[str, str] | None = None,
+                      ) -> tuple[dict[tuple[str, str], SupportAnswer], tuple[str, ...]]:
+    """The support judgments keyed by (assignments run, topic) (:func:`match_runs`; an id
+    matched to none keeps its own name), and the ids matched to none. Two ids matched to one
+    run, or an answer judged in two places, are refused (file and line of both)."""
+    support = list(support)
+    matched, unmatched = match_runs((a.run for a in support), runs, aliases)
+    by_answer: dict[tuple[str, str], SupportAnswer] = {}
+    for a in support:
+        key = (matched.get(a.run, a.run), a.topic)
+        if key in by_answer:
+            other = by_answer[key]
+            raise InvalidInput(a.source, a.line, f"run {a.run!r} on topic {a.topic!r} is judged again "
+                                                 f"({other.source}:{other.line})")
+        by_answer[key] = a
+    return by_answer, unmatched
+
+
 def evaluate_rag(measures: Iterable[str | Measure], assignments: Assignments | None = None,
                  support: Sequence[SupportAnswer] = (), *, missing: str = "zero",
                  run_map: Mapping[str, str] | None = None) -> RagEvaluation:
@@ -94,15 +113,7 @@ def evaluate_rag(measures: Iterable[str | Measure], assignments: Assignments | N
         raise InvalidMeasure(f"{support_ms[0]} needs citation-support judgments (--support)")
 
     assigned_runs = assignments.runs if assignments is not None else ()
-    matched, unmatched = match_runs((a.run for a in support), assigned_runs, run_map)
-    by_answer: dict[tuple[str, str], SupportAnswer] = {}
-    for a in support:
-        key = (matched.get(a.run, a.run), a.topic)
-        if key in by_answer:
-            other = by_answer[key]
-            raise InvalidInput(a.source, a.line, f"run {a.run!r} on topic {a.topic!r} is judged again "
-                                                 f"({other.source}:{other.line})")
-        by_answer[key] = a
+    by_answer, unmatched = support_by_answer(support, assigned_runs, run_map)
     support_runs = sorted({run for run, _ in by_answer})
     support_topics = sorted({t for _, t in by_answer})
     nugget_topics = sorted(assignments.topics) if assignments is not None else []

@@ -170,11 +170,36 @@ def test_support_run_ids_matched_and_the_unmatched_stated() -> None:
 
 
 def test_an_answer_judged_in_two_support_files_is_refused() -> None:
+    """The same answer in two files (the same id, or two ids matched to one run): refused with
+    the file and line of both, or naming both ids."""
     one = read_support(jl(support_line("1", "t.r1", [[2]])), "one")
-    two = read_support(jl(support_line("1", "u.r1", [[2]])), "two")
+    again = read_support(jl(support_line("2", "t.r1", [[1]]), support_line("1", "t.r1", [[2]])), "two")
     a = read_assignments(rows(), "as")
-    with pytest.raises(InvalidInput):
-        evaluate_rag(["support_recall"], a, one + two)
+    with pytest.raises(InvalidInput) as info:
+        evaluate_rag(["support_recall"], a, one + again)
+    assert str(info.value) == "two:2: run 't.r1' on topic '1' is judged again (one:1)"
+    other_team = read_support(jl(support_line("1", "u.r1", [[2]])), "three")
+    with pytest.raises(InvalidInput) as info:
+        evaluate_rag(["support_recall"], a, one + other_team)
+    assert "the support runs 't.r1' and 'u.r1' both match run 'r1'" in str(info.value)
+
+
+def test_a_collections_judgments_refuse_at_the_upload_what_the_scoring_would_refuse() -> None:
+    """answer_bundle.read (an upload's check) matches the support ids to the assignments' runs
+    as the workers' scoring does: a conflict is refused before anything is stored, not in every
+    evaluation afterwards."""
+    from service.evaluation.organising import answer_bundle
+
+    def part(data: bytes, source: str) -> dict[str, Any]:
+        return answer_bundle.as_part(data, source)
+
+    parts = {"assignments": part(rows(), "as.jl"), "support": [part(jl(support_line("1", "t.r1", [[2]])), "s1.jl"),
+                                                               part(jl(support_line("1", "u.r1", [[2]])), "s2.jl")]}
+    with pytest.raises(InvalidInput) as info:
+        answer_bundle.read(parts)
+    assert "both match run 'r1'" in str(info.value)
+    parts["support"] = parts["support"][:1]
+    assert len(answer_bundle.read(parts).support) == 1
 
 
 def test_metrics_without_their_judgments_are_refused() -> None:

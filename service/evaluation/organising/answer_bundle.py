@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.errors import InvalidInput, InvalidRequest
+from service.errors import InvalidRequest
 from service.formats.rag_judgments import (
     Assignments,
     SupportAnswer,
@@ -33,6 +33,7 @@ from service.formats.rag_judgments import (
 )
 from service.formats.readers import parse_qrels
 from service.formats.types import Qrels
+from service.metrics.rag_scoring import support_by_answer
 
 #: The parts of a version, in the order they are read (nuggets before the assignments matched to them).
 PARTS = ("nuggets", "assignments", "support", "qrels")
@@ -101,8 +102,9 @@ class AnswerJudgments:
 
 def read(parts: Mapping[str, Any]) -> AnswerJudgments:
     """Read and check every part (InvalidInput naming the part's file, its line and field):
-    the assignments matched to the nuggets when both are there, a (topic, run) judged twice
-    across support files refused."""
+    the assignments matched to the nuggets when both are there, the support files' run ids
+    matched to the assignments' runs (:func:`~service.metrics.rag_scoring.support_by_answer`):
+    two ids matched to one run, or a (run, topic) judged twice across files, refused."""
     grades = parts.get("grades", "auto")
     if grades not in GRADES:
         raise InvalidRequest(f"grades is auto, 2 or 3, not {grades!r}")
@@ -116,16 +118,12 @@ def read(parts: Mapping[str, Any]) -> AnswerJudgments:
         assignments = read_assignments(_bytes(a), a["source"], nuggets=nuggets, grades=grades)
         sources["assignments"] = a["source"]
     support: list[SupportAnswer] = []
-    seen: dict[tuple[str, str], SupportAnswer] = {}
     for part in parts.get("support") or []:
-        for answer in read_support(_bytes(part), part["source"]):
-            other = seen.get((answer.run, answer.topic))
-            if other is not None:
-                raise InvalidInput(answer.source, answer.line, f"run {answer.run!r} on topic {answer.topic!r} is "
-                                                               f"judged again ({other.source}:{other.line})")
-            seen[(answer.run, answer.topic)] = answer
-            support.append(answer)
+        support.extend(read_support(_bytes(part), part["source"]))
         sources["support"].append(part["source"])
+    # refused here, at the upload, as the workers' scoring would refuse it: two support ids
+    # matched to one run, an answer judged twice (across files too)
+    support_by_answer(support, assignments.runs if assignments is not None else ())
     qrels = Qrels.from_mapping({})
     if parts.get("qrels"):
         qrels = parse_qrels(_bytes(parts["qrels"]), parts["qrels"]["source"])
