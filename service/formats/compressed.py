@@ -112,6 +112,8 @@ def inflate(pieces: Pieces | Callable[[], Pieces], source: str, limit: int, *, z
     output bytes (:class:`TooLarge`) or when corrupt or cut short (:class:`InvalidInput`).
     The first pass counts, holding a megabyte of output at most; the second fills one buffer
     of exactly the counted size. ``zlib_stream``: one zlib stream (``zlib.compress``'s) instead."""
+    if not callable(pieces) and iter(pieces) is pieces:  # an iterator: the second pass would find it empty
+        raise TypeError("inflate reads its pieces twice: give a sequence or a function, not an iterator")
     again: Callable[[], Pieces] = pieces if callable(pieces) else lambda: pieces  # type: ignore[assignment]
     size = sum(len(chunk) for chunk in _inflated(again(), source, limit, zlib_stream))
     out = bytearray(size)

@@ -131,7 +131,12 @@ async def _plain(request: Request[Any, Any, Any], data: bytes, name: str) -> byt
     the request holds an upload slot, as the API's uploads (service/api/uploads.py)."""
     if not data:  # an empty file input: no upload
         return data
-    return await decompressed(request, data, name, int(request.app.state.get("max_body") or DEFAULT_LIMIT))
+    return await decompressed(request, data, name, upload_limit(request))
+
+
+def upload_limit(request: Request[Any, Any, Any]) -> int:
+    """The application's body limit, which also bounds a gzipped file's uncompressed size."""
+    return int(request.app.state.get("max_body") or DEFAULT_LIMIT)
 
 
 def whole_number(text: str | None, what: str) -> int | None:

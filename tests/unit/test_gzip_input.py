@@ -253,3 +253,12 @@ def test_the_output_is_one_buffer_of_exactly_its_size() -> None:
     out = gunzip(gzip.compress(text, 1), "x", 1 << 30)
     assert isinstance(out, bytearray) and out == text
     assert sys.getsizeof(out) - sys.getsizeof(bytearray()) <= len(text) + 1  # no over-allocation
+
+
+def test_inflate_refuses_an_iterator_it_could_read_only_once() -> None:
+    """Two passes (count, then fill): an iterator would be empty the second time and a valid
+    file refused as "changed while it was read"; a programming error, said as such."""
+    data = gzip.compress(b"1 0 d 1\n")
+    with pytest.raises(TypeError, match="reads its pieces twice"):
+        inflate(iter([data]), "x", 1 << 20)
+    assert inflate([data], "x", 1 << 20) == b"1 0 d 1\n"

@@ -40,6 +40,7 @@ from service.evaluation.analysing import analyses
 from service.evaluation.common.work import Followup, Heartbeat, LeaseLost, Limits, patiently
 from service.evaluation.organising.results import current_result, json_safe
 from service.evaluation.organising.setup import load_run
+from service.evaluation.permissions import policy
 from service.metrics.stats import reproducibility as rp
 from service.store.arrays import pack
 from service.store.db import transaction
@@ -96,8 +97,7 @@ def current_evaluation(s: Session, run_id: int) -> int | None:
 
 def hidden_of(coll: Collection | None) -> list[str]:
     """The hidden topics of a collection's public/private split (sorted; [] without one)."""
-    cfg = coll.current_config if coll is not None else None
-    return sorted((cfg.evaluation.get("hidden_topics") or []) if cfg is not None else [])
+    return sorted(policy.hidden_topics(coll)) if coll is not None else []
 
 
 def inputs(s: Session, coll: Collection) -> dict[str, Any]:

@@ -26,13 +26,12 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 
-from service.config import max_upload
 from service.errors import BadRequest, InvalidInput
 from service.evaluation.common.work import Outcome
 from service.evaluation.computing import jobs
 from service.evaluation.judging import qrels
 from service.formats.compressed import inflate
-from service.portal.forms import PostedForm, Upload
+from service.portal.forms import PostedForm, Upload, upload_limit
 from service.portal.pages import Page, Refusal, attempt, see_other
 from service.store.models import Collection
 
@@ -78,7 +77,7 @@ class QrelsController(Controller):
         A confirmation of a preview posts the file back in ``staged`` (with ``source``)."""
         fmt = form.text("format") or "adhoc"
         if form.text("staged"):
-            limit = max_upload()
+            limit = upload_limit(page.request)  # the app's, as for the file of the first post
             upload = Upload(form.text("source") or "qrels file", unstage(form.text("staged"), limit))
             staged_probabilities = form.text("staged_probabilities")
             probabilities = Upload(form.text("probabilities_source") or "intent probabilities",
