@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import weakref
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -45,25 +46,31 @@ async def release_after_upload(scope: MutableMapping[str, Any]) -> None:
     heap's freeze makes rare (issue 34, item 2)."""
     if (scope.get("state") or {}).get(UPLOAD_BYTES, 0) >= RELEASE_FROM:
         await anyio.to_thread.run_sync(release_memory)  # an accepted upload's, at once
-        # A refused one's a moment later: until the event loop has run the callbacks that
-        # delivered the worker thread's exception (an asyncio handle holds its future), the
-        # cycle is still reachable.
-        asyncio.get_running_loop().call_later(_RELEASE_DELAY, _start_release)
+        # A refused one's a moment later: until the event loop has run the callbacks that delivered the worker
+        # thread's exception (an asyncio handle holds its future), the cycle is still reachable.
+        # One release at a time serves every upload that ended before it starts.
+        loop = asyncio.get_running_loop()
+        if loop not in _pending:
+            _pending.add(loop)
+            loop.call_later(_RELEASE_DELAY, _start_release)
 
 
 _RELEASE_DELAY = 0.2  # seconds
+_pending: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()  # loops with a release to come
 _releasing: set[asyncio.Task[None]] = set()  # (a task the loop alone refers to may be collected unfinished)
 
 
 def _start_release() -> None:
-    task = asyncio.ensure_future(_release())
+    _pending.discard(asyncio.get_running_loop())  # an upload ending from now on asks for the next one
+    task = asyncio.ensure_future(anyio.to_thread.run_sync(_collect_and_release))
     _releasing.add(task)
     task.add_done_callback(_releasing.discard)
 
 
-async def _release() -> None:
+def _collect_and_release() -> None:
+    """In a worker thread: the event loop goes on serving while the collector runs."""
     gc.collect()
-    await anyio.to_thread.run_sync(release_memory)
+    release_memory()
 
 
 async def read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
