@@ -28,14 +28,13 @@ from service.evaluation.judging import judge_track
 from service.evaluation.organising.planning import PENDING, tests_followup
 from service.evaluation.organising.setup import (
     EVALUATOR_VERSION,
+    Judgments,
+    cached_judgments,
     eval_settings,
-    load_judgments,
     load_run,
     unavailable_metrics,
 )
 from service.evaluation.reproducing import measuring
-from service.formats.diversity import IntentQrels
-from service.formats.sampled import SampledQrels
 from service.formats.types import Qrels
 from service.metrics import evaluate
 from service.metrics.stats.intervals import bootstrap_interval, mean_interval
@@ -59,21 +58,6 @@ log = logging.getLogger("cranfield.evaluating")
 #: shown beside the leaderboard so that organisers see when condensed-list metrics fit better.
 ALWAYS_EVALUATED = ("Judged@10",)
 CURVE_DEPTH = 1000  # ranks of the stored gain curves (J&K plot up to 200)
-Judgments = tuple[Qrels, IntentQrels | SampledQrels | None]
-_QRELS_CACHE: dict[tuple[str, int, str], Judgments] = {}
-
-
-def _qrels_for(s: Session, version: QrelsVersion) -> Judgments:
-    """Qrels versions are immutable: each worker process parses one at most once. The ad hoc
-    view, and the intents or the sample of a diversity or sampled version (``load_judgments``)."""
-    key = (str(s.get_bind().url), version.id, version.checksum)
-    if key not in _QRELS_CACHE:
-        if len(_QRELS_CACHE) >= 4:
-            _QRELS_CACHE.pop(next(iter(_QRELS_CACHE)))
-        _QRELS_CACHE[key] = load_judgments(version)
-    return _QRELS_CACHE[key]
-
-
 def gave_up(attempts: int) -> str:
     return (f"no result after {attempts} attempts (each attempt's worker was lost: killed, out of memory or "
             "stopped by the time limit)")
@@ -206,7 +190,7 @@ def _compute_and_store(factory: sessionmaker[Session], claim: _Claim, heartbeat:
     def read() -> tuple[Judgments, bytes, str, str, str]:
         with factory() as s:  # read the inputs, then compute with no transaction open
             version = s.get(QrelsVersion, claim.key["qrels_version_id"])
-            judgments = _qrels_for(s, version)
+            judgments = cached_judgments(s, version)
             run = s.get(Run, claim.key["run_id"])
             return judgments, run.file, run.source_name, run.tag, version.format or "adhoc"
 

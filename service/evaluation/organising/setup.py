@@ -477,6 +477,24 @@ def load_qrels(version: QrelsVersion) -> Qrels:
     return load_judgments(version)[0]
 
 
+#: A version's judgments for evaluation: the ad hoc view, and the intents or the sample of a
+#: diversity or sampled version (the answers' bundle of a ``rag`` one).
+Judgments = tuple[Qrels, IntentQrels | SampledQrels | None]
+_JUDGMENTS_CACHE: dict[tuple[str, int, str], Judgments] = {}
+
+
+def cached_judgments(s: Session, version: QrelsVersion) -> Judgments:
+    """:func:`load_judgments`, parsed once per process: versions are immutable (a worker scores
+    every run of a version from one parse; a RAG run's answers page reads its version's
+    judgments on every view). The last four versions are kept."""
+    key = (str(s.get_bind().url), version.id, version.checksum)
+    if key not in _JUDGMENTS_CACHE:
+        if len(_JUDGMENTS_CACHE) >= 4:
+            _JUDGMENTS_CACHE.pop(next(iter(_JUDGMENTS_CACHE)))
+        _JUDGMENTS_CACHE[key] = load_judgments(version)
+    return _JUDGMENTS_CACHE[key]
+
+
 def load_judgments(version: QrelsVersion) -> tuple[Qrels, IntentQrels | SampledQrels | None]:
     """A stored version for evaluation: the ad hoc view and, for a diversity or sampled
     version, the intent-aware judgments or the sample (``scoring.evaluate``'s ``extra``)."""

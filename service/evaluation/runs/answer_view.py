@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from service.errors import Conflict
 from service.evaluation.organising import answers
 from service.evaluation.organising.answers import is_answers
-from service.evaluation.organising.setup import load_judgments
+from service.evaluation.organising.setup import cached_judgments
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
 from service.evaluation.runs import submissions
@@ -38,7 +38,7 @@ def answers_of(s: Session, rid: int, me: Principal) -> dict[str, Any]:
     judged = None
     version = s.get(QrelsVersion, coll.current_qrels_id) if coll.current_qrels_id is not None else None
     if version is not None and version.format == "rag" and policy.may_see_run_topics(me, row, coll):
-        judged = load_judgments(version)[1]
+        judged = cached_judgments(s, version)[1]
     hide = hidden_from(me, coll)
     support = {}
     if judged is not None and judged.support:
