@@ -185,3 +185,57 @@ def evaluate_rag(measures: Iterable[str | Measure], assignments: Assignments | N
     }
     evaluation = Evaluation(topics, runs, ms, scores, settings)
     return RagEvaluation(evaluation, evaluated, undefined, unjudged, unmatched, not_judged)
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What :func:`evaluate_rag` reads of each run, as digests: two judgments whose digests of a
+    run are equal give that run the same scores on every RAG metric, whatever else changed (so
+    a service re-scores only the runs a new version changed, docs/rag.md). ``unjudged`` is the
+    digest of a run the judgments do not name (its cells depend only on the shared part)."""
+
+    runs: dict[str, str]
+    unjudged: str
+
+    def of(self, run: str) -> str:
+        return self.runs.get(run, self.unjudged)
+
+
+def run_inputs(assignments: Assignments | None = None, support: Sequence[SupportAnswer] = (), *,
+               run_map: Mapping[str, str] | None = None) -> RunInputs:
+    """Per run, a digest of everything :func:`evaluate_rag` reads to score it: the parts every
+    run shares (the nugget topics with each nugget's importance, the support topics, the
+    grades) and the run's own rows (its assignment codes per topic, its matched support
+    judgments per topic). Nugget texts and queries are left out: no score reads them. Keep in
+    step with :func:`evaluate_rag` (tests/unit/test_rag_partial.py checks that a run whose
+    digest is unchanged keeps its scores)."""
+    import hashlib
+
+    assigned_runs = assignments.runs if assignments is not None else ()
+    by_answer, _ = support_by_answer(support, assigned_runs, run_map)
+    support_topics = sorted({t for _, t in by_answer})
+    nugget_topics = sorted(assignments.topics) if assignments is not None else []
+    shared = hashlib.sha256()
+    shared.update(repr(("grades", assignments.grades if assignments is not None else None)).encode())
+    for qid in nugget_topics:
+        shared.update(repr(("nuggets", qid, assignments.topics[qid].vital)).encode())  # type: ignore[union-attr]
+    shared.update(repr(("support topics", support_topics)).encode())
+    base = shared.digest()
+    assigned = set(assigned_runs)
+
+    def digest(run: str) -> str:
+        h = hashlib.sha256(base)
+        h.update(repr(("run", run)).encode())
+        if assignments is not None and run in assigned:
+            for qid in nugget_topics:
+                codes = assignments.labels.get((run, qid))
+                h.update(repr(("assigned", qid, None if codes is None else codes.tobytes())).encode())
+        for topic in support_topics:
+            answer = by_answer.get((run, topic))
+            if answer is not None:
+                h.update(repr(("support", topic, answer.sentences)).encode())
+        return h.hexdigest()
+
+    runs = sorted(assigned | {run for run, _ in by_answer})
+    unjudged = hashlib.sha256(base + b"not judged").hexdigest()
+    return RunInputs({run: digest(run) for run in runs}, unjudged)

@@ -198,6 +198,10 @@ class QrelsVersion(Base):
     format: Mapped[str] = mapped_column(String(20), default="adhoc", server_default="adhoc")
     # an NTCIR upload's intent probability file, zlib-compressed, verbatim (None: uniform)
     intent_probabilities: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)
+    # a ``rag`` version's digest of each run's inputs ({"runs": {tag: digest}, "unjudged": digest}:
+    # AnswerJudgments.run_inputs); a run whose digest an earlier version shares keeps its scores
+    # (migration 0026). None for every other format: each run is evaluated on each version.
+    run_inputs: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True, deferred=True)
 
 
 class Judgment(Base):
@@ -289,6 +293,9 @@ class RunEvaluation(Base):
     topics: Mapped[list[Any]] = mapped_column(default=list)  # the order of every Score.values
     computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    # the evaluation whose scores were copied (the run's inputs unchanged on this version:
+    # planning.carry_unchanged), None when computed; not a foreign key (it may since be pruned)
+    carried_from_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
     scores: Mapped[list[Score]] = relationship(back_populates="evaluation", cascade="all, delete-orphan")
 
@@ -381,6 +388,8 @@ class Significance(Base):
     # run_ids (NULL for tests stored before letters were; boards then compute them).
     letters: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
     computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the test copied (the same score tables on an earlier version: significance_tests), None when run
+    carried_from_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class Job(Base):

@@ -35,7 +35,9 @@ def _fresh_caches() -> Iterator[None]:
 def _served(world: World) -> dict[str, Any]:
     """The p-values the API serves from the board's stored test of nDCG@10."""
     c, admin = world.client, auth(world.tokens["organiser"])
-    matrix = c.get(f"/api/collections/{world.cid}/significance", params={"metric": "nDCG@10"}, headers=admin).json()
+    r = c.get(f"/api/collections/{world.cid}/significance", params={"metric": "nDCG@10"}, headers=admin)
+    assert "p" in r.json(), r.text
+    matrix = r.json()
     a, b = world.run_ids["RUN-01"], world.run_ids["RUN-03"]
     pair = c.get(f"/api/collections/{world.cid}/compare", params={"a": a, "b": b, "metric": "nDCG@10"},
                  headers=admin).json()

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session, sessionmaker, undefer
 
 from service.evaluation.common.work import Followup, Heartbeat, LeaseLost, Limits, patiently
 from service.evaluation.organising.planning import PENDING, TEST_PARAMS, params_hash, runs_hash, tests_followup
@@ -37,11 +37,12 @@ from service.evaluation.organising.results import evaluated_under, json_safe, te
 from service.evaluation.organising.setup import EVALUATOR_VERSION, unavailable_metrics
 from service.evaluation.publishing.reading import ScoreTables, score_tables
 from service.metrics.pooling import competition_ranks
+from service.metrics.stats.common import as_score_matrix
 from service.metrics.stats.letters import letter_columns, members
-from service.metrics.stats.meta import MetaEvaluation, meta_evaluation
+from service.metrics.stats.meta import MetaEvaluation, MetricPower, meta_evaluation
 from service.metrics.stats.pairwise import PairwiseResult, pairwise_many
 from service.metrics.stats.sequential import GUARANTEE, MAX_RESAMPLES
-from service.store.arrays import pack
+from service.store.arrays import pack, unpack
 from service.store.db import as_utc, db_now, transaction
 from service.store.models import (
     Collection,
@@ -172,8 +173,73 @@ def _read(factory: sessionmaker[Session], claim: _Round) -> tuple[dict[str, Any]
                   **(score_tables(s, claim.collection_id, claim.qrels_id, config.settings_hash, missing)
                      if missing else {})}
         settings = {"sig": sig, "metrics": metrics, "settings_hash": config.settings_hash,
-                    "hidden": set(config.evaluation.get("hidden_topics") or []), "all_metrics": list(all_tables)}
+                    "hidden": set(config.evaluation.get("hidden_topics") or []), "all_metrics": list(all_tables),
+                    "earlier": _earlier_tests(s, claim, config, metrics)}
     return settings, tables, all_tables
+
+
+@dataclass(frozen=True)
+class _Earlier:
+    """The stored tests of a version the round's jobs replaced, with the score tables they tested
+    and the meta-evaluation's power entries of that version: a test whose tables are the same
+    now is carried, not run again (:func:`_carried`)."""
+
+    version_id: int
+    tables: ScoreTables
+    tests: dict[tuple[str, str], dict[str, Any]]  # (metric, subset) -> the row's columns
+    power: dict[str, dict[str, Any]]  # metric -> the power entry of the version's job report
+
+
+def _earlier_tests(s: Session, claim: _Round, config: CollectionConfig, metrics: list[str]) -> list[_Earlier]:
+    phash = params_hash(dict(config.significance))
+    previous = sorted({v for v in s.scalars(select(Job.previous_qrels_id).where(Job.id.in_(claim.jobs)))
+                       if v is not None and v != claim.qrels_id}, reverse=True)
+    out = []
+    for version_id in previous:
+        rows = s.scalars(select(Significance).where(
+            tested_under(version_id, config.settings_hash), Significance.params_hash == phash,
+            Significance.metric.in_(metrics)).options(undefer("*"))).all()
+        if not rows:
+            continue
+        columns = [c.key for c in Significance.__table__.columns if c.key not in ("id", "qrels_version_id")]
+        tests = {(r.metric, r.subset): {"id": r.id, **{c: getattr(r, c) for c in columns}} for r in rows}
+        power: dict[str, dict[str, Any]] = {}
+        for report in s.scalars(select(Job.report).where(Job.qrels_version_id == version_id, Job.status == "done",
+                                                         Job.config_id == claim.config_id).order_by(Job.id.desc())):
+            power = ((report or {}).get("meta") or {}).get("power") or {}
+            if power:
+                break
+        out.append(_Earlier(version_id, score_tables(s, claim.collection_id, version_id, config.settings_hash,
+                                                     sorted({m for m, _ in tests})), tests, power))
+    return out
+
+
+def _same_table(a: tuple[list[int], list[str], np.ndarray], b: tuple[list[int], list[str], np.ndarray]) -> bool:
+    return list(a[0]) == list(b[0]) and list(a[1]) == list(b[1]) and a[2].shape == b[2].shape \
+        and bool(np.array_equal(a[2], b[2], equal_nan=True))
+
+
+def _carried(earlier: list[_Earlier], metric: str, subset: str, table: tuple[list[int], list[str], np.ndarray],
+             pair_guarantee: float) -> tuple[_Earlier, dict[str, Any]] | None:
+    """An earlier version's stored test of ``metric`` on ``subset`` that this round may copy: the
+    same runs, topics and scores (bit for bit), the same test settings, no undecided pair, and
+    settled with a per-pair error no larger than this round spends (so that the round's
+    simultaneous guarantee still holds by the union bound over every pair it stores; a test's
+    result does not depend on the other metrics settled beside it, docs/statistics.md)."""
+    for e in earlier:
+        row = e.tests.get((metric, subset))
+        if row is None or metric not in e.tables or not _same_table(e.tables[metric], table):
+            continue
+        spent = (row["params"] or {}).get("pair_guarantee")
+        undecided = row["undecided"]
+        if spent is None or float(spent) > pair_guarantee * (1 + 1e-12):
+            continue
+        if undecided is not None and unpack(undecided).any():
+            continue
+        if row["runs_hash"] != runs_hash(table[0]):
+            continue
+        return e, row
+    return None
 
 
 def _compute(settings: dict[str, Any], tables: ScoreTables,
@@ -190,38 +256,101 @@ def _compute(settings: dict[str, Any], tables: ScoreTables,
         if len(run_ids) < 2:
             errors[metric] = f"{len(run_ids)} evaluated run(s): nothing to compare"
             continue
-        groups.setdefault((tuple(run_ids), "all"), {})[metric] = matrix
+        # a matrix no test can take (fewer than two topics scored by every run, say) is reported
+        # here, before the guarantee is split, so that no share of it is spent on that matrix
+        subsets = {"all": matrix}
         if hidden:  # the public leaderboard's test, on the visible topics only
-            groups.setdefault((tuple(run_ids), "public"), {})[metric] = matrix[[t not in hidden for t in topics]]
-    pairs_of = {key: len(key[0]) * (len(key[0]) - 1) // 2 * len(group) for key, group in groups.items()}
-    total = max(sum(pairs_of.values()), 1)
+            subsets["public"] = matrix[[t not in hidden for t in topics]]
+        for subset, x in subsets.items():
+            try:
+                as_score_matrix(x, [str(r) for r in run_ids])
+            except ValueError as exc:
+                errors[metric if subset == "all" else f"{metric} (visible topics)"] = str(exc)
+                continue
+            groups.setdefault((tuple(run_ids), subset), {})[metric] = x
+    pairs = {key: len(key[0]) * (len(key[0]) - 1) // 2 for key in groups}
+    total = max(sum(pairs[key] * len(group) for key, group in groups.items()), 1)
+    # A test whose scores an earlier version had, bit for bit, is carried from it (issue 35: a new
+    # version re-tests only what changed); its pairs still count in the round's total.
+    carried: dict[tuple[str, str], tuple[_Earlier, dict[str, Any]]] = {}
+    for (run_ids, subset), group in groups.items():
+        for metric in list(group):
+            ids, topics, _ = tables[metric]
+            found = _carried(settings.get("earlier") or [], metric, subset, (list(ids), list(topics), group[metric]),
+                             GUARANTEE / total)
+            if found is not None:
+                carried[(metric, subset)] = found
+                del group[metric]
     tested: dict[tuple[str, str], Any] = {}
     for (run_ids, subset), group in groups.items():
+        if not group:
+            continue
+        guarantee = GUARANTEE * pairs[(run_ids, subset)] * len(group) / total
         out = pairwise_many(group, [str(r) for r in run_ids], sig["test"], resamples=int(sig["resamples"]),
                             alpha=float(sig["alpha"]), correction=sig["correction"], seed=int(sig["seed"]),
                             sequential=True, max_resamples=int(sig.get("max_resamples") or MAX_RESAMPLES),
-                            guarantee=GUARANTEE * pairs_of[(run_ids, subset)] / total,
-                            difference_required=subset == "all")
-        tested.update({(metric, subset): (list(run_ids), res, group[metric]) for metric, res in out.items()})
+                            guarantee=guarantee, difference_required=subset == "all")
+        # the error each pair was settled with (the split of pairwise_many: over the pairs of the
+        # matrices whose first stage ran), kept with the test so that a later round may carry it
+        settled = sum(not isinstance(res, ValueError) for res in out.values()) * pairs[(run_ids, subset)]
+        tested.update({(metric, subset): (list(run_ids), res, group[metric], guarantee / max(settled, 1))
+                       for metric, res in out.items()})
     for metric in settings["metrics"]:
         for subset in ("all", "public"):
+            if (metric, subset) in carried:
+                earlier, row = carried[(metric, subset)]
+                results.append(Carried(metric, subset, earlier.version_id, row, earlier.power.get(metric)))
+                continue
             if (metric, subset) not in tested:
                 continue
-            run_ids, res, x = tested[(metric, subset)]
+            run_ids, res, x, pair_guarantee = tested[(metric, subset)]
             if isinstance(res, ValueError):
                 errors[metric if subset == "all" else f"{metric} (visible topics)"] = str(res)
                 continue
-            results.append((metric, run_ids, res, subset, stored_letters(res, x)))
+            results.append(Tested(metric, run_ids, res, subset, stored_letters(res, x), pair_guarantee))
     # The bootstrap's ASLs and differences required of a metric tested on all topics are the
     # meta-evaluation's own (the same B, seed and alpha): not resampled twice.
-    reused = [(metric, res) for metric, _, res, subset, _ in results
-              if subset == "all" and res.test == "bootstrap" and res.required is not None
-              and tables[metric][2] is all_tables.get(metric, (0, 0, None))[2]]
+    reused = [(r.metric, r.res) for r in results
+              if isinstance(r, Tested) and r.subset == "all" and r.res.test == "bootstrap"
+              and r.res.required is not None and tables[r.metric][2] is all_tables.get(r.metric, (0, 0, None))[2]]
+    # a carried test's discriminative power is its version's (the same scores, B, seed and alpha)
+    known = {r.metric: power_of(r.power) for r in results
+             if isinstance(r, Carried) and r.subset == "all" and r.power and "power" in r.power
+             and tables[r.metric][2] is all_tables.get(r.metric, (0, 0, None))[2]}
     meta = meta_evaluation({m: (ids, matrix) for m, (ids, _, matrix) in all_tables.items()},
                            alpha=float(sig["alpha"]), resamples=int(sig["resamples"]), seed=int(sig["seed"]),
                            asl={metric: res.p for metric, res in reused},
-                           required={metric: res.required for metric, res in reused})
+                           required={metric: res.required for metric, res in reused}, power=known)
     return results, errors, meta
+
+
+@dataclass(frozen=True)
+class Tested:
+    """A test this round ran, with the error each of its pairs was settled with."""
+
+    metric: str
+    run_ids: list[int]
+    res: PairwiseResult
+    subset: str
+    letters: list[list[int]]
+    pair_guarantee: float
+
+
+@dataclass(frozen=True)
+class Carried:
+    """A test carried from an earlier version (its stored row's columns) and its power entry."""
+
+    metric: str
+    subset: str
+    version_id: int
+    row: dict[str, Any]
+    power: dict[str, Any] | None
+
+
+def power_of(entry: dict[str, Any]) -> MetricPower:
+    """A stored meta-evaluation power entry (:func:`meta_document`) as the core's MetricPower."""
+    return MetricPower(entry["power"], entry["significant_pairs"], entry["pairs"], entry["difference_required"],
+                       [(int(i), float(asl)) for i, asl in entry["asl_curve"]])
 
 
 def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, Any], results: list[Any],
@@ -237,7 +366,11 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
             if any(job is None or job.status != "testing" or job.tests_attempts != claim.jobs[job.id]
                    for job in jobs):
                 return []  # taken over by a later round, which stores instead
-            for metric, run_ids, res, subset, letters in results:
+            for r in results:
+                if isinstance(r, Carried):
+                    _store_carried(s, claim, settings_hash, phash, r)
+                    continue
+                metric, run_ids, res, subset, letters = r.metric, r.run_ids, r.res, r.subset, r.letters
                 rhash = runs_hash(run_ids)
                 exists = s.scalar(select(Significance.id).where(
                     tested_under(claim.qrels_id, settings_hash), Significance.metric == metric,
@@ -255,7 +388,8 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
                         collection_id=claim.collection_id, qrels_version_id=claim.qrels_id, metric=metric,
                         test=res.test, subset=subset, settings_hash=settings_hash,
                         evaluator_version=EVALUATOR_VERSION, runs_hash=rhash, params_hash=phash,
-                        params={k: sig.get(k) for k in TEST_PARAMS}, run_ids=list(run_ids), n_topics=res.n_topics,
+                        params={**{k: sig.get(k) for k in TEST_PARAMS}, "pair_guarantee": r.pair_guarantee},
+                        run_ids=list(run_ids), n_topics=res.n_topics,
                         letters=letters, **stored_arrays(res)))
             config = s.get(CollectionConfig, claim.config_id)
             meta_doc = meta_document(meta, settings["all_metrics"])
@@ -265,6 +399,11 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
             now = utcnow()
             for job in jobs:
                 report = rank_changes(s, job, config) if job.previous_qrels_id else {}
+                if (job.report or {}).get("carried_runs"):  # planning.carry_unchanged's count
+                    report = {**report, "carried_runs": job.report["carried_runs"]}
+                carried = sorted({r.metric for r in results if isinstance(r, Carried)})
+                if carried:
+                    report = {**report, "carried_tests": carried}
                 if errors:
                     report = {**report, "test_errors": errors}
                 if warnings:
@@ -283,6 +422,23 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
             return [tests_followup(s, later)] if later is not None else []
     except IntegrityError:
         return []  # a concurrent round stored the same matrices and finished the jobs
+
+
+def _store_carried(s: Session, claim: _Round, settings_hash: str, phash: str, r: Carried) -> None:
+    """A carried test stored under the round's version: its earlier row's columns, naming it."""
+    row = {k: v for k, v in r.row.items() if k not in ("id", "computed_at")}
+    exists = s.scalar(select(Significance.id).where(
+        tested_under(claim.qrels_id, settings_hash), Significance.metric == r.metric,
+        Significance.test == row["test"], Significance.runs_hash == row["runs_hash"],
+        Significance.params_hash == phash, Significance.subset == r.subset))
+    if exists is not None:
+        return
+    s.execute(delete(Significance).where(
+        tested_under(claim.qrels_id, settings_hash), Significance.metric == r.metric,
+        Significance.test == row["test"], Significance.params_hash == phash, Significance.subset == r.subset,
+        Significance.runs_hash != row["runs_hash"]).execution_options(synchronize_session=False))
+    s.add(Significance(**{**row, "collection_id": claim.collection_id, "qrels_version_id": claim.qrels_id,
+                          "carried_from_id": r.row["id"]}))
 
 
 def stored_arrays(res: PairwiseResult) -> dict[str, bytes | None]:

@@ -88,6 +88,7 @@ def store_version(s: Session, coll: Collection, target: JudgmentSet, data: bytes
     previous = target.current_version_id
     version = add_qrels(s, coll, data, source, actor, parsed=ParsedQrels(f"rag-{part}", judged.qrels),
                         judgment_set=target)
+    version.run_inputs = judged.run_inputs()  # what re-scoring compares (planning.carry_unchanged)
     _add_topics(s, coll, judged)
     if judged.assignments is None and not judged.support and not judged.qrels.topics:
         return version, None, ()

@@ -17,6 +17,7 @@ ad hoc view every format stores), so pools, diffs and the qrels pages read them 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from service.formats.rag_judgments import (
 )
 from service.formats.readers import parse_qrels
 from service.formats.types import Qrels
-from service.metrics.rag_scoring import support_by_answer
+from service.metrics.rag_scoring import run_inputs, support_by_answer
 
 #: The parts of a version, in the order they are read (nuggets before the assignments matched to them).
 PARTS = ("nuggets", "assignments", "support", "qrels")
@@ -75,6 +76,7 @@ class AnswerJudgments:
     support: list[SupportAnswer]
     qrels: Qrels
     sources: dict[str, Any]
+    qrels_digest: str = ""  # sha256 of the retrieval qrels' text (the references' scores read them)
     cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     def topics(self) -> list[str]:
@@ -86,6 +88,21 @@ class AnswerJudgments:
         if self.nuggets is not None:
             found |= set(self.nuggets)
         return sorted(found)
+
+    def run_inputs(self) -> dict[str, Any]:
+        """Per run tag, a digest of every input of its scores under this version (what the
+        version stores as ``QrelsVersion.run_inputs``): the RAG metrics' inputs
+        (:func:`~service.metrics.rag_scoring.run_inputs`), the topics every run's scores are
+        laid out on, and the retrieval qrels its references are scored against. The run's own
+        file and the configuration are not in it: a run's results are carried only to the same
+        run under the same settings (:mod:`service.evaluation.organising.planning`)."""
+        core = run_inputs(self.assignments, self.support)
+        common = hashlib.sha256(repr((self.topics(), self.qrels_digest)).encode()).hexdigest()
+
+        def digest(d: str) -> str:
+            return hashlib.sha256(f"{common}:{d}".encode()).hexdigest()
+
+        return {"runs": {run: digest(d) for run, d in core.runs.items()}, "unjudged": digest(core.unjudged)}
 
     def describe(self) -> dict[str, Any]:
         """What the version holds, for listings."""
@@ -128,7 +145,8 @@ def read(parts: Mapping[str, Any]) -> AnswerJudgments:
     if parts.get("qrels"):
         qrels = parse_qrels(_bytes(parts["qrels"]), parts["qrels"]["source"])
         sources["qrels"] = parts["qrels"]["source"]
-    return AnswerJudgments(nuggets, assignments, support, qrels, sources)
+    qrels_digest = hashlib.sha256(_bytes(parts["qrels"]) if parts.get("qrels") else b"").hexdigest()
+    return AnswerJudgments(nuggets, assignments, support, qrels, sources, qrels_digest)
 
 
 def replaced(parts: Mapping[str, Any], part: str, data: bytes, source: str, *, append: bool = False,

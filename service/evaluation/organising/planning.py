@@ -47,14 +47,24 @@ import hashlib
 import json
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from service.evaluation.common.work import Followup, TaskName
 from service.evaluation.organising.results import current_result
 from service.evaluation.organising.setup import EVALUATOR_VERSION
 from service.store.db import db_now
-from service.store.models import Collection, CollectionConfig, Job, JobItem, Run, RunEvaluation
+from service.store.models import (
+    Collection,
+    CollectionConfig,
+    Job,
+    JobItem,
+    QrelsVersion,
+    Run,
+    RunCurve,
+    RunEvaluation,
+    Score,
+)
 
 ACTIVE = ("running", "testing")
 PENDING = ("queued", "evaluating")
@@ -99,12 +109,15 @@ def plan_job(
         *same_key, JobItem.status == "failed")))
     all_runs = list(s.scalars(select(Run.id).where(Run.collection_id == coll.id).order_by(Run.id)))
     run_ids = [r for r in all_runs if r not in evaluated and r not in pending and r not in failed]
+    carried = carry_unchanged(s, config, version_id, run_ids)
+    run_ids = [r for r in run_ids if r not in carried]
     active = s.scalars(select(Job).where(*same_key, Job.status.in_(ACTIVE)).order_by(Job.id.desc())).first()
     if not run_ids and active is not None:
         return active, []
     job = Job(collection_id=coll.id, kind=kind, qrels_version_id=version_id,
               previous_qrels_id=previous_qrels_id, config_id=config.id, evaluator_version=EVALUATOR_VERSION,
-              status="running" if run_ids else "testing", total=len(run_ids))
+              status="running" if run_ids else "testing", total=len(run_ids),
+              report={"carried_runs": len(carried)} if carried else {})
     s.add(job)
     s.flush()
     items = [JobItem(job_id=job.id, run_id=r) for r in run_ids]
@@ -115,6 +128,52 @@ def plan_job(
         job.tests_queued_at = db_now(s)
         return job, [Followup(TaskName.RUN_TESTS, job.id, behind)]
     return job, [Followup(TaskName.EVALUATE_ITEM, it.id, behind) for it in items]
+
+
+def carry_unchanged(s: Session, config: CollectionConfig, version_id: int, run_ids: list[int]) -> set[int]:
+    """Copy to ``version_id`` the results of the runs (of ``run_ids``) whose inputs it did not
+    change, and return their ids: "a new version re-scores only what changed" (issue 35).
+
+    A version that stores each run's input digest (``QrelsVersion.run_inputs``: the ``rag``
+    versions of collections of answers, :meth:`AnswerJudgments.run_inputs`) is compared with
+    the earlier versions the run was evaluated on under the same settings and evaluator; the
+    newest with the same digest gives its RunEvaluation, copied row for row with
+    ``carried_from_id`` naming it, in the planner's transaction. Other formats store no digest:
+    every run is evaluated."""
+    inputs = s.scalar(select(QrelsVersion.run_inputs).where(QrelsVersion.id == version_id))
+    if not inputs or not run_ids:
+        return set()
+    tags = dict(s.execute(select(Run.id, Run.tag).where(Run.id.in_(run_ids))).all())
+    earlier = s.execute(
+        select(RunEvaluation.id, RunEvaluation.run_id, RunEvaluation.qrels_version_id)
+        .where(RunEvaluation.run_id.in_(run_ids), RunEvaluation.qrels_version_id != version_id,
+               RunEvaluation.settings_hash == config.settings_hash,
+               RunEvaluation.evaluator_version == EVALUATOR_VERSION)
+        .order_by(RunEvaluation.id.desc())).all()
+    digests = dict(s.execute(select(QrelsVersion.id, QrelsVersion.run_inputs).where(
+        QrelsVersion.id.in_({v for _, _, v in earlier}), QrelsVersion.run_inputs.is_not(None))).all())
+
+    def digest(of: dict[str, Any], tag: str) -> str:
+        return str(of["runs"].get(tag, of["unjudged"]))
+
+    source: dict[int, int] = {}
+    for evaluation_id, run_id, earlier_version in earlier:  # newest first
+        if run_id not in source and earlier_version in digests \
+                and digest(digests[earlier_version], tags[run_id]) == digest(inputs, tags[run_id]):
+            source[run_id] = evaluation_id
+    for run_id, evaluation_id in source.items():
+        old = s.get(RunEvaluation, evaluation_id)
+        assert old is not None
+        new = RunEvaluation(run_id=run_id, qrels_version_id=version_id, config_id=config.id,
+                            settings_hash=config.settings_hash, evaluator_version=EVALUATOR_VERSION,
+                            topics=list(old.topics), seconds=0.0, carried_from_id=old.id)
+        s.add(new)
+        s.flush()
+        for table in (Score, RunCurve):
+            rows = s.execute(select(table.__table__).where(table.run_evaluation_id == old.id)).mappings().all()
+            if rows:
+                s.execute(insert(table), [{**row, "run_evaluation_id": new.id} for row in rows])
+    return set(source)
 
 
 def background(coll: Collection, qrels_version_id: int | None) -> bool:

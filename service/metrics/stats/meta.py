@@ -240,7 +240,8 @@ class MetaEvaluation:
 def meta_evaluation(scores: Mapping[str, tuple[Sequence[Hashable], np.ndarray]], *, alpha: float = 0.05,
                     resamples: int = 1000, seed: int = 0,
                     asl: Mapping[str, np.ndarray] | None = None,
-                    required: Mapping[str, np.ndarray] | None = None) -> MetaEvaluation:
+                    required: Mapping[str, np.ndarray] | None = None,
+                    power: Mapping[str, MetricPower] | None = None) -> MetaEvaluation:
     """The meta-evaluation of a collection's metrics on their per-topic scores.
 
     ``scores`` maps each metric to (run keys, (topics, runs) matrix). For every metric with
@@ -255,13 +256,19 @@ def meta_evaluation(scores: Mapping[str, tuple[Sequence[Hashable], np.ndarray]],
     order): they are used instead of counting again (see :func:`discriminative_power`);
     ``required`` likewise maps a metric to its pairs' differences required
     (``difference_required=True``). Without them (or for the metrics they leave out), the same
-    values are computed here.
+    values are computed here. ``power`` maps a metric to its whole discriminative power when the
+    caller has it (a service's earlier computation on the same scores and settings).
     """
-    power: dict[str, MetricPower] = {}
+    known = dict(power or {})
+    power = {}
     errors: dict[str, str] = {}
     means: dict[str, dict[Hashable, float]] = {}
     for metric, (runs, matrix) in scores.items():
         if len(runs) < 2:
+            continue
+        if metric in known:
+            power[metric] = known[metric]
+            means[metric] = dict(zip(runs, np.nanmean(matrix, axis=0).tolist()))
             continue
         try:
             dp = discriminative_power(matrix, alpha=alpha, resamples=resamples, seed=seed,
