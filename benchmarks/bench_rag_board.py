@@ -8,14 +8,21 @@ the six nugget scores, support precision and recall, the references' nDCG@20 and
 the default significance settings: the paired bootstrap, B = 10,000 settled sequentially) is
 made in a fresh database (SQLite in a temporary folder unless ``--database``), with generated
 answer runs (2024 format, 3 sentences and 5 references an answer) and a first assignments
-version, all scored. What is timed, ``--repeat`` times: an upload of a new assignments version
-(another assessor's labels: every (run, topic) row re-drawn) through the upload use case, then
-every piece of work it plans run in this process, as one worker runs them (``run_here``: each
-run's evaluation, then the pairwise tests of every stored metric), until the board of the new
-version is stored and tested; then the board read through the API's use case. Printed: the
-upload (validation and storage), the scoring and storing of the runs, the tests, the whole,
-and for scale ``cranfield rag eval``'s computation of the same scores in file mode
-(``evaluate_rag``, in process). Goal (the issue): within seconds.
+version, all scored. What is timed: an upload of a new assignments version through the upload
+use case, then every piece of work it plans run in this process, as one worker runs them
+(``run_here``: each run's evaluation, then the pairwise tests of every stored metric), until the
+board of the new version is stored and tested; then the board read through the API's use case.
+Two kinds of new version, each timed ``--repeat`` times:
+
+* ``redrawn``: another assessor's labels, every (run, topic) row drawn again: every run and
+  every nugget metric's test computed again (the worst case);
+* ``corrected``: an assessor's correction, the labels of 3 runs on one topic changed: those runs
+  re-scored and the nugget metrics re-tested; the other runs' results and the tests of the
+  metrics whose scores did not move (support, the references' nDCG and recall) carried.
+
+Printed per kind: the upload (validation and storage), the scoring and storing of the runs, the
+tests, the whole, and for scale ``cranfield rag eval``'s computation of the same scores in file
+mode (``evaluate_rag``, in process). Goal (the issue): within seconds.
 """
 
 from __future__ import annotations
@@ -51,6 +58,22 @@ def assignments(runs: int, topics: int, nuggets: int, seed: int) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def corrected(body: bytes, runs: int, seed: int) -> bytes:
+    """``body`` with one assessor's correction: on one topic, 3 runs' labels moved one grade."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    rows = [json.loads(line) for line in body.splitlines()]
+    topic = rows[int(rng.integers(len(rows)))]["qid"]
+    fixed = {f"run{int(r):02d}" for r in rng.choice(runs, size=min(3, runs), replace=False)}
+    step = {"support": "partial_support", "partial_support": "not_support", "not_support": "support"}
+    for row in rows:
+        if row["qid"] == topic and row["run_id"] in fixed:
+            for nugget in row["nuggets"]:
+                nugget["assignment"] = step[nugget["assignment"]]
+    return ("\n".join(json.dumps(row) for row in rows) + "\n").encode()
+
+
 def answer_run(r: int, topics: int) -> bytes:
     lines = []
     for t in range(topics):
@@ -83,6 +106,7 @@ def main() -> None:
     settings.cache_clear()
     from sqlalchemy import select
 
+    from service.evaluation.common.work import TaskName
     from service.evaluation.computing.task_table import Limits, run_here, use_case
     from service.evaluation.judging import answer_judgments
     from service.evaluation.organising import answer_bundle, answers
@@ -122,9 +146,14 @@ def main() -> None:
     print(f"{args.runs} answer runs x {args.topics} topics x {args.nuggets} nuggets; {url.split(':')[0]}; "
           f"load before: {os.getloadavg()[0]:.2f}", flush=True)
 
-    phases: dict[str, list[float]] = {"upload": [], "score and store": [], "tests": [], "whole": [], "file mode": []}
-    for i in range(args.repeat):
-        body = assignments(args.runs, args.topics, args.nuggets, args.seed + 1 + i)
+    kinds = ("redrawn", "corrected")
+    phases: dict[str, dict[str, list[float]]] = {
+        kind: {"upload": [], "score and store": [], "tests": [], "whole": [], "file mode": []} for kind in kinds}
+    body = first
+    for i in range(2 * args.repeat):
+        kind = kinds[i % 2]
+        body = assignments(args.runs, args.topics, args.nuggets, args.seed + 1 + i) if kind == "redrawn" \
+            else corrected(body, args.runs, args.seed + 1 + i)
         started = time.perf_counter()
         outcome = answer_judgments.upload(factory, lambda _s: admin, cid, "assignments", body, f"a{i + 2}.jl")
         uploaded = time.perf_counter()
@@ -147,11 +176,14 @@ def main() -> None:
         file_mode = time.perf_counter() - t0
         for name, value in (("upload", uploaded - started), ("score and store", scored - uploaded),
                             ("tests", done - scored), ("whole", done - started), ("file mode", file_mode)):
-            phases[name].append(value)
-        print(f"  {i + 1}/{args.repeat}: whole {done - started:.2f} s (upload {uploaded - started:.2f}, scored "
-              f"{scored - uploaded:.2f}, tests {done - scored:.2f}); file mode {file_mode:.2f} s", flush=True)
-    for name, values in phases.items():
-        print(f"{name:16s}: {statistics.median(values):.2f} s (median of {args.repeat})")
+            phases[kind][name].append(value)
+        print(f"  {kind} {i // 2 + 1}/{args.repeat}: whole {done - started:.2f} s (upload {uploaded - started:.2f}, "
+              f"scored {scored - uploaded:.2f} for {sum(f.task == TaskName.EVALUATE_ITEM for f in outcome.followups)} runs re-scored, tests "
+              f"{done - scored:.2f}); file mode {file_mode:.2f} s", flush=True)
+    for kind in kinds:
+        print(f"{kind}:")
+        for name, values in phases[kind].items():
+            print(f"  {name:16s}: {statistics.median(values):.2f} s (median of {args.repeat})")
     print(f"load after: {os.getloadavg()[0]:.2f}")
 
 
