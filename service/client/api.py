@@ -143,6 +143,12 @@ class Upload:
     data: bytes
     media_type: str = "application/octet-stream"
 
+    def __post_init__(self) -> None:
+        # httpx takes bytes or a file, not a bytearray (what a gzipped file inflates to:
+        # service/formats/compressed.py); the copy is one buffer, as the encoded body is
+        if not isinstance(self.data, bytes):
+            object.__setattr__(self, "data", bytes(self.data))
+
 
 class Client:
     """Cranfield's API at ``url`` (with any path prefix), as the bearer of ``token`` (None:

@@ -242,6 +242,18 @@ def test_submit_prints_run_job_and_lists_the_run(svc: Service) -> None:
     assert own.returncode == 0 and own.stdout == f"run {rid} ({tag}): evaluated\n"
 
 
+def test_a_gzipped_run_is_submitted_as_the_api_takes_it(svc: Service) -> None:
+    """issue 37, item 4: ``remote submit RUN.gz`` crashed on the inflated file (a bytearray)."""
+    import gzip
+
+    tag, text = svc.runs.popitem()
+    path = svc.tmp / "alpha-gz.run.gz"
+    path.write_bytes(gzip.compress(text.encode()))
+    done = remote(svc, "submit", "task", str(path), "--format", "json", token=svc.tokens["alpha"])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["tag"] == tag, done.stdout
+
+
 def test_submit_sends_the_runs_metadata(svc: Service) -> None:
     """The metadata fields of the submission form (the server stores and answers them)."""
     tag, text = svc.runs.popitem()
