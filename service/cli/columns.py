@@ -80,6 +80,19 @@ def fixed(values: np.ndarray, decimals: int) -> np.ndarray:
     return put(column, others, [f"{x:.{decimals}f}" for x in v[others].tolist()])
 
 
+def exact(values: np.ndarray) -> np.ndarray:
+    """A column of ``repr(v)`` of each value: the shortest text that reads back as the same float
+    (data for a program, issue 37: a p printed so can be compared with alpha exactly)."""
+    return texts([repr(x) for x in np.asarray(values, dtype=np.float64).ravel().tolist()])
+
+
+def whole(values: np.ndarray | None, rows: int) -> np.ndarray:
+    """A column of integers (a float column's values, whole numbers); empty cells for None."""
+    if values is None:
+        return constant("", rows)
+    return texts([str(int(x)) if x == x else "" for x in np.asarray(values, dtype=np.float64).ravel().tolist()])
+
+
 def p_values(values: np.ndarray, alpha: float, decimals: int = 3, missing: str = "–") -> np.ndarray:
     """A column of ``presentation.format_p_many(values, alpha, decimals, missing)``: the values far
     from alpha and above the floor through :func:`fixed`, those below the floor as the floor's

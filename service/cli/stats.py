@@ -232,19 +232,20 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     for metric, res, ci, _ in report:
         out.writelines(f"{r}\t{metric}\t{ci.mean[i]:.6f}\t{ci.low[i]:.6f}\t{ci.high[i]:.6f}\t{res.n_topics}\n"
                        for i, r in enumerate(res.runs))
-    # p and p_adjusted as printed for a reader: on their side of alpha, "< 0.001" below (format_p);
-    # --format json has the full floats.
+    # The TSV is data (issue 37): p and p_adjusted at full precision (the text view and pages
+    # round them with format_p's rule), booleans true/false, the JSON's fields in the JSON's order.
     a = args.alpha
     out.write("\n" + "\t".join(("run_a", "run_b", "metric", "test", "mean_a", "mean_b", "diff", "statistic", "p",
-                                 "p_adjusted", "significant", f"diff_{pair_kind}_ci_low", f"diff_{pair_kind}_ci_high",
-                                 "effect_size")) + "\n")
+                                 "p_adjusted", "significant", "verdict", f"diff_{pair_kind}_ci_low",
+                                 f"diff_{pair_kind}_ci_high", "effect_size", "resamples")) + "\n")
     for metric, res, _, eff in report:
         # The lines are built of sanitised names and numbers: written as they are (SafeOutput).
         write = getattr(out, "write_sanitised", out.write)
         for lo in range(0, len(res.a), PAIRS_PER_WRITE):
             write(_pair_lines(res, eff, metric, slice(lo, lo + PAIRS_PER_WRITE)))
-    out.write(f"# p: raw; p_adjusted: correction {correction_name(args.test, args.correction)}; significant: "
-              f"p_adjusted < alpha = {a:g}; both printed with the digits that show their side of alpha\n")
+    out.write(f"# p: raw; p_adjusted: correction {correction_name(args.test, args.correction)}; both at full "
+              f"precision; significant: p_adjusted < alpha = {a:g} (false where undecided); verdict: significant, "
+              f"not significant or undecided at the pair's resamples (B, empty for an exact test)\n")
     out.writelines(f"# {name}\n" for name in intervals.values())
     for metric, res, _, _ in report:
         out.writelines(f"# {metric}: {note}\n" for note in res.notes)
@@ -306,39 +307,35 @@ def _pair_keys(kind: str) -> tuple[str, ...]:
             f"diff_{kind}_ci_low", f"diff_{kind}_ci_high", "effect_size", "resamples")
 
 
-def _verdict_cell(verdict: str, resamples: int | None) -> str:
-    """The TSV's significant column: yes, no, or "undecided at B = ..." (verdict_words' rule)."""
-    if verdict == "undecided":
-        return f"undecided at B = {resamples}" if resamples else "undecided"
-    return "yes" if verdict == "significant" else "no"
-
-
 #: The TSV's pairs are made and written this many at a time.
 PAIRS_PER_WRITE = 65536
 
 
 def _pair_lines(res, eff, metric: str, sl: slice) -> str:  # type: ignore[no-untyped-def]
-    """The TSV lines of the pairs ``sl``, a column at a time (``service.cli.columns``): the text
-    the former per-pair formatting gave (f"{v:.6f}", ``format_p_many(..., 4)``, :func:`_verdict_cell`),
-    its names through ``terminal_safe``: the text ``SafeOutput.write`` sent."""
-    from service.cli.columns import constant, fixed, lines, p_values, put, texts
+    """The TSV lines of the pairs ``sl``, a column at a time (``service.cli.columns``): the JSON's
+    pair fields (:func:`_pair_rows`) as data: figures f"{v:.6f}", p and p_adjusted exact
+    (``repr``), significant ``true``/``false`` (the settled verdict), the verdict in words, the
+    pair's B; its names through ``terminal_safe``: the text ``SafeOutput.write`` sent."""
+    from service.cli.columns import constant, exact, fixed, lines, put, texts, whole
     from service.cli.output import terminal_safe
 
     # terminal_safe escapes control characters, NUL among them (which the columns cannot carry)
     runs, metric, test = tuple(terminal_safe(r) for r in res.runs), terminal_safe(metric), terminal_safe(res.test)
     significant = res.p_adjusted[sl] < res.alpha
-    verdict = texts(["yes", "no"])[np.where(significant, 0, 1)]
+    rows = len(significant)
+    verdict = texts(["significant", "not significant"])[np.where(significant, 0, 1)]
+    flag = texts(["true", "false"])[np.where(significant, 0, 1)]
     if res.undecided is not None and res.undecided[sl].any():
         undecided = np.flatnonzero(res.undecided[sl])
-        b = [None] * len(undecided) if res.pair_resamples is None else res.pair_resamples[sl][undecided].tolist()
-        verdict = put(verdict, undecided, [_verdict_cell("undecided", k) for k in b])
+        verdict = put(verdict, undecided, "undecided")
+        flag = put(flag, undecided, "false")
     names = texts(runs)
-    rows = len(significant)
     return lines([
         names[res.a[sl]], names[res.b[sl]], constant(metric, rows), constant(test, rows),
         fixed(res.mean_a[sl], 6), fixed(res.mean_b[sl], 6), fixed(res.mean_a[sl] - res.mean_b[sl], 6),
-        fixed(res.statistic[sl], 6), p_values(res.p[sl], res.alpha, 4), p_values(res.p_adjusted[sl], res.alpha, 4),
-        verdict, fixed(eff.ci_low[sl], 6), fixed(eff.ci_high[sl], 6), fixed(eff.standardised[sl], 6)])
+        fixed(res.statistic[sl], 6), exact(res.p[sl]), exact(res.p_adjusted[sl]), flag, verdict,
+        fixed(eff.ci_low[sl], 6), fixed(eff.ci_high[sl], 6), fixed(eff.standardised[sl], 6),
+        whole(None if res.pair_resamples is None else res.pair_resamples[sl], rows)])
 
 
 def _pair_rows(res, eff):  # type: ignore[no-untyped-def]

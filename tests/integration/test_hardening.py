@@ -191,7 +191,7 @@ def test_csv_exports_neutralise_formulas_for_every_role(world: World) -> None:
     # numbers stay numbers: a negative score is not quoted
     doc = {"rows": [{"rank": 1, "run": "-x", "team": "\tt", "mean": -0.5, "ci_low": -0.75, "ci_high": None,
                      "n_topics": 3, "baseline": False, "groups": "a"}]}
-    assert board_csv(doc).splitlines()[1] == "1,'-x,'\tt,-0.5,-0.75,,3,False,a,,,,,"
+    assert board_csv(doc).splitlines()[1] == "1,'-x,'\tt,-0.5,-0.75,,3,false,a,,,,,"  # booleans as data: true/false (issue 37)
 
 
 # ------------------------------------------------------------------ 11: hostile metric names

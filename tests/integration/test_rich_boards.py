@@ -226,6 +226,10 @@ def test_snapshot_downloads(world: World) -> None:
     board_csv = world.client.get(f"/api/collections/{world.cid}/leaderboard", params={"format": "csv"}, headers=org)
     snap_csv = world.client.get(f"/api/snapshots/{sid}", params={"format": "csv"}, headers=org)
     assert snap_csv.status_code == 200 and snap_csv.text == board_csv.text
+    # data (issue 37, item 2): the baseline column is true/false, never Python's True/False
+    rows = list(csv.DictReader(io.StringIO(board_csv.text)))
+    assert rows and {r["baseline"] for r in rows} <= {"true", "false"}
+    assert "True" not in board_csv.text and "False" not in board_csv.text
     latex = world.client.get(f"/api/snapshots/{sid}", params={"format": "latex"}, headers=org).text
     assert latex.startswith("\\begin{tabular}")
     assert world.client.get(f"/snapshots/{sid}/board.csv", headers=as_role(world, "organiser")).text == snap_csv.text

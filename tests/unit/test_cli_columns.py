@@ -18,7 +18,7 @@ from scipy import stats
 
 from service.cli import columns
 from service.cli.output import terminal_safe
-from service.cli.stats import _pair_lines, _pair_rows, _verdict_cell
+from service.cli.stats import _pair_lines, _pair_rows
 from service.metrics.stats.common import t_ppf, t_sf
 from service.metrics.stats.pairwise import pair_effects, pair_t_intervals, pairwise, sorted_percentiles
 from service.metrics.stats.presentation import format_p_many
@@ -75,13 +75,13 @@ def test_lines_join_the_columns_and_drop_the_padding() -> None:
 
 
 def old_pair_lines(res, eff, metric: str, alpha: float) -> str:  # type: ignore[no-untyped-def]
-    """cranfield compare's pair lines before issue 26: one f-string per pair."""
-    block = list(_pair_rows(res, eff))
-    ps, pas = (format_p_many([row[k] for row in block], alpha, 4) for k in (6, 7))
+    """cranfield compare's pair lines as one f-string per pair of the JSON's fields (issue 26's
+    reference; issue 37: p exact, booleans true/false, the verdict and B as the JSON has them)."""
     return "".join(
-        f"{ra}\t{rb}\t{metric}\t{res.test}\t{ma:.6f}\t{mb:.6f}\t{d:.6f}\t{st:.6f}\t{p}\t{pa}\t"
-        f"{_verdict_cell(verdict, b)}\t{lo:.6f}\t{hi:.6f}\t{es:.6f}\n"
-        for (ra, rb, ma, mb, d, st, _, _, _, verdict, lo, hi, es, b), p, pa in zip(block, ps, pas))
+        f"{ra}\t{rb}\t{metric}\t{res.test}\t{ma:.6f}\t{mb:.6f}\t{d:.6f}\t{st:.6f}\t{p!r}\t{pa!r}\t"
+        f"{'true' if significant else 'false'}\t{verdict}\t{lo:.6f}\t{hi:.6f}\t{es:.6f}\t"
+        f"{'' if b is None else int(b)}\n"
+        for (ra, rb, ma, mb, d, st, p, pa, significant, verdict, lo, hi, es, b) in _pair_rows(res, eff))
 
 
 @pytest.mark.parametrize("test", ["t", "bootstrap", "tukey", "wilcoxon", "sign", "friedman"])

@@ -10,7 +10,6 @@ import pytest
 from scipy import stats
 
 from service.cli import main
-from service.metrics.stats.presentation import read_p
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "ntcir-like"
 RUNS = sorted(str(p) for p in (SAMPLE / "runs").glob("*.run"))
@@ -33,19 +32,23 @@ def test_compare_tsv_tables(capsys) -> None:  # type: ignore[no-untyped-def]
                if line.startswith(("# AP:", "# nDCG@10:")))
     # the t-test's pairs carry the t interval, named by its kind (issue 25, items 5 and 7)
     assert header.split("\t") == ["run_a", "run_b", "metric", "test", "mean_a", "mean_b", "diff", "statistic", "p",
-                                  "p_adjusted", "significant", "diff_t_ci_low", "diff_t_ci_high", "effect_size"]
+                                  "p_adjusted", "significant", "verdict", "diff_t_ci_low", "diff_t_ci_high",
+                                  "effect_size", "resamples"]
     assert len(rows) == 2 * 6  # 2 metrics x C(4, 2) pairs
     for row in rows:
         f = row.split("\t")
-        (p, p_bound), (pa, pa_bound) = read_p(f[8]), read_p(f[9])
-        assert pa >= p or (pa_bound and p_bound)  # Holm never lowers a p-value
-        assert f[10] == ("yes" if pa < 0.05 else "no")  # a printed p is on its side of alpha
+        p, pa = float(f[8]), float(f[9])  # numbers, at full precision (issue 37)
+        assert pa >= p  # Holm never lowers a p-value
+        assert f[10] == ("true" if pa < 0.05 else "false") and f[11] == ("significant" if pa < 0.05
+                                                                          else "not significant")
+        assert f[15] == ""  # the t-test is exact: no B
         assert float(f[6]) == pytest.approx(float(f[4]) - float(f[5]), abs=2e-6)
-        assert float(f[11]) <= float(f[6]) <= float(f[12])  # the interval holds the difference
+        assert float(f[12]) <= float(f[6]) <= float(f[13])  # the interval holds the difference
     assert runs_table.splitlines()[0] == "run\tmetric\tmean\tt_ci_low\tt_ci_high\ttopics"
     assert len(runs_table.splitlines()) == 1 + 2 * 4
     notes = [line for line in pairs_table.splitlines() if line.startswith("# ")]
-    assert "# p: raw; p_adjusted: correction Holm; significant: p_adjusted < alpha = 0.05" in notes[0]
+    assert notes[0].startswith("# p: raw; p_adjusted: correction Holm; both at full precision; significant: "
+                               "p_adjusted < alpha = 0.05 (false where undecided)")
     assert "# diff_t_ci: 95% Student t interval of the mean difference a - b" in notes
     assert "# t_ci: 95% Student t interval of each run's mean" in notes
 
@@ -161,8 +164,9 @@ def test_compare_explains_a_test_and_interval_that_disagree(capsys) -> None:  # 
 
 
 def test_compare_never_prints_a_p_rounded_across_alpha(capsys, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Issue 25, item 3: a pair whose p is 0.049995 (forced into the test's result) is printed as
-    0.04999 in the TSV, with "yes" beside it, never as 0.05; the JSON keeps the full float."""
+    """Issue 25, item 3: a pair whose p is 0.049995 (forced into the test's result) is never
+    printed as 0.05: the TSV (data, issue 37) and the JSON both carry the full float, with
+    significant true beside it."""
     import dataclasses
 
     from service.metrics.stats import pairwise as module
@@ -184,8 +188,35 @@ def test_compare_never_prints_a_p_rounded_across_alpha(capsys, tmp_path: Path, m
     code, out, _ = run_cli(capsys, "compare", "--scores", *files, "--test", "t")
     assert code == 0
     row = [line for line in out.splitlines() if line.startswith("sysA\tsysB")][0].split("\t")
-    assert (row[8], row[9], row[10]) == ("0.04999", "0.04999", "yes")
+    assert (row[8], row[9], row[10], row[11]) == ("0.049995", "0.049995", "true", "significant")
     assert "0.05\t" not in out and "0.0500" not in out
     code, out, _ = run_cli(capsys, "compare", "--scores", *files, "--test", "t", "--format", "json")
     (pair,) = json.loads(out)["metrics"]["score"]["pairs"]
     assert pair["p_adjusted"] == 0.049995 and pair["significant"] is True and pair["verdict"] == "significant"
+
+
+def test_compare_tsv_is_the_json_as_data(capsys) -> None:  # type: ignore[no-untyped-def]
+    """Issue 37, item 1: every pair field of the TSV is the JSON's value: p and p_adjusted read
+    back as the very floats, booleans true/false, the verdict and B as the JSON has them (the
+    settled bootstrap, so B varies per pair)."""
+    common = ["compare", "--qrels", str(SAMPLE / "qrels.ntcir"), *RUNS[:5], "-m", "AP", "-m", "nDCG@10",
+              "--test", "bootstrap", "--B", "200", "--correction", "holm", "--sequential"]
+    code, tsv, _ = run_cli(capsys, *common)
+    assert code == 0
+    code, js, _ = run_cli(capsys, *common, "--format", "json")
+    assert code == 0
+    doc = json.loads(js)
+    pairs_table = tsv.strip().split("\n\n")[1]
+    header, *rows = [line.split("\t") for line in pairs_table.splitlines() if not line.startswith("#")]
+    want = {(m, p["run_a"], p["run_b"]): p for m, body in doc["metrics"].items() for p in body["pairs"]}
+    assert len(rows) == len(want) == 2 * 10
+    for row in rows:
+        cell = dict(zip(header, row))
+        pair = want[(cell["metric"], cell["run_a"], cell["run_b"])]
+        assert float(cell["p"]) == pair["p"] and float(cell["p_adjusted"]) == pair["p_adjusted"]
+        assert cell["significant"] == ("true" if pair["significant"] else "false")
+        assert cell["verdict"] == pair["verdict"]
+        assert int(cell["resamples"]) == pair["resamples"]
+        for key in ("mean_a", "mean_b", "diff", "statistic", "effect_size"):
+            assert float(cell[key]) == pytest.approx(pair[key], abs=5e-7)
+    assert {cell[10] for cell in rows} <= {"true", "false"}

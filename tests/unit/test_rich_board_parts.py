@@ -56,7 +56,7 @@ def test_csv_files_neutralise_formula_cells_and_keep_numbers() -> None:
                        "uses_external_resources": False, "means": {"AP": 0.5, "P@5": None}}]}
     assert list(csv.reader(io.StringIO(metrics_board_csv(board)))) == [
         ["rank", "run", "team", "run_type", "uses_training_data", "uses_external_resources", "AP", "P@5"],
-        ["1", "'-x", "t", "manual", "", "no", "0.5", ""]]
+        ["1", "'-x", "t", "manual", "", "false", "0.5", ""]]
 
 
 @pytest.fixture

@@ -16,6 +16,8 @@ import io
 import math
 from typing import Any
 
+import numpy as np
+
 from service.evaluation.publishing.board_intervals import bounds_of, interval_label, interval_view, truncated_ends
 from service.metrics.stats.presentation import correction_name
 
@@ -103,16 +105,19 @@ def board_latex(doc: dict[str, Any]) -> str:
 
 
 def _csv(header: list[Any], rows: list[list[Any]]) -> str:
-    """Rows as CSV, every text cell neutralised (:func:`spreadsheet_safe`)."""
+    """Rows as CSV, data (issue 37): booleans ``true``/``false`` (not Python's ``True``), every
+    text cell neutralised (:func:`spreadsheet_safe`), numbers unrounded."""
     out = io.StringIO()
     w = csv.writer(out)
     for row in [header, *rows]:
-        w.writerow([spreadsheet_safe(cell) for cell in row])
+        w.writerow([("true" if cell else "false") if isinstance(cell, (bool, np.bool_)) else spreadsheet_safe(cell)
+                    for cell in row])
     return out.getvalue()
 
 
 def _stated(value: bool | None) -> str:
-    return "" if value is None else "yes" if value else "no"
+    """A run's stated yes/no field: true, false, or empty where the team did not say."""
+    return "" if value is None else "true" if value else "false"
 
 
 def metrics_board_csv(doc: dict[str, Any]) -> str:
