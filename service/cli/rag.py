@@ -1,10 +1,11 @@
-"""``cranfield rag eval`` and ``cranfield rag validate``: generated answers in file mode, no
-service (docs/rag.md).
+"""``cranfield rag eval``, ``rag compare`` and ``rag validate``: generated answers in file mode,
+no service (docs/rag.md).
 
 ``rag eval`` scores nugget assignments (and citation-support judgments) with the RAG metrics
 of the registry, printing ``run<TAB>topic<TAB>metric<TAB>value`` (topic ``all``: the mean
 over the run's topics) or a JSON document; an undefined value is printed ``undefined``
-(never 0). ``rag validate`` checks answer runs as the tracks' validators do. Only the core
+(never 0). ``rag compare`` compares two assessments of the same answers (nugget assignments or
+citation support: label agreement and run-ranking agreement). ``rag validate`` checks answer runs as the tracks' validators do. Only the core
 (``service.formats``, ``service.metrics``) is imported, inside the handlers.
 """
 
@@ -53,6 +54,28 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                          "its mean (skip, as nuggetizer averages its records)")
     ev.add_argument("--format", choices=("tsv", "json"), default="tsv")
     ev.add_argument("--precision", type=int, default=4, help="decimals printed (default 4)")
+    co = sub.add_parser("compare", help="compare two nugget assignment sets (or two support judgment sets)",
+                        description="Compare two assessments of the same answers: --assignments A --to B (nugget "
+                                    "assignments) or --support A --to B (citation support). Label agreement "
+                                    "(confusion matrix, Cohen's kappa, weighted kappa, Krippendorff's ordinal "
+                                    "alpha, each side's share of partial support, per topic) and the agreement of "
+                                    "the run rankings on each score over the topics both assessed (Kendall's tau, "
+                                    "tau_AP, Spearman, with bootstrap intervals over topics; Kendall's tau per "
+                                    "topic). A is the reference (NIST's, say). docs/rag.md.")
+    first = co.add_mutually_exclusive_group(required=True)
+    first.add_argument("--assignments", metavar="FILE", help="the reference nugget assignments (gzipped or not)")
+    first.add_argument("--support", metavar="FILE", help="the reference citation-support judgments")
+    co.add_argument("--to", required=True, metavar="FILE", help="the other set, of the same kind")
+    co.add_argument("--nuggets", metavar="FILE", help="the topics' nuggets, matched to both sets' by text")
+    co.add_argument("--grades", choices=("auto", "2", "3"), default="auto", help="the assignments' scale (default auto)")
+    co.add_argument("-m", "--measure", action="append", dest="measures", metavar="METRIC",
+                    help="a score whose run rankings are compared; repeatable (default: the six nugget scores, or "
+                         "support precision and recall)")
+    co.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples over topics (default 1000)")
+    co.add_argument("--level", type=float, default=0.95, help="the intervals' level (default 0.95)")
+    co.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
+    co.add_argument("--format", choices=("text", "json"), default="text",
+                    help="text for people (rounded), json for programs (full precision); default text")
     va = sub.add_parser("validate", help="check answer runs as the track's validator does",
                         description="Check answer runs (TREC RAG 2024, 2025, 2026 formats) as the tracks' "
                                     "validators do; every problem names the file, the line and the field.")
@@ -72,7 +95,84 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
          description="Generated answers (TREC RAG): score nugget assignments and citation support (rag eval), "
                      "check answer runs (rag validate). docs/rag.md.")
 def cmd_rag(args: argparse.Namespace, out: TextIO) -> int:
+    if args.rag_command == "compare":
+        return _compare(args, out)
     return _evaluate(args, out) if args.rag_command == "eval" else _validate(args, out)
+
+
+def _compare(args: argparse.Namespace, out: TextIO) -> int:
+    from service.formats.compressed import read_file
+    from service.formats.rag_judgments import read_assignments, read_nuggets, read_support
+    from service.metrics.rag_agreement import (
+        NUGGET_SCORES,
+        SUPPORT_SCORES,
+        compare_assignments,
+        compare_support,
+        comparison_document,
+    )
+    from service.metrics.scoring import parse_measures
+
+    options = {"resamples": args.resamples, "level": args.level, "seed": args.seed}
+    if args.assignments:
+        nuggets = read_nuggets(read_file(args.nuggets), args.nuggets) if args.nuggets else None
+        grades: Any = args.grades if args.grades == "auto" else int(args.grades)
+        first = read_assignments(read_file(args.assignments), args.assignments, nuggets, grades)
+        second = read_assignments(read_file(args.to), args.to, nuggets, grades)
+        metrics = [str(m) for m in parse_measures(args.measures or list(NUGGET_SCORES))]
+        result = compare_assignments(first, second, metrics=metrics, **options)
+    else:
+        metrics = [str(m) for m in parse_measures(args.measures or list(SUPPORT_SCORES))]
+        result = compare_support(read_support(read_file(args.support), args.support),
+                                 read_support(read_file(args.to), args.to), metrics=metrics, **options)
+    doc = comparison_document(result)
+    if args.format == "json":
+        write_json(doc, out)
+        return 0
+    out.write(comparison_text(doc))
+    return 0
+
+
+def comparison_text(doc: dict[str, Any]) -> str:
+    """A set comparison (``rag_agreement.comparison_document``) for people: rounded, in words."""
+    def f(x: float | None, digits: int = 3) -> str:
+        return "undefined" if x is None else f"{x:.{digits}f}"
+
+    def pct(x: float | None) -> str:
+        return "undefined" if x is None else f"{100 * x:.1f}%"
+
+    what = "nugget labels" if doc["kind"] == "assignments" else "citation support labels"
+    a = doc["agreement"]
+    lines = [f"Compared {doc['cells']:,} {what} of {doc['answers']:,} answers both sets assessed"
+             f" ({len(doc['only_first'])} assessed by the first set only, {len(doc['only_second'])} by the second "
+             f"only; {doc['unmatched_cells']:,} labels one set has and the other lacks, not compared).", ""]
+    width = max(len(label) for label in doc["labels"])
+    corner = "first \\ second"
+    lines.append(f"{corner:<{width}}  " + "  ".join(f"{label:>{width}}" for label in doc["labels"]))
+    for label, row in zip(doc["labels"], a["confusion"]):
+        lines.append(f"{label:<{width}}  " + "  ".join(f"{n:>{width},}" for n in row))
+    lines += ["", f"Same label: {pct(a['observed'])}. Cohen's kappa {f(a['kappa'])}, linear-weighted kappa "
+                  f"{f(a['kappa_linear'])}, Krippendorff's alpha (ordinal) {f(a['alpha_ordinal'])}.",
+              f"Partial support: {pct(a['partial_share_first'])} of the first set's labels, "
+              f"{pct(a['partial_share_second'])} of the second's.",
+              f"The second set labels {a['second_higher']:,} higher and {a['second_lower']:,} lower than the first."]
+    topics = [(t, v["kappa"]) for t, v in doc["per_topic"].items() if v["kappa"] is not None]
+    if topics:
+        low = sorted(topics, key=lambda tv: tv[1])[:3]
+        lines.append(f"Per topic: Cohen's kappa {f(doc['macro']['kappa'])} on average over {len(topics)} topics; "
+                     "lowest " + ", ".join(f"{t} ({f(k)})" for t, k in low) + ".")
+    lines += ["", "Run rankings on the runs' means over the topics both sets assessed (intervals: percentile "
+                  "bootstrap over topics):"]
+    for metric, r in doc["rankings"].items():
+        if "kendall" not in r:
+            lines.append(f"  {metric}: not compared ({r['runs']} run(s), {r['topics']['compared']} topic(s))")
+            continue
+        k, ap, sp = r["kendall"], r["tau_ap"], r["spearman"]
+        level = round(100 * k["level"])
+        lines.append(f"  {metric}: Kendall's tau {f(k['value'])} ({level}% interval {f(k['low'])} to {f(k['high'])}), "
+                     f"tau_AP {f(ap['value'])}, Spearman {f(sp['value'])}; per topic, Kendall's tau "
+                     f"{f(r['mean_per_topic_kendall'])} on average; {r['runs']} runs, {r['topics']['sentence']}.")
+    lines += [f"Note: {n}" for n in doc["notes"]]
+    return "\n".join(lines) + "\n"
 
 
 def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
