@@ -65,7 +65,14 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     first = co.add_mutually_exclusive_group(required=True)
     first.add_argument("--assignments", metavar="FILE", help="the reference nugget assignments (gzipped or not)")
     first.add_argument("--support", metavar="FILE", help="the reference citation-support judgments")
-    co.add_argument("--to", required=True, metavar="FILE", help="the other set, of the same kind")
+    first.add_argument("--collection", metavar="NAME",
+                       help="compare two judgment sets of a collection of answers in the database (--from, --to)")
+    co.add_argument("--to", required=True, metavar="FILE|SET",
+                    help="the other set, of the same kind: a file, or with --collection a set's name (name:N, N)")
+    co.add_argument("--from", dest="reference", default="official", metavar="SET",
+                    help="with --collection: the reference set (default official)")
+    co.add_argument("--kind", choices=("assignments", "support"), default="assignments",
+                    help="with --collection: what is compared (default assignments)")
     co.add_argument("--nuggets", metavar="FILE", help="the topics' nuggets, matched to both sets' by text")
     co.add_argument("--grades", choices=("auto", "2", "3"), default="auto", help="the assignments' scale (default auto)")
     co.add_argument("-m", "--measure", action="append", dest="measures", metavar="METRIC",
@@ -113,6 +120,8 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     from service.metrics.scoring import parse_measures
 
     options = {"resamples": args.resamples, "level": args.level, "seed": args.seed}
+    if args.collection:
+        return _compare_stored(args, out)
     if args.assignments:
         nuggets = read_nuggets(read_file(args.nuggets), args.nuggets) if args.nuggets else None
         grades: Any = args.grades if args.grades == "auto" else int(args.grades)
@@ -129,6 +138,23 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         write_json(doc, out)
         return 0
     out.write(comparison_text(doc))
+    return 0
+
+
+def _compare_stored(args: argparse.Namespace, out: TextIO) -> int:
+    """--collection: the service's use case on the database (the API's compareAnswerJudgmentSets)."""
+    from service.cli.common import cli_principal, database_url, sessions
+    from service.evaluation.judging.answer_comparison import compare_answer_sets
+    from service.evaluation.organising.setup import get_collection
+
+    with sessions(database_url())() as s:
+        doc = compare_answer_sets(s, get_collection(s, args.collection), cli_principal(), args.reference, args.to,
+                                  args.kind, args.measures)
+    if args.format == "json":
+        write_json(doc, out)
+    else:
+        out.write(f"{args.collection}: set {doc['b']['judgment_set']} (version {doc['b']['version']}) against "
+                  f"{doc['a']['judgment_set']} (version {doc['a']['version']})\n" + comparison_text(doc))
     return 0
 
 

@@ -23,6 +23,7 @@ compared (issue 36, item 3): does an automatic assigner agree with NIST's assess
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -81,17 +82,37 @@ def _share(confusion: np.ndarray, axis: int) -> float:
     return float(confusion.sum(axis=axis)[1] / total) if total else math.nan
 
 
+def ranking_agreement(metric: str, runs: Sequence[str], topics: Sequence[str], first: np.ndarray,
+                      second: np.ndarray, first_topics: Iterable[str], second_topics: Iterable[str], *,
+                      resamples: int = 1000, level: float = 0.95, seed: int = 0) -> RankingAgreement:
+    """One score's rankings compared: ``first`` and ``second`` are (topics, runs) matrices of the
+    runs' per-topic scores under each set (NaN: not scored), ``*_topics`` the topics each set
+    assessed; cut to the topics both assessed before anything is computed."""
+    common = common_topics(list(topics), first, second, {t: True for t in first_topics},
+                           {t: True for t in second_topics})
+    correlations = {}
+    if len(runs) >= 2 and common.topics:
+        correlations = {m: judge_agreement(common.reference, common.candidate, m, resamples=resamples,
+                                           level=level, seed=seed) for m in RANKING_MEASURES}
+    per_topic = {}
+    for i, t in enumerate(common.topics):
+        x, y = common.reference[i], common.candidate[i]
+        keep = ~(np.isnan(x) | np.isnan(y))
+        per_topic[t] = ra.tau_b(x[keep], y[keep]) if keep.sum() >= 2 else math.nan
+    return RankingAgreement(metric, common, tuple(runs), correlations, per_topic)
+
+
 def _rankings(metrics: Sequence[str], first: Assignments | None, second: Assignments | None,
               first_support: Sequence[SupportAnswer], second_support: Sequence[SupportAnswer],
               runs: Sequence[str], resamples: int, level: float, seed: int) -> dict[str, RankingAgreement]:
-    """Per metric: the runs' per-topic scores under each set, on the topics both assessed."""
+    """Per metric: the runs' per-topic scores under each set (file mode: computed here)."""
     a = evaluate_rag(metrics, first, first_support)
     b = evaluate_rag(metrics, second, second_support)
     out: dict[str, RankingAgreement] = {}
+    topics = sorted(set(a.evaluation.topics) | set(b.evaluation.topics))
     for metric in a.evaluation.measures:
-        name = str(metric)
 
-        def matrix(ev, topics: list[str]) -> np.ndarray:  # type: ignore[no-untyped-def]
+        def matrix(ev) -> np.ndarray:  # type: ignore[no-untyped-def]
             rows = {t: j for j, t in enumerate(ev.evaluation.topics)}
             cols = {r: i for i, r in enumerate(ev.evaluation.runs)}
             values = ev.evaluation.per_topic(metric)
@@ -103,27 +124,23 @@ def _rankings(metrics: Sequence[str], first: Assignments | None, second: Assignm
                             m[i, k] = values[cols[r], rows[t]]
             return m
 
-        topics = sorted(set(a.evaluation.topics) | set(b.evaluation.topics))
-        judged_a = {t: True for t in a.evaluation.topics}
-        judged_b = {t: True for t in b.evaluation.topics}
-        common = common_topics(topics, matrix(a, topics), matrix(b, topics), judged_a, judged_b)
-        correlations = {}
-        if len(runs) >= 2 and common.topics:
-            correlations = {m: judge_agreement(common.reference, common.candidate, m, resamples=resamples,
-                                               level=level, seed=seed) for m in RANKING_MEASURES}
-        per_topic = {}
-        for i, t in enumerate(common.topics):
-            x, y = common.reference[i], common.candidate[i]
-            keep = ~(np.isnan(x) | np.isnan(y))
-            per_topic[t] = ra.tau_b(x[keep], y[keep]) if keep.sum() >= 2 else math.nan
-        out[name] = RankingAgreement(name, common, tuple(runs), correlations, per_topic)
+        out[str(metric)] = ranking_agreement(str(metric), runs, topics, matrix(a), matrix(b), a.evaluation.topics,
+                                             b.evaluation.topics, resamples=resamples, level=level, seed=seed)
     return out
 
 
 def compare_assignments(first: Assignments, second: Assignments, *, metrics: Sequence[str] = NUGGET_SCORES,
                         resamples: int = 1000, level: float = 0.95, seed: int = 0) -> SetComparison:
     """Two nugget assignment sets of the same answers compared (see the module): ``first`` is
-    the reference (NIST's, say), ``second`` the candidate (an automatic assigner's)."""
+    the reference (NIST's, say), ``second`` the candidate (an automatic assigner's); the runs'
+    scores on ``metrics`` computed here from both (file mode)."""
+    c = assignment_labels(first, second)
+    runs = sorted({run for run, topic in set(first.labels) & set(second.labels)})
+    return dataclasses.replace(c, rankings=_rankings(metrics, first, second, (), (), runs, resamples, level, seed))
+
+
+def assignment_labels(first: Assignments, second: Assignments) -> SetComparison:
+    """The label half of :func:`compare_assignments` (no rankings)."""
     per_topic: dict[str, tuple[list[int], list[int]]] = {}
     unmatched = 0
     both = sorted(set(first.labels) & set(second.labels))
@@ -140,9 +157,7 @@ def compare_assignments(first: Assignments, second: Assignments, *, metrics: Seq
                 unmatched += 1
         unmatched += sum(1 for t in texts_b if t not in set(texts_a))
     labels = label_agreement_by_topic(per_topic, LEVELS)
-    runs = sorted({run for run, _ in both})
-    rankings = _rankings(metrics, first, second, (), (), runs, resamples, level, seed)
-    return _comparison("assignments", labels, both, set(first.labels), set(second.labels), unmatched, rankings)
+    return _comparison("assignments", labels, both, set(first.labels), set(second.labels), unmatched, {})
 
 
 def _support_cells(support: Iterable[SupportAnswer]) -> dict[tuple[str, str], tuple[tuple[int, ...], ...]]:
@@ -154,7 +169,16 @@ def compare_support(first: Sequence[SupportAnswer], second: Sequence[SupportAnsw
                     seed: int = 0) -> SetComparison:
     """Two citation-support judgment sets of the same answers compared: a cell is a (sentence,
     citation) pair of an answer both judged, in the order listed; a pair either set did not
-    judge (-1), or that one answer's judgment lacks, is not compared."""
+    judge (-1), or that one answer's judgment lacks, is not compared. The runs' scores on
+    ``metrics`` computed here from both (file mode)."""
+    c = support_labels(first, second)
+    runs = sorted({run for run, _ in set(_support_cells(first)) & set(_support_cells(second))})
+    return dataclasses.replace(c, rankings=_rankings(metrics, None, None, list(first), list(second), runs,
+                                                     resamples, level, seed))
+
+
+def support_labels(first: Sequence[SupportAnswer], second: Sequence[SupportAnswer]) -> SetComparison:
+    """The label half of :func:`compare_support` (no rankings)."""
     a, b = _support_cells(first), _support_cells(second)
     per_topic: dict[str, tuple[list[int], list[int]]] = {}
     unmatched = 0
@@ -174,9 +198,7 @@ def compare_support(first: Sequence[SupportAnswer], second: Sequence[SupportAnsw
                 a_labels.append(int(x))
                 b_labels.append(int(y))
     labels = label_agreement_by_topic(per_topic, LEVELS)
-    runs = sorted({run for run, _ in both})
-    rankings = _rankings(metrics, None, None, list(first), list(second), runs, resamples, level, seed)
-    return _comparison("support", labels, both, set(a), set(b), unmatched, rankings)
+    return _comparison("support", labels, both, set(a), set(b), unmatched, {})
 
 
 def _comparison(kind: str, labels: TopicLabelAgreement, both: list[tuple[str, str]], first: set[tuple[str, str]],

@@ -10,12 +10,12 @@ from litestar import Controller, Request, get, post
 from litestar.datastructures import State
 from litestar.params import Parameter
 
-from service.api.dependencies import Caller, Uow
+from service.api.dependencies import Caller, Coll, Uow
 from service.api.openapi import errors, upload_body
 from service.api.params import CollectionId, IdempotencyKeyHeader, RunId
 from service.api.schemas import Response, out
 from service.api.uploads import read_body
-from service.evaluation.judging import answer_judgments
+from service.evaluation.judging import answer_comparison, answer_judgments
 from service.evaluation.runs import answer_view
 from service.http.admission import OWN_TRANSACTIONS
 
@@ -30,6 +30,36 @@ Append = Annotated[bool, Parameter(description="support only: add the file to th
 Grades = Annotated[Literal["auto", "2", "3"] | None, Parameter(
     description="Assignment grades: 3 (support, partial, not), 2 (refuses partial_support) or auto.")]
 Source = Annotated[str | None, Parameter(description="The file's name (in errors and listings).", max_length=200)]
+
+
+SetReference = Annotated[str, Parameter(
+    description="A judgment set's name (its newest version), `name:N` (version N of that set) or a version number.",
+    max_length=320)]
+Kind = Annotated[Literal["assignments", "support"], Parameter(
+    description="What is compared: the nugget assignments (default) or the citation-support judgments.")]
+Scores = Annotated[list[str] | None, Parameter(
+    description="RAG scores whose run rankings are compared (repeatable; default: the configuration's nugget "
+                "scores, or its support scores).", max_items=20)]
+
+
+class AnswerSetComparison(Response, kw_only=True):
+    """Two answer judgment sets compared (docs/rag.md, "Comparing assessments")."""
+
+    collection: int
+    a: dict[str, Any]
+    b: dict[str, Any]
+    kind: str
+    labels: list[str]
+    cells: int
+    answers: int
+    only_first: list[list[str]]
+    only_second: list[list[str]]
+    unmatched_cells: int
+    agreement: dict[str, Any]
+    macro: dict[str, Any]
+    per_topic: dict[str, Any]
+    rankings: dict[str, Any]
+    notes: list[str]
 
 
 class AnswerJudgmentsUploaded(Response, kw_only=True):
@@ -74,6 +104,20 @@ class AnswersController(Controller):
                                             idempotency_key=idempotency_key),
             limiter=state.get("upload_threads"))
         return out(AnswerJudgmentsUploaded, uow.collect(outcome))
+
+    @get("/api/collections/{cid:int}/answer-judgments/compare", operation_id="compareAnswerJudgmentSets",
+         summary="Agreement of two answer judgment sets", sync_to_thread=True,
+         responses=errors(400, 401, 403, 404, 409, 422))
+    def compare(self, coll: Coll, a: SetReference, b: SetReference, uow: Uow, me: Caller,
+                kind: Kind = "assignments", metric: Scores = None) -> AnswerSetComparison:
+        """How far set `b` agrees with the reference `a` (organisers) on the nugget assignments
+        (or the support judgments) of the answers both assessed: the 3x3 confusion matrix, Cohen's
+        kappa, linear- and quadratic-weighted kappa, Krippendorff's ordinal alpha, each side's
+        share of partial support, the same per topic; and for each score, the agreement of the
+        run rankings over the topics both assessed (Kendall's tau, tau_AP, Spearman with
+        bootstrap intervals over topics, Kendall's tau per topic), read from the stored scores."""
+        return out(AnswerSetComparison,
+                   answer_comparison.compare_answer_sets(uow.session, coll, me, a, b, kind, metric))
 
     @get("/api/runs/{rid:int}/answers", operation_id="getRunAnswers", summary="A run's answers and judgments",
          sync_to_thread=True, responses=errors(401, 403, 404, 409, 422))
