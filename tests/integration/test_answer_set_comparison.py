@@ -21,7 +21,7 @@ from service.formats.rag_judgments import read_assignments
 from service.metrics.rag_agreement import assignment_labels
 from tests.integration.conftest import Backend, auth
 from tests.integration.test_answer_collections import ASSIGNMENTS, SUBMITTED, SUPPORT, answer_runs
-from tests.integration.test_diversity_and_sampled_collections import inline  # noqa: F401
+from tests.integration.test_diversity_and_sampled_collections import inline, portal_cookie  # noqa: F401
 
 VITAL_STRICT = "nugget_vital(strict=true)"
 #: The API question is answered alike on both databases; the CLI reads the database itself.
@@ -76,7 +76,7 @@ def _setup(client: Any, admin: str, data: Path) -> tuple[int, dict[str, str]]:
 
 
 def test_two_assignment_sets_compared_through_the_api(inline: tuple[Any, str, Any], data: Path) -> None:  # noqa: F811
-    client, admin, _ = inline
+    client, admin, factory = inline
     cid, tokens = _setup(client, admin, data)
     org = auth(tokens["organiser"])
     r = client.get(f"/api/collections/{cid}/answer-judgments/compare", params={"a": "official", "b": "llm"},
@@ -128,6 +128,21 @@ def test_two_assignment_sets_compared_through_the_api(inline: tuple[Any, str, An
         r = client.get(f"/api/collections/{cid}/answer-judgments/compare", params={"a": "official", "b": "llm"},
                        headers=auth(tokens[role]))
         assert r.status_code == status, (role, r.status_code, r.text)
+    # the portal's page (the organisers'): the same figures, for people
+    page = client.get(f"/c/{cid}/qrels/compare", params={"a": "official", "b": "llm"},
+                      headers=portal_cookie(factory, tokens["organiser"]))
+    assert page.status_code == 200, page.text
+    assert 'id="confusion"' in page.text and f"{doc['agreement']['kappa']:.3f}" in page.text
+    assert f"{100 * doc['agreement']['partial_share_second']:.1f}%" in page.text
+    assert f"{ranking['kendall']['value']:.3f}" in page.text and "llm (version" in page.text
+    default = client.get(f"/c/{cid}/qrels/compare", headers=portal_cookie(factory, tokens["organiser"]))
+    assert default.status_code == 200 and 'value="official"' in default.text and 'value="llm"' in default.text
+    support = client.get(f"/c/{cid}/qrels/compare", params={"a": "official", "b": "llm", "kind": "support"},
+                         headers=portal_cookie(factory, tokens["organiser"]))
+    assert support.status_code == 409 and "has no support judgments" in support.text
+    refused = client.get(f"/c/{cid}/qrels/compare", params={"a": "official", "b": "llm"},
+                         headers=portal_cookie(factory, tokens["alpha"]))
+    assert refused.status_code == 403 and 'id="confusion"' not in refused.text
     # a collection of ranked lists: its sets are compared elsewhere
     ranked = client.post("/api/collections", json={"name": "ranked"}, headers=auth(admin)).json()["id"]
     r = client.get(f"/api/collections/{ranked}/answer-judgments/compare", params={"a": "official", "b": "official"},

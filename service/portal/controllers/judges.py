@@ -58,13 +58,38 @@ def _compare(page: Page, coll: Collection, a: str, b: str, metric: str | None, t
     return judge_comparison.compare_references(page.session, coll, page.me, a, b, metric or None, top_k or 10)
 
 
+def _answer_sets_page(page: Page, coll: Collection, a: str | None, b: str | None, kind: str | None) -> Template:
+    """A collection of answers: its judgment sets' assessments compared (issue 36, item 3;
+    ``answer_comparison.compare_answer_sets``, as GET ``.../answer-judgments/compare``); by
+    default the official set against the newest other set."""
+    from service.evaluation.judging import answer_comparison
+
+    versions, _, _ = _choices(page, coll, None, None)
+    sets = list(dict.fromkeys(v["judgment_set"] for v in versions["items"] if v["judgment_set"]))
+    kind = kind if kind in answer_comparison.KINDS else "assignments"
+    ra = reference(a, "a") or ("official" if "official" in sets else None)
+    rb = reference(b, "b") or next((name for name in reversed(sets) if name != ra), None)
+    doc, refused = None, None
+    if ra is not None and rb is not None:
+        try:
+            doc, refused = attempt(page.uow, lambda: Outcome(
+                answer_comparison.compare_answer_sets(page.session, coll, page.me, ra, rb, kind)))
+        except NotFound as exc:
+            problem = problem_of(exc)
+            refused = Refusal(problem.status, problem.detail)
+    return page.show(coll, "answer_sets_compare.html", status=refused.status if refused else 200, error=refused,
+                     versions=versions["items"], sets=sets, a=ra or "", b=rb or "", kind=kind, doc=doc)
+
+
 class JudgesController(Controller):
     @get("/c/{cid:int}/qrels/compare", sync_to_thread=True)
     def compare_page(self, cid: FromPath[int], page: NamedDependency[Page], a: FromQuery[str | None] = None,
                      b: FromQuery[str | None] = None, metric: FromQuery[str | None] = None,
-                     top_k: FromQuery[str | None] = None) -> Template:
+                     top_k: FromQuery[str | None] = None, kind: FromQuery[str | None] = None) -> Template:
         """``policy.may_see_qrels`` (organisers); by default the last two versions, the official metric."""
         coll = page.collection(cid)
+        if coll.task_kind == "answers":
+            return _answer_sets_page(page, coll, a, b, kind)
         versions, ra, rb = _choices(page, coll, a, b)
         k = whole_number(top_k, "top k")
         doc, refused = None, None
