@@ -21,13 +21,18 @@ def _compare_arguments(cmp_: argparse.ArgumentParser) -> None:
     _inputs(cmp_)
     cmp_.add_argument("--test", choices=("bootstrap", "t", "wilcoxon", "sign", "randomisation", "tukey", "friedman"),
                       default="bootstrap")
-    cmp_.add_argument("--B", type=int, default=1000, dest="resamples", help="resamples / permutations (default 1000)")
+    cmp_.add_argument("--B", type=int, default=1000, dest="resamples",
+                      help="resamples / permutations: the first stage of the settled rule, or every pair's with "
+                           "--fixed (default 1000)")
     cmp_.add_argument("--exact", action="store_true", help="randomisation: enumerate all 2^n sign flips")
-    cmp_.add_argument("--sequential", action="store_true",
-                      help="resampling tests: resample the pairs whose verdict straddles alpha until it settles "
-                           "(the stored tests' rule; docs/statistics.md, 'Monte Carlo precision')")
+    cmp_.add_argument("--fixed", action="store_true",
+                      help="resampling tests: exactly B resamples per pair, as most tools do (a verdict near alpha "
+                           "may then depend on the seed). By default the pairs whose verdict straddles alpha are "
+                           "resampled until it settles, the stored tests' rule (docs/statistics.md, 'Monte Carlo "
+                           "precision'); a pair still straddling at --max-B is reported undecided")
+    cmp_.add_argument("--sequential", action="store_true", help=argparse.SUPPRESS)  # the default since issue 37
     cmp_.add_argument("--max-B", type=int, default=None, dest="max_resamples", metavar="N",
-                      help="--sequential: at most N resamples per pair (default 10000000)")
+                      help="the settled rule: at most N resamples per pair (default 10000000)")
     cmp_.add_argument("--alpha", type=float, default=0.05)
     cmp_.add_argument("--correction", choices=("none", "holm", "bh"), default="none")
     cmp_.add_argument("--baseline", action="append", dest="baselines", metavar="RUN",
@@ -180,7 +185,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     try:  # (a setting out of range for every metric alike: --B 0, --alpha 1)
         tested = pairwise_many({m: tables[m] for m in metrics}, runs, args.test, resamples=args.resamples,
                                alpha=args.alpha, correction=args.correction, seed=args.seed, exact=args.exact,
-                               baselines=args.baselines, sequential=args.sequential,
+                               baselines=args.baselines, sequential=not args.fixed,
                                max_resamples=args.max_resamples)
     except ValueError as exc:
         raise InvalidMeasure(str(exc)) from None
@@ -213,6 +218,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     if args.format == "json":
         doc = {
             "test": args.test, "resamples": args.resamples, "alpha": args.alpha, "correction": args.correction,
+            "rule": _rule(args),
             "correction_name": correction_name(args.test, args.correction), "intervals": intervals,
             "seed": args.seed, "interval": args.interval, **({"baselines": args.baselines} if args.baselines else {}),
             "metrics": {
@@ -246,6 +252,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"# p: raw; p_adjusted: correction {correction_name(args.test, args.correction)}; both at full "
               f"precision; significant: p_adjusted < alpha = {a:g} (false where undecided); verdict: significant, "
               f"not significant or undecided at the pair's resamples (B, empty for an exact test)\n")
+    out.write(f"# resamples: {_rule_words(args)}\n")
     out.writelines(f"# {name}\n" for name in intervals.values())
     for metric, res, _, _ in report:
         out.writelines(f"# {metric}: {note}\n" for note in res.notes)
@@ -256,6 +263,24 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
                           + " ".join(f"{t}:{d:+.4f}" for t, d in sorted(diffs.items(), key=lambda kv: kv[1]))
                           + "\n")
     return 0
+
+
+def _rule(args: argparse.Namespace) -> str:
+    """How a resampling test's B was chosen: settled (the default), fixed, or none (exact tests)."""
+    if args.test not in ("bootstrap", "randomisation", "tukey") or (args.test == "randomisation" and args.exact):
+        return "exact"
+    return "fixed" if args.fixed else "settled"
+
+
+def _rule_words(args: argparse.Namespace) -> str:
+    rule = _rule(args)
+    if rule == "exact":
+        return "none (an exact test)"
+    if rule == "fixed":
+        return f"B = {args.resamples} for every pair (--fixed): a verdict near alpha may depend on the seed"
+    cap = args.max_resamples or 10_000_000
+    return (f"settled: B = {args.resamples} first, then more for the pairs whose verdict straddles alpha, up to "
+            f"{cap:,}; with probability at least 99% every settled verdict is the B -> infinity one")
 
 
 #: At most this many pairs per metric get a written explanation of a test/interval disagreement.
