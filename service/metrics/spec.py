@@ -369,12 +369,23 @@ def _signature(defn: MetricDef) -> str:
 
 
 def metric_listing() -> str:
-    """Every registered metric with its parameters and their defaults, then the aliases (what
-    `cranfield metrics` prints)."""
+    """Every registered metric with its parameters and their defaults, then each alias with the
+    metric it stands for (what `cranfield metrics` prints)."""
     lines = [f"  {_signature(defn)}" for defn in sorted(REGISTRY.values(), key=lambda d: d.name.lower())]
     aliases = sorted(a for a, (n, _) in ALIASES.items() if a != n.lower())
-    lines.append("Aliases: " + ", ".join(aliases))
+    lines.append("Aliases (each is the metric after =):")
+    lines += [f"  {a} = {_alias_target(a)}" for a in aliases]
     return "\n".join(lines)
+
+
+def _alias_target(alias: str) -> str:
+    """The canonical metric an alias names (``@k`` where the metric needs a cutoff)."""
+    try:
+        return str(parse_measure(alias))
+    except InvalidMeasure:
+        name, params = ALIASES[alias]
+        inner = ", ".join(f"{k}={format_value(v)}" for k, v in params.items())
+        return f"{name}{'(' + inner + ')' if inner else ''}@k"
 
 
 def unknown_metric_message(name: str) -> str:

@@ -102,7 +102,8 @@ def test_bad_metric_name_suggests_the_closest_ones_once_without_a_traceback(caps
     assert "nDCG(gains=<gains>, judged_only=false, base=2)[@k]" in err and "`cranfield metrics`" in err
     assert len(err) < 1000 and "Traceback" not in err  # a few close names, not the registry
     _, listing, _ = run_cli(capsys, "metrics")
-    assert "nDCG(gains=<gains>, judged_only=false, base=2)[@k]" in listing and "Aliases: " in listing
+    assert "nDCG(gains=<gains>, judged_only=false, base=2)[@k]" in listing and "Aliases (each is the metric after =):" in listing
+    assert "  map = AP\n" in listing and "  mrr = RR\n" in listing and "  alphadcg = alpha-DCG@k" in listing
     code, _, err = run_cli(capsys, "eval", "--qrels", str(qrels), str(run1), "-m", "zzzz")
     assert code == 2 and "Did you mean" not in err and "`cranfield metrics`" in err
 
