@@ -93,6 +93,8 @@ ROUTES: dict[tuple[str, str], Door | None] = {
     ("POST", "/c/{cid}/console/assessors/{tid}"): doors.MANAGE_POOLS,
     ("POST", "/c/{cid}/analysis"): doors.MANAGE_POOLS,
     ("POST", "/assess/{pid}"): doors.JUDGE_POOL,
+    ("POST", "/c/{cid}/answers/assess"): doors.ASSESS_ANSWERS,
+    ("POST", "/c/{cid}/judgment-sets/{name}/derive"): doors.UPLOAD_QRELS,
 }
 
 

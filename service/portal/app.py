@@ -43,6 +43,7 @@ from service.portal.controllers.boards import BoardController
 from service.portal.controllers.console import ConsoleController
 from service.portal.controllers.console_runs import ConsoleRunsController
 from service.portal.controllers.judge_track import JudgeTrackController
+from service.portal.controllers.answer_assessment import AnswerAssessmentController
 from service.portal.controllers.judges import JudgesController
 from service.portal.controllers.judging import AssessmentController, PoolController
 from service.portal.controllers.judgment_sets import JudgmentSetsController
@@ -72,7 +73,7 @@ SECURITY_HEADERS = {
 CONTROLLERS = [SignInController, BoardController, RunController, AnalysisController, SubmissionController,
                QrelsController, PoolController, AssessmentController, SnapshotController, TeamController,
                TopicController, ConsoleController, ConsoleRunsController, TokenController, JudgesController,
-               JudgmentSetsController, JudgeTrackController, ReproducibilityController]
+               JudgmentSetsController, JudgeTrackController, ReproducibilityController, AnswerAssessmentController]
 
 
 @get("/favicon.ico", include_in_schema=False, sync_to_thread=False)

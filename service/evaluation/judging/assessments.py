@@ -68,6 +68,22 @@ def assessments(s: Session, me: Principal) -> list[dict[str, Any]]:
     return out
 
 
+def answer_assessments(s: Session, me: Principal) -> list[dict[str, Any]]:
+    """An assessor's topics of collections of answers, each with its assessment page (issue 36)."""
+    from urllib.parse import urlencode
+
+    policy.require(policy.is_assessor(me), me, "the assessors' list (organisers read their pools)")
+    out = []
+    for cid in sorted({c for c, _ in me.assigned}):
+        coll = s.get(Collection, cid)
+        if coll is None or coll.task_kind != "answers":
+            continue
+        for topic in sorted(t for c, t in me.assigned if c == cid):
+            out.append({"collection_id": cid, "collection": coll.name, "topic": topic,
+                        "page": f"/c/{cid}/answers/assess?{urlencode({'topic': topic})}"})
+    return out
+
+
 def _judged_pairs(s: Session, qrels_version_id: int) -> set[tuple[str, str]]:
     from service.store.models import Judgment
 

@@ -18,13 +18,14 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import delete, insert, select, tuple_
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import InvalidInput
 from service.evaluation.common.memory import guarded
 from service.evaluation.common.work import Outcome
 from service.evaluation.judging import judgment_sets
+from service.evaluation.judging.assessor_labels import Key, labels_of_set, store  # noqa: F401  (re-exported)
 from service.evaluation.organising import collections, idempotency
 from service.evaluation.organising.setup import add_qrels, audit, count_limits, load_qrels, max_level
 from service.evaluation.permissions import policy
@@ -33,9 +34,7 @@ from service.formats.labels import parse_labels
 from service.formats.types import Qrels
 from service.metrics.judgment_rules import derive
 from service.metrics.stats.agreement import assessor_agreement
-from service.store.models import AssessorLabel, Collection, JudgmentSet, QrelsVersion, Topic, utcnow
-
-Key = tuple[str, str]  # (topic, docno)
+from service.store.models import AssessorLabel, Collection, JudgmentSet, QrelsVersion, Topic
 
 
 def qrels_text(qrels: Qrels) -> bytes:
@@ -44,37 +43,6 @@ def qrels_text(qrels: Qrels) -> bytes:
     for t, judgments in qrels.to_mapping().items():
         out.extend(f"{t} {d} L{lv}\n" for d, lv in sorted(judgments.items()))
     return "".join(out).encode("utf-8")
-
-
-def store(s: Session, js: JudgmentSet, labels: Iterable[tuple[str, str, str, int]]) -> set[Key]:
-    """Keep each (topic, docno, assessor, level), replacing that assessor's earlier label of the
-    document; the documents touched."""
-    rows = [{"judgment_set_id": js.id, "topic": t, "docno": d, "assessor": a, "level": int(lv)}
-            for t, d, a, lv in labels]
-    if not rows:
-        return set()
-    now = utcnow()
-    keys = [(r["topic"], r["docno"], r["assessor"]) for r in rows]
-    for start in range(0, len(keys), 500):  # bounded IN lists
-        chunk = keys[start:start + 500]
-        s.execute(delete(AssessorLabel).where(
-            AssessorLabel.judgment_set_id == js.id,
-            tuple_(AssessorLabel.topic, AssessorLabel.docno, AssessorLabel.assessor).in_(chunk)))
-    s.execute(insert(AssessorLabel), [{**r, "labelled_at": now} for r in rows])
-    return {(r["topic"], r["docno"]) for r in rows}
-
-
-def labels_of_set(s: Session, js: JudgmentSet, assessor: str | None = None) -> dict[Key, list[int]]:
-    """(topic, docno) -> the set's labels of it, oldest first (ties by assessor)."""
-    q = (select(AssessorLabel.topic, AssessorLabel.docno, AssessorLabel.level)
-         .where(AssessorLabel.judgment_set_id == js.id)
-         .order_by(AssessorLabel.labelled_at, AssessorLabel.assessor))
-    if assessor is not None:
-        q = q.where(AssessorLabel.assessor == assessor)
-    out: dict[Key, list[int]] = {}
-    for t, d, lv in s.execute(q):
-        out.setdefault((t, d), []).append(int(lv))
-    return out
 
 
 def derived_version(s: Session, coll: Collection, js: JudgmentSet, me: Principal, source: str,
@@ -97,6 +65,11 @@ def rederive(s: Session, coll: Collection, js: JudgmentSet, me: Principal, reaso
     evaluation), or None when the set has no labels."""
     if not labels_of_set(s, js):
         return Outcome(None)
+    if coll.task_kind == "answers":  # answers' labels make assignments and support (issue 36)
+        from service.evaluation.judging import answer_assessment
+
+        outcome = answer_assessment.derive_version(s, coll, js, me, f"labels re-derived ({reason})")
+        return Outcome(outcome.result["version"], outcome.followups)
     previous = js.current_version_id
     version = derived_version(s, coll, js, me, f"labels re-derived ({reason})")
     _, followups = judgment_sets.evaluation_followups(s, coll, js, version, previous)
@@ -205,6 +178,8 @@ def agreement(s: Session, coll: Collection, me: Principal, set_name: str) -> dic
                      .order_by(AssessorLabel.topic, AssessorLabel.docno, AssessorLabel.assessor)).all()
     config = coll.current_config
     configured = [int(lv["level"]) for lv in config.levels if "level" in lv] if config is not None else []
+    if coll.task_kind == "answers":  # answers' cells: 0 no support, 1 partial, 2 full (answer_assessment)
+        configured = [0, 1, 2]
     doc = agreement_figures([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
                             [int(r[3]) for r in rows], configured)
     if not rows:

@@ -73,3 +73,7 @@ EDIT_RUN = Door("run", policy.may_edit_run, "changing run {rid}")
 DECLARE_REPRODUCTION = Door("run", policy.may_declare_reproduction, "declaring what run {rid} reproduces")
 DELETE_RUN = Door("run", lambda me, run, coll: policy.may_delete_run(me, coll), "deleting run {rid}")
 JUDGE_POOL = Door("pool", policy.may_read_pool, "judging pool {pid}")
+#: an answers collection's assessment pages: its organisers, and assessors with a topic of it (the
+#: use case then asks ``policy.may_assess`` of the topic posted)
+ASSESS_ANSWERS = Door("collection", lambda me, coll: policy.may_organise(me, coll.id)
+                      or any(c == coll.id for c, _ in me.assigned), "assessing the answers of collection {cid}")

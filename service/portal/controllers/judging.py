@@ -72,7 +72,7 @@ class AssessmentController(Controller):
     def assessments(self, page: NamedDependency[Page], accepted: FromQuery[int | None] = None) -> Template:
         """``policy.is_assessor``: the assessor's topics per pool, with no runs, scores or teams."""
         return page.render("assess.html", items=assessments.assessments(page.session, page.me), error=None,
-                           accepted=accepted)
+                           accepted=accepted, answers=assessments.answer_assessments(page.session, page.me))
 
     @get("/assess/{pid:int}/{topic:path}", sync_to_thread=True)  # a topic id may contain "/"
     def assessment_file(self, pid: FromPath[int], topic: FromPath[str], page: NamedDependency[Page]) -> Response[str]:
@@ -90,5 +90,6 @@ class AssessmentController(Controller):
                                                                           upload.required(), source=upload.name))
         if refused is not None:
             return page.render("assess.html", status=refused.status, error=refused, accepted=None,
-                               items=assessments.assessments(page.session, page.me))
+                               items=assessments.assessments(page.session, page.me),
+                               answers=assessments.answer_assessments(page.session, page.me))
         return see_other(f"/assess?accepted={len(doc['topics'])}")
