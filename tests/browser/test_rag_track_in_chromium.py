@@ -126,3 +126,95 @@ def test_a_rag_track_in_the_browser(track: Service, browser: object) -> None:  #
         judged = answers.locator(".cite.full, .cite.partial, .cite.none")
         assert judged.count() > 0
         shot(page, "61-rag-run-answers")
+
+
+ASSESSED_TOPIC = "2024-19025"
+
+
+def _assess(page, base: str, token: str, texts: list[str] | None, first_label: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """Sign in as an assessor, open the topic from the assessor's list, and label three answers
+    (the first three shown, or those with ``texts``): every nugget 'support' but the first
+    (``first_label``), every first citation 'full support'; the keyboard chooses one of them."""
+    sign_in(page, base, token)
+    page.goto(f"{base}/assess")
+    with page.expect_navigation():
+        page.get_by_role("link", name=f"TREC 2024 RAG: topic {ASSESSED_TOPIC} (people)").click()
+    sections = page.locator("section.answer")
+    assert sections.count() == len(SUBMITTED)
+    shown = [s.locator(".answer-text").inner_text().strip() for s in sections.all()]
+    for run in (run for _, run, _ in SUBMITTED):
+        assert run not in page.content()  # blind
+    chosen = texts or shown[:3]
+    for text in chosen:
+        position = shown.index(text) + 1
+        section = page.locator(f"#answer-{position}")
+        nuggets = section.locator("fieldset.nugget-label")
+        for k in range(nuggets.count()):
+            nuggets.nth(k).get_by_label("support", exact=True).check()
+        nuggets.nth(0).get_by_label(first_label, exact=True).check()
+        # the keyboard: focus the last nugget's checked choice and move with the arrow keys
+        last = nuggets.nth(nuggets.count() - 1)
+        last.get_by_label("support", exact=True).focus()
+        page.keyboard.press("ArrowDown")  # support -> partial support (the next radio of the group)
+        assert last.get_by_label("partial support", exact=True).is_checked()
+        page.keyboard.press("ArrowUp")
+        assert last.get_by_label("support", exact=True).is_checked()
+        citations = section.locator("fieldset.support-label")
+        for k in range(citations.count()):
+            citations.nth(k).get_by_label("full support", exact=True).check()
+        with page.expect_navigation():
+            section.get_by_role("button", name=f"Save answer {position}").click()
+        assert f"Answer {position} saved." in page.locator("#progress").inner_text()
+    assert f"You have assessed 3 of {len(SUBMITTED)}" in page.locator("#progress").inner_text()
+    shot(page, "62-rag-assessment")
+    return chosen
+
+
+def test_two_assessors_assess_answers_in_the_browser(track: Service, browser: object) -> None:  # noqa: F811
+    """Issue 36: two assessors assess the same three answers of a topic in the portal (nuggets
+    and support), the organiser makes the set's version from their labels, the set's agreement
+    page shows their alpha, and the version's board follows the set's rule (latest: bob's)."""
+    base, cid = track.base, track.cid
+    o = {"Authorization": f"Bearer {track.tokens['organiser']}"}
+    with httpx.Client(base_url=base, timeout=60) as c:
+        r = c.post(f"/api/collections/{cid}/judgment-sets", json={"name": "people", "source": "human",
+                                                                   "rule": "latest", "auto_evaluate": True}, headers=o)
+        assert r.status_code == 201, r.text
+        assessors = {name: c.post("/api/tokens", json={"role": "assessor", "name": name, "collections": [cid],
+                                                       "topics": [ASSESSED_TOPIC]}, headers=o).json()["token"]
+                     for name in ("ann", "bob")}
+    with browsing(browser, "rag-assess-ann") as page:
+        chosen = _assess(page, base, assessors["ann"], None, "support")
+    with browsing(browser, "rag-assess-bob") as page:
+        _assess(page, base, assessors["bob"], chosen, "not support")
+    with browsing(browser, "rag-assess-organiser") as page:
+        sign_in(page, base, track.tokens["organiser"])
+        page.goto(f"{base}/c/{cid}/judgment-sets")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Make the next version of people from its assessors' labels").click()
+        assert page.locator("#done").count() == 1, (page.url, page.locator("main").inner_text()[:1500])
+        notice = page.locator("#done").inner_text()
+        assert "people" in notice and "version" in notice
+        with httpx.Client(base_url=base, timeout=60) as c:
+            sets = c.get(f"/api/collections/{cid}/judgment-sets/people", headers=o).json()
+            version = sets["versions"][-1]["version"]
+
+            def scored() -> bool:
+                rows = c.get(f"/api/collections/{cid}/leaderboard", params={"metric": "nugget_all",
+                                                                             "qrels_version": version},
+                             headers=o).json().get("rows") or []
+                return len(rows) == 3
+            wait_for(scored, 180, "the derived version's scores")
+            rows = c.get(f"/api/collections/{cid}/leaderboard", params={"metric": "nugget_all",
+                                                                         "qrels_version": version},
+                         headers=o).json()["rows"]
+            agreement = c.get(f"/api/collections/{cid}/judgment-sets/people/agreement", headers=o).json()
+        page.goto(f"{base}/c/{cid}/judgment-sets/people/agreement")
+        summary = page.locator("#agreement-summary").inner_text()
+        assert summary.startswith("2 assessors")
+        alpha_text = page.locator("#alpha").inner_text()
+        assert f"{agreement['alpha']['ordinal']:.3f}" in alpha_text
+        shot(page, "63-rag-assessors-agreement")
+    # latest: bob's labels (he saved after ann), every nugget supported but the first: All = (n - 1) / n
+    n = 12  # the nuggets of topic 2024-19025 in NIST's assignments
+    assert sorted(row["mean"] for row in rows) == pytest.approx([(n - 1) / n] * 3, abs=1e-12)

@@ -71,7 +71,7 @@ def test_two_assessors_assess_answers_and_the_set_follows_its_rule(inline: tuple
     tokens["carl"] = r.json()["token"]
 
     listing = client.get("/assess", headers=portal_cookie(factory, tokens["ann"]))
-    assert listing.status_code == 200 and f'href="/c/{cid}/answers/assess?topic={topic}"' in listing.text
+    assert listing.status_code == 200 and f'href="/c/{cid}/answers/assess?topic={topic}&amp;set=people"' in listing.text
     url = f"/c/{cid}/answers/assess"
     cookies = {name: portal_cookie(factory, token) for name, token in tokens.items()}  # one session each
     cookies["admin"] = portal_cookie(factory, admin)

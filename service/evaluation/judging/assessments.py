@@ -69,8 +69,12 @@ def assessments(s: Session, me: Principal) -> list[dict[str, Any]]:
 
 
 def answer_assessments(s: Session, me: Principal) -> list[dict[str, Any]]:
-    """An assessor's topics of collections of answers, each with its assessment page (issue 36)."""
+    """An assessor's topics of collections of answers, each with its assessment page (issue 36):
+    one per judgment set that takes people's assessments (a set of source ``human`` other than
+    the official one: the organiser made it for the assessment), else the official set."""
     from urllib.parse import urlencode
+
+    from service.store.models import JudgmentSet
 
     policy.require(policy.is_assessor(me), me, "the assessors' list (organisers read their pools)")
     out = []
@@ -78,9 +82,14 @@ def answer_assessments(s: Session, me: Principal) -> list[dict[str, Any]]:
         coll = s.get(Collection, cid)
         if coll is None or coll.task_kind != "answers":
             continue
+        sets = list(s.scalars(select(JudgmentSet.name).where(
+            JudgmentSet.collection_id == cid, JudgmentSet.source == "human",
+            JudgmentSet.id != coll.official_set_id).order_by(JudgmentSet.id))) or [None]
         for topic in sorted(t for c, t in me.assigned if c == cid):
-            out.append({"collection_id": cid, "collection": coll.name, "topic": topic,
-                        "page": f"/c/{cid}/answers/assess?{urlencode({'topic': topic})}"})
+            for name in sets:
+                query = {"topic": topic, **({"set": name} if name else {})}
+                out.append({"collection_id": cid, "collection": coll.name, "topic": topic, "judgment_set": name,
+                            "page": f"/c/{cid}/answers/assess?{urlencode(query)}"})
     return out
 
 
