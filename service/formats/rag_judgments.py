@@ -316,3 +316,32 @@ def read_support(data: bytes | bytearray, source: str = "<support>") -> list[Sup
     if not out:
         raise InvalidInput(source, None, "no judged answers in the file")
     return out
+
+
+# ----------------------------------------------------------------------------- passages
+#: The keys a passage's id and text may have (MS MARCO v2.1 segments: ``segment_id`` or
+#: ``docid``; ``segment`` or ``text`` for the text).
+PASSAGE_IDS = ("segment_id", "docid", "id")
+PASSAGE_TEXTS = ("segment", "text")
+
+
+def read_passages(data: bytes | bytearray, source: str = "<passages>") -> dict[str, str]:
+    """The texts of the passages answers cite (issue 36: shown beside each cited sentence on the
+    support assessment page): JSON lines ``{segment_id, segment}`` (or ``docid``/``id`` and
+    ``text``); an id twice, or a line without an id or a text, is refused with its line."""
+    out: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    for number, obj in json_lines(data, source):
+        if not isinstance(obj, dict):
+            raise InvalidInput(source, number, "a line is one JSON object (a passage: segment_id and segment)")
+        pid = next((obj[k] for k in PASSAGE_IDS if k in obj), None)
+        text = next((obj[k] for k in PASSAGE_TEXTS if k in obj), None)
+        if not isinstance(pid, str) or not pid:
+            raise InvalidInput(source, number, f"{'/'.join(PASSAGE_IDS)}: the passage's id, a non-empty string")
+        if not isinstance(text, str):
+            raise InvalidInput(source, number, f"{'/'.join(PASSAGE_TEXTS)}: the passage's text, a string")
+        if pid in lines:
+            raise InvalidInput(source, number, f"segment_id: {pid!r} is given twice (lines {lines[pid]} and {number})")
+        lines[pid] = number
+        out[pid] = text
+    return out

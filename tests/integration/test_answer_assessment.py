@@ -8,6 +8,7 @@ may."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,15 @@ def test_two_assessors_assess_answers_and_the_set_follows_its_rule(inline: tuple
     for (team, _run, _fmt), body in zip(SUBMITTED, answer_runs(data).values()):
         assert client.post(f"/api/collections/{cid}/runs", content=body, headers=auth(tokens[team])).status_code == 201
     topic = "2024-19025"
+    # the cited passages' texts (the organiser's passages part), shown on the support questions
+    cited = sorted({ref for body in answer_runs(data).values() for line in body.decode().splitlines()
+                    for ref in json.loads(line).get("references", [])})
+    passages = "".join(json.dumps({"segment_id": ref, "segment": f"text of {ref}"}) + "\n" for ref in cited)
+    r = client.post(f"/api/collections/{cid}/answer-judgments/passages", content=passages.encode(), headers=a)
+    assert r.status_code == 201 and r.json()["parts"]["passages"]["passages"] == len(cited), r.text
+    dup = passages.splitlines()[0] + "\n" + passages.splitlines()[0] + "\n"
+    r = client.post(f"/api/collections/{cid}/answer-judgments/passages?source=p.jl", content=dup.encode(), headers=a)
+    assert r.status_code == 422 and "p.jl" in r.text and "given twice" in r.text
     r = client.post(f"/api/collections/{cid}/judgment-sets", json={"name": "people", "source": "human",
                                                                    "rule": "latest", "auto_evaluate": True}, headers=a)
     assert r.status_code == 201, r.text
@@ -80,6 +90,7 @@ def test_two_assessors_assess_answers_and_the_set_follows_its_rule(inline: tuple
     for name, page in pages.items():
         assert page.status_code == 200, page.text
         assert "of 5 answers" in page.text and 'name="n0"' in page.text
+        assert '<blockquote class="passage">text of ' in page.text
         for _, run, _ in SUBMITTED:  # blind: no run, no team
             assert run not in page.text
         assert "alpha" not in page.text and "beta" not in page.text

@@ -19,10 +19,11 @@ from service.evaluation.judging import answer_comparison, answer_judgments
 from service.evaluation.runs import answer_view
 from service.http.admission import OWN_TRANSACTIONS
 
-Part = Annotated[Literal["nuggets", "assignments", "support", "qrels"], Parameter(
+Part = Annotated[Literal["nuggets", "assignments", "support", "qrels", "passages"], Parameter(
     description="nuggets (nuggetizer's create output), assignments (NIST's / nuggetizer's assign format), "
-                "support (NIST's citation-support file) or qrels (the retrieval qrels the references are ranked "
-                "against).")]
+                "support (NIST's citation-support file), qrels (the retrieval qrels the references are ranked "
+                "against) or passages (the cited passages' texts, {segment_id, segment} JSON lines, shown on the "
+                "assessment pages).")]
 SetName = Annotated[str | None, Parameter(
     description="The judgment set the version goes to (default: the official one).", max_length=100)]
 Append = Annotated[bool, Parameter(description="support only: add the file to the version's support files "

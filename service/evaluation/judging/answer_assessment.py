@@ -1,7 +1,8 @@
 """People assess generated answers in the portal (issue 36, items 1-2): per topic, every answer
 of the collection's answer runs, blind (no run, no team; in an order of its own per assessor),
 beside the topic's nuggets (each labelled support, partial support or no support) and, per
-sentence, its first cited passage (full, partial or no support).
+sentence, its first cited passage (full, partial or no support), with the passage's text when
+the organiser uploaded it (a ``passages`` part: ``{segment_id, segment}`` JSON lines).
 
 Each assessor's labels are kept in a judgment set as relevance labels are
 (:class:`~service.store.models.AssessorLabel`, keyed by topic and an opaque cell key:
@@ -122,15 +123,17 @@ def assessment(s: Session, coll: Collection, me: Principal, topic: str, set_name
     js = _target(s, coll, me, set_name)
     _, judged = _base(s, coll, js)
     nuggets = _nuggets(judged, topic)
+    passages = judged.passages if judged is not None else {}
     mine = {d: levels[-1] for (t, d), levels in labels.labels_of_set(s, js, me.name).items() if t == topic}
     items = []
     for position, a in enumerate(_answers(s, coll, topic, me.name, js), start=1):
         sentences = []
         for i, sentence in enumerate(a.sentences):
             first = sentence.citations[:1]  # the first listed citation (TREC 2024's support assessment)
+            refs = [a.references[c] if 0 <= c < len(a.references) else str(c) for c in first]
             sentences.append({"index": i, "text": sentence.text, "citations": [
-                {"index": j, "reference": a.references[c] if 0 <= c < len(a.references) else str(c),
-                 "label": mine.get(support_key(a.run_id, i, j))} for j, c in enumerate(first)]})
+                {"index": j, "reference": ref, "passage": passages.get(ref),
+                 "label": mine.get(support_key(a.run_id, i, j))} for j, ref in enumerate(refs)]})
         nugget_labels = [mine.get(nugget_key(a.run_id, k)) for k in range(len(nuggets.texts))]
         cited = [c for sentence in sentences for c in sentence["citations"]]
         items.append({"position": position, "sentences": sentences, "nugget_labels": nugget_labels,

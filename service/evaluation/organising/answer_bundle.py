@@ -30,6 +30,7 @@ from service.formats.rag_judgments import (
     TopicNuggets,
     read_assignments,
     read_nuggets,
+    read_passages,
     read_support,
 )
 from service.formats.readers import parse_qrels
@@ -37,13 +38,13 @@ from service.formats.types import Qrels
 from service.metrics.rag_scoring import run_inputs, support_by_answer
 
 #: The parts of a version, in the order they are read (nuggets before the assignments matched to them).
-PARTS = ("nuggets", "assignments", "support", "qrels")
+PARTS = ("nuggets", "assignments", "support", "qrels", "passages")
 GRADES = ("auto", 2, 3)
 
 
 def empty() -> dict[str, Any]:
     """The parts of a set without any version yet."""
-    return {"nuggets": None, "assignments": None, "support": [], "qrels": None, "grades": "auto"}
+    return {"nuggets": None, "assignments": None, "support": [], "qrels": None, "passages": None, "grades": "auto"}
 
 
 def encode(parts: Mapping[str, Any]) -> bytes:
@@ -77,6 +78,8 @@ class AnswerJudgments:
     qrels: Qrels
     sources: dict[str, Any]
     qrels_digest: str = ""  # sha256 of the retrieval qrels' text (the references' scores read them)
+    #: the cited passages' texts (segment id -> text), shown on the assessment pages; no score reads them
+    passages: dict[str, str] = field(default_factory=dict)
     cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     def topics(self) -> list[str]:
@@ -114,7 +117,9 @@ class AnswerJudgments:
                 "support": [{"source": s} for s in self.sources["support"]] if self.support else [],
                 "support_answers": len(self.support),
                 "qrels": None if not self.qrels.topics else {"source": self.sources["qrels"],
-                                                             "topics": len(self.qrels.topics)}}
+                                                             "topics": len(self.qrels.topics)},
+                "passages": None if not self.passages else {"source": self.sources["passages"],
+                                                            "passages": len(self.passages)}}
 
 
 def read(parts: Mapping[str, Any]) -> AnswerJudgments:
@@ -146,7 +151,11 @@ def read(parts: Mapping[str, Any]) -> AnswerJudgments:
         qrels = parse_qrels(_bytes(parts["qrels"]), parts["qrels"]["source"])
         sources["qrels"] = parts["qrels"]["source"]
     qrels_digest = hashlib.sha256(_bytes(parts["qrels"]) if parts.get("qrels") else b"").hexdigest()
-    return AnswerJudgments(nuggets, assignments, support, qrels, sources, qrels_digest)
+    passages: dict[str, str] = {}
+    if parts.get("passages"):
+        passages = read_passages(_bytes(parts["passages"]), parts["passages"]["source"])
+        sources["passages"] = parts["passages"]["source"]
+    return AnswerJudgments(nuggets, assignments, support, qrels, sources, qrels_digest, passages)
 
 
 def replaced(parts: Mapping[str, Any], part: str, data: bytes, source: str, *, append: bool = False,
