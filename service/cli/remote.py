@@ -292,7 +292,10 @@ def _logout(out: TextIO) -> int:
 
 # ------------------------------------------------------------------------------ listings
 def _tsv(out: TextIO, header: list[str], rows: list[list[Any]]) -> int:
+    """Rows as TSV, data (issue 37): booleans ``true``/``false``, times as the API's ISO 8601."""
     def cell(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
         return "" if v is None else str(v).replace("\t", " ").replace("\n", " ")
 
     out.writelines("\t".join(map(cell, row)) + "\n" for row in [header, *rows])
@@ -361,10 +364,12 @@ class ProgressBar:
                           f"{100 * sent // max(total, 1):3d}% {_size(sent)}/{_size(total)}")
         self.stream.flush()
 
-    def finish(self) -> None:
+    def finish(self, size: int | None = None) -> None:
+        """The last line: the file's ``size`` (what the user knows of it), not the request's."""
         if self.tty:
             self.stream.write("\r\033[K")
-        self.stream.write(f"uploaded {self.name} ({_size(self.total)}) in {time.monotonic() - self.started:.1f} s\n")
+        shown = _size(self.total if size is None else size)
+        self.stream.write(f"uploaded {self.name} ({shown}) in {time.monotonic() - self.started:.1f} s\n")
         self.stream.flush()
 
 
@@ -402,7 +407,7 @@ def _submit(args: argparse.Namespace, client: Any, out: TextIO) -> int:
         raise
     finally:
         if bar.total:
-            bar.finish()
+            bar.finish(Path(args.run).stat().st_size)
     if args.reproduces_pair:  # the pair (MY_BASELINE_RUN, this run) of (ORIGINAL_BASELINE, --reproduces)
         mine, original = args.reproduces_pair
         doc["reproduction"] = client.declare_reproduction(mine, original, doc["id"], args.reproduces)["id"]
@@ -411,7 +416,7 @@ def _submit(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     else:
         _report_submission(doc, coll, out)
         if doc.get("reproduction") is not None:
-            out.write(f"reproduction\t{doc['reproduction']}\n")
+            out.write(f"reproduction {doc['reproduction']} declared: the run reproduces run {args.reproduces}\n")
     if args.wait:
         return _wait_run(client, doc["id"], args.timeout, 1.0, out)
     return 0

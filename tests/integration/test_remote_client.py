@@ -223,12 +223,14 @@ def test_submit_prints_run_job_and_lists_the_run(svc: Service) -> None:
     assert first.startswith("run ") and f"tag {tag}, team alpha, collection task" in first
     rid = int(first.split()[1])
     job = int(done.stdout.splitlines()[1].split()[1])
-    assert done.stderr.startswith("uploaded alpha-1.run (") and " kB) in " in done.stderr  # the progress's last line
+    size = path.stat().st_size  # the file's own size, not the request's (issue 37, item 5)
+    assert done.stderr.startswith(f"uploaded alpha-1.run ({size / 1000:.1f} kB) in "), done.stderr
     listed = remote(svc, "runs", "task", token=svc.tokens["alpha"])
     assert listed.returncode == 0
     rows = [ln.split("\t") for ln in listed.stdout.splitlines()]
     assert rows[0][:5] == ["id", "collection", "tag", "team", "status"]
     assert [str(rid), "task", tag, "alpha"] == next(r for r in rows if r[0] == str(rid))[:4]
+    assert {r[6] for r in rows[1:]} <= {"true", "false"}  # primary: data, not Python's True
     assert all(r[3] == "alpha" for r in rows[1:])  # a participant lists its own team's runs
 
     # the team waits for the job of its submission, as does an organiser; another team may not read it

@@ -26,11 +26,11 @@ def test_submit_with_reproduces_and_read_the_repro_board(svc: Service) -> None: 
     done = remote(svc, "submit", "task", str(_write(svc, "rep-b.run", text_b)), "--reproduces", str(b), token=alpha)
     assert done.returncode == 0, done.stderr
     rid_b = int(done.stdout.splitlines()[0].split()[1])
-    assert "reproduction\t" in done.stdout
+    assert f"declared: the run reproduces run {b}" in done.stdout  # words for people (issue 37, item 5)
     done = remote(svc, "submit", "task", str(_write(svc, "rep-a.run", text_a)), "--reproduces", str(a),
                   "--reproduces-pair", str(rid_b), str(b), token=alpha)
     assert done.returncode == 0, done.stderr
-    pair_id = int(next(ln for ln in done.stdout.splitlines() if ln.startswith("reproduction\t")).split("\t")[1])
+    pair_id = int(next(ln for ln in done.stdout.splitlines() if ln.startswith("reproduction ")).split()[1])
     # a pair alone needs its original: refused by the client before anything is sent
     refused = remote(svc, "submit", "task", str(_write(svc, "x.run", text_a)), "--reproduces-pair", str(rid_b),
                      str(b), token=alpha)
