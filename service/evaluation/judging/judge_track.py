@@ -173,6 +173,10 @@ def pool_file(s: Session, coll: Collection, me: Principal) -> str:
     from service.evaluation.judging.assessments import document_lines
 
     policy.require(policy.may_download_judge_pool(me, coll), me, f"the judges track's pool of collection {coll.id}")
+    if coll.task_kind == "answers":  # the answers to judge, blind, with the nuggets (issue 36, item 4)
+        from service.evaluation.judging import answer_judges
+
+        return answer_judges.pool_file(s, coll)
     found = to_judge(s, coll)
     return "".join(document_lines(topic, sorted(found[topic])) for topic in sorted(found))
 
@@ -248,8 +252,16 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
         if not policy.may_submit_judgments(me, coll):
             raise Conflict(f"collection {cid} does not accept judgment sets (its organisers have not opened a "
                            "judges track)")
-        pool = to_judge(s, coll)
-        top = max_level(s, coll)
+        answers_read = None
+        if coll.task_kind == "answers":  # nugget assignment sets (issue 36, item 4)
+            from service.evaluation.judging import answer_judges
+
+            answers_read = answer_judges.read_submission(s, coll, body, source)
+        else:
+            pool = to_judge(s, coll)
+            top = max_level(s, coll)
+    if answers_read is not None:
+        return _submit_answers(factory, me, cid, requested, provenance, source, idempotency_key, body, *answers_read)
     records = qrels_records(body, source)  # InvalidInput with the line (syntax, duplicates) first
     if not records:
         raise InvalidInput(source, None, "no judgments in the upload")
@@ -290,6 +302,45 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
         return Outcome({"judgment_set": name, "version": version.version, "judgments": judged,
                         "unjudged": unjudged, "judgeable": total, "coverage": judged / total if total else None,
                         "job": job_id}, followups)
+
+    return idempotency.store_once(factory, cid, me, f"judges:{cid}:{requested}", idempotency_key, digest, write,
+                                  what=f"a judgments submission to collection {cid}")
+
+
+def _submit_answers(factory: sessionmaker[Session], me: Principal, cid: int, requested: str,
+                    provenance: Mapping[str, Any], source: str, idempotency_key: str | None, body: bytes,
+                    data: bytes, judged: Any, rows: int, judgeable: int) -> Outcome[dict[str, Any]]:
+    """:func:`submit` of a collection of answers: the team's assignment set (already checked:
+    ``answer_judges.read_submission``) as the next ``rag`` version of its set, under the same
+    limits, names and idempotency as a relevance judge's, scored in the background."""
+    from service.evaluation.organising.setup import ParsedQrels
+
+    digest = idempotency.request_hash(body + json.dumps(provenance, sort_keys=True).encode())
+
+    def write(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
+        if not coll.accepts_judgments:
+            raise Conflict(f"collection {cid} does not accept judgment sets")
+        name = judgment_sets.check_name(team_set_name(s.get(Team, me.team_id).name, requested))
+        js = judgment_sets.find(s, coll, name)
+        taken = js is not None and js.team_id != me.team_id
+        check_budget(s, coll, me.team_id, new_set=js is None or taken)
+        if taken:
+            raise Conflict(f"the name {name!r} is taken in collection {cid}: choose another")
+        if js is None:
+            js = judgment_sets.create(s, coll, me, name, {"source": "automatic", **provenance}, team_id=me.team_id)
+        else:
+            for key, value in provenance.items():
+                setattr(js, key, value)
+        previous = js.current_version_id
+        version = add_qrels(s, coll, data, source, me.name, parsed=ParsedQrels("rag-assignments", judged.qrels),
+                            judgment_set=js)
+        version.run_inputs = judged.run_inputs()
+        job_id, followups = judgment_sets.evaluation_followups(s, coll, js, version, previous, kind="judges",
+                                                               force=True)
+        audit(s, me.name, "judgments.submit", coll.id, judgment_set=name, version=version.version, judgments=rows)
+        return Outcome({"judgment_set": name, "version": version.version, "judgments": rows, "unjudged": 0,
+                        "judgeable": judgeable, "coverage": rows / judgeable if judgeable else None, "job": job_id},
+                       followups)
 
     return idempotency.store_once(factory, cid, me, f"judges:{cid}:{requested}", idempotency_key, digest, write,
                                   what=f"a judgments submission to collection {cid}")
@@ -419,7 +470,14 @@ def request_board(s: Session, coll: Collection, me: Principal, force: bool = Fal
 
 
 def _judged_topics(s: Session, version_id: int) -> dict[str, bool]:
-    """topic -> whether it has a relevant document, for every topic judged in a version."""
+    """topic -> whether it has a relevant document, for every topic judged in a version (of a
+    ``rag`` version: the topics its nugget assignments assess, each with something to find)."""
+    version = s.get(QrelsVersion, version_id)
+    if version is not None and version.format == "rag":
+        from service.evaluation.organising.setup import cached_judgments
+
+        judged = cached_judgments(s, version)[1]
+        return {t: True for t in (judged.assignments.topics if judged.assignments is not None else ())}
     return {t: top >= 1 for t, top in s.execute(
         select(Judgment.topic, func.max(Judgment.level)).where(Judgment.qrels_version_id == version_id,
                                                                Judgment.level >= 0).group_by(Judgment.topic))}
