@@ -121,6 +121,21 @@ def test_two_assessors_assess_answers_and_the_set_follows_its_rule(inline: tuple
     again = client.get(url, params={"topic": topic, "set": "people"}, headers=cookies["ann"])
     assert "You have assessed 3 of 5 answers" in again.text
 
+    # every citation of a sentence, when the organiser says so (answer_settings.assessed_citations)
+    assert 'name="s' in pages["ann"].text and not re.search(r'name="s\d+_1"', pages["ann"].text)
+    r = client.patch(f"/api/collections/{cid}", json={"answer_settings": {"assessed_citations": "every"}}, headers=a)
+    assert r.status_code == 200, r.text
+    extra = {"run_id": "two-citations", "topic_id": topic, "topic": "q", "references": ["ref-a", "ref-b"],
+             "response_length": 4, "answer": [{"text": "One sentence, two passages.", "citations": [0, 1]}]}
+    r = client.post(f"/api/collections/{cid}/runs", content=json.dumps(extra).encode(), headers=auth(tokens["gamma"]))
+    assert r.status_code == 201, r.text
+    every = client.get(url, params={"topic": topic, "set": "people"}, headers=cookies["ann"])
+    assert re.search(r'name="s\d+_1"', every.text) and "the passages each sentence cites support" in every.text
+    assert client.patch(f"/api/collections/{cid}", json={"answer_settings": {"assessed_citations": "all"}},
+                        headers=a).status_code in (400, 422)
+    assert client.patch(f"/api/collections/{cid}", json={"answer_settings": {"assessed_citations": "first"}},
+                        headers=a).status_code == 200
+
     # refusals: a label out of range, another topic's assessor, a team, nobody
     csrf, once = _csrf(pages["ann"].text)
     bad = client.post(url, data={"csrf": csrf, "once": f"{once}-bad", "topic": topic, "set": "people", "position": "1",

@@ -77,6 +77,9 @@ class AnswerSettings(Request, kw_only=True, omit_defaults=True):
     references: Annotated[int, Meta(ge=1)] | None | UnsetType = UNSET
     citations_per_sentence: Annotated[int, Meta(ge=1)] | None | UnsetType = UNSET
     sentences: Annotated[int, Meta(ge=1)] | None | UnsetType = UNSET
+    assessed_citations: Annotated[Literal["first", "every"], Meta(description=(
+        "Which citations of a sentence the support assessment pages ask about: the first listed (TREC 2024's "
+        "rule, the default) or every one."))] | UnsetType = UNSET
 
 
 class CollectionSettings(Request, kw_only=True):

@@ -1,7 +1,8 @@
 """People assess generated answers in the portal (issue 36, items 1-2): per topic, every answer
 of the collection's answer runs, blind (no run, no team; in an order of its own per assessor),
 beside the topic's nuggets (each labelled support, partial support or no support) and, per
-sentence, its first cited passage (full, partial or no support), with the passage's text when
+sentence, its first cited passage (or each one: ``answer_settings.assessed_citations``; full,
+partial or no support), with the passage's text when
 the organiser uploaded it (a ``passages`` part: ``{segment_id, segment}`` JSON lines).
 
 Each assessor's labels are kept in a judgment set as relevance labels are
@@ -110,6 +111,13 @@ def _answers(s: Session, coll: Collection, topic: str, assessor: str, js: Judgme
     return [out[i] for i in order.tolist()]
 
 
+def _assessed(coll: Collection, citations: tuple[int, ...]) -> tuple[int, ...]:
+    """The citations of a sentence its support is assessed on: the first listed (TREC 2024's
+    rule, the default) or every one (``answer_settings.assessed_citations``)."""
+    every = (coll.answer_settings or {}).get("assessed_citations") == "every"
+    return tuple(citations) if every else tuple(citations[:1])
+
+
 def _may_assess(me: Principal, coll: Collection, topic: str) -> None:
     if not policy.may_assess(me, coll.id, topic):
         raise Forbidden(f"topic {topic} of collection {coll.id} is not assigned to you")
@@ -129,8 +137,7 @@ def assessment(s: Session, coll: Collection, me: Principal, topic: str, set_name
     for position, a in enumerate(_answers(s, coll, topic, me.name, js), start=1):
         sentences = []
         for i, sentence in enumerate(a.sentences):
-            first = sentence.citations[:1]  # the first listed citation (TREC 2024's support assessment)
-            refs = [a.references[c] if 0 <= c < len(a.references) else str(c) for c in first]
+            refs = [a.references[c] if 0 <= c < len(a.references) else str(c) for c in _assessed(coll, sentence.citations)]
             sentences.append({"index": i, "text": sentence.text, "citations": [
                 {"index": j, "reference": ref, "passage": passages.get(ref),
                  "label": mine.get(support_key(a.run_id, i, j))} for j, ref in enumerate(refs)]})
@@ -164,8 +171,8 @@ def record(s: Session, coll: Collection, me: Principal, topic: str, position: in
             raise BadRequest(f"nugget {k + 1}: topic {topic} has nuggets 1 to {len(nuggets.texts)}")
         rows.append((topic, nugget_key(a.run_id, k), me.name, _level(level, f"nugget {k + 1}")))
     for (i, j), level in support_labels.items():
-        if not (0 <= i < len(a.sentences) and 0 <= j < len(a.sentences[i].citations[:1])):
-            raise BadRequest(f"sentence {i + 1}, citation {j + 1}: not a first citation of answer {position}")
+        if not (0 <= i < len(a.sentences) and 0 <= j < len(_assessed(coll, a.sentences[i].citations))):
+            raise BadRequest(f"sentence {i + 1}, citation {j + 1}: not a citation assessed in answer {position}")
         rows.append((topic, support_key(a.run_id, i, j), me.name, _level(level, f"sentence {i + 1}")))
     labels.store(s, js, rows)
     return len(rows)
@@ -209,7 +216,7 @@ def derive_version(s: Session, coll: Collection, js: JudgmentSet, me: Principal,
                 {"sentenceID": i, "text": sentence.text, "citations": [
                     {"citationID": j, "reference": answer.references[c] if 0 <= c < len(answer.references) else str(c),
                      "support": str(got.get(support_key(run_id, i, j), -1))}
-                    for j, c in enumerate(sentence.citations[:1])]}
+                    for j, c in enumerate(_assessed(coll, sentence.citations))]}
                 for i, sentence in enumerate(answer.sentences)]})
     if not assignment_rows and not support_rows:
         raise Conflict(f"judgment set {js.name!r} has no completely assessed answer yet: nothing to derive")

@@ -8,7 +8,9 @@ judgments would no longer fit). An answers collection's ``answer_settings``:
 * ``format``: ``auto`` (detected where unambiguous), ``rag24``, ``rag25`` or ``rag26``;
 * ``words``, ``references``, ``citations_per_sentence``, ``sentences``: the validation limits
   (:class:`~service.formats.rag_answers.AnswerLimits`; absent: the format's track defaults,
-  ``None``: no bound).
+  ``None``: no bound);
+* ``assessed_citations``: ``first`` (the default, TREC 2024's support assessment) or ``every``:
+  which citations of a sentence the assessment pages ask about.
 
 An answer run is validated completely (file, line and field of the first problem) before
 anything is stored, as a ranked run is; its tag is the file's ``run_id``.
@@ -32,6 +34,8 @@ from service.store.models import Collection, Run, RunTopics
 
 TASK_KINDS = ("ranked", "answers")
 LIMIT_KEYS = ("words", "references", "citations_per_sentence", "sentences")
+#: Which citations of a sentence the support assessment pages ask about (issue 36).
+ASSESSED_CITATIONS = ("first", "every")
 #: An answers collection's configuration unless the organiser chooses: the track's primary score
 #: (Vital strict) official, the six nugget scores, citation support and the references' R part.
 DEFAULT_OFFICIAL = "nugget_vital(strict=true)"
@@ -62,13 +66,17 @@ def normalise_settings(data: Mapping[str, Any] | None, current: Mapping[str, Any
             if value not in ("auto", *FORMATS):
                 raise BadRequest(f"answer_settings.format is auto, {', '.join(FORMATS)}, not {str(value)[:40]!r}")
             out[key] = value
+        elif key == "assessed_citations":
+            if value not in ASSESSED_CITATIONS:
+                raise BadRequest(f"answer_settings.assessed_citations is first or every, not {str(value)[:40]!r}")
+            out[key] = value
         elif key in LIMIT_KEYS:
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 raise BadRequest(f"answer_settings.{key} is a positive integer or null (no bound)")
             out[key] = value
         else:
             raise BadRequest(f"answer_settings: unknown field {str(key)[:40]!r} (format, "
-                             f"{', '.join(LIMIT_KEYS)})")
+                             f"{', '.join(LIMIT_KEYS)}, assessed_citations)")
     return out
 
 

@@ -46,6 +46,7 @@ class AnswerAssessmentController(Controller):
         coll = _collection(page, cid)
         doc = answer_assessment.assessment(page.session, coll, page.me, topic, set)
         return page.render("answer_assess.html", coll=coll, doc=doc, set_name=set or "", saved=saved,
+                           every=(coll.answer_settings or {}).get("assessed_citations") == "every",
                          labels=answer_assessment.LABELS, support_words=answer_assessment.SUPPORT_WORDS)
 
     @post("/c/{cid:int}/answers/assess", sync_to_thread=True)
