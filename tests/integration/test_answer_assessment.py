@@ -136,6 +136,13 @@ def test_two_assessors_assess_answers_and_the_set_follows_its_rule(inline: tuple
     assert client.patch(f"/api/collections/{cid}", json={"answer_settings": {"assessed_citations": "first"}},
                         headers=a).status_code == 200
 
+    # the organisers see each assessor's progress per topic on the set's page
+    progress = client.get(f"/c/{cid}/judgment-sets/people", headers=cookies["admin"])
+    assert progress.status_code == 200 and 'id="assessment-progress"' in progress.text
+    row = re.search(rf"<th scope=\"row\">{topic}</th><td class=\"num\">(\d+)</td><td class=\"num\">(\d+)</td>"
+                    rf"<td class=\"num\">(\d+)</td>", progress.text)
+    assert row and row.groups() == ("6", "3", "3"), row  # 6 answers now (the two-citation run); ann and bob 3 each
+
     # refusals: a label out of range, another topic's assessor, a team, nobody
     csrf, once = _csrf(pages["ann"].text)
     bad = client.post(url, data={"csrf": csrf, "once": f"{once}-bad", "topic": topic, "set": "people", "position": "1",

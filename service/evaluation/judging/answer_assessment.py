@@ -235,3 +235,35 @@ def derive_version(s: Session, coll: Collection, js: JudgmentSet, me: Principal,
 
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+
+
+def progress(s: Session, coll: Collection, me: Principal, set_name: str) -> dict[str, Any]:
+    """How far each assessor has got, per topic (organisers): the topic's answers, and per
+    assessor the answers they completed (every nugget and every assessed citation labelled)."""
+    from service.store.models import AssessorLabel
+
+    _answers_collection(coll)
+    policy.require(policy.may_see_qrels(me, coll), me, f"the judgments of collection {coll.id}")
+    js = _target(s, coll, me, set_name)
+    _, judged = _base(s, coll, js)
+    topics: dict[str, TopicNuggets] = {}
+    if judged is not None:
+        topics = {**(judged.assignments.topics if judged.assignments is not None else {}), **(judged.nuggets or {})}
+    keys: dict[tuple[str, str], set[str]] = {}
+    for topic, docno, assessor in s.execute(select(AssessorLabel.topic, AssessorLabel.docno, AssessorLabel.assessor)
+                                            .where(AssessorLabel.judgment_set_id == js.id)):
+        keys.setdefault((topic, assessor), set()).add(docno)
+    needed: dict[str, list[set[str]]] = {}
+    for run in s.scalars(select(Run).where(Run.collection_id == coll.id).order_by(Run.id)):
+        for a in answers.read_stored(zlib.decompress(run.file), run.source_name or run.tag).answers:
+            if a.topic in topics:
+                cells = {nugget_key(run.id, k) for k in range(len(topics[a.topic].texts))}
+                cells |= {support_key(run.id, i, j) for i, sentence in enumerate(a.sentences)
+                          for j, _ in enumerate(_assessed(coll, sentence.citations))}
+                needed.setdefault(a.topic, []).append(cells)
+    assessors = sorted({who for _, who in keys})
+    rows = []
+    for topic in sorted(needed):
+        done = {who: sum(1 for cells in needed[topic] if cells <= keys.get((topic, who), set())) for who in assessors}
+        rows.append({"topic": topic, "answers": len(needed[topic]), "assessors": done})
+    return {"judgment_set": js.name, "assessors": assessors, "topics": rows}

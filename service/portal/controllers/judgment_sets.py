@@ -80,7 +80,13 @@ class JudgmentSetsController(Controller):
         (organisers any set; a team its own submitted sets, never the official one)."""
         coll = page.collection(cid)
         doc = judgment_sets.describe(page.session, coll, page.me, name)
-        return page.show(coll, "judgment_set.html", js=doc, can_change=policy.may_upload_qrels(page.me, coll))
+        progress = None
+        if coll.task_kind == "answers" and policy.may_see_qrels(page.me, coll):  # the assessors' progress (issue 36)
+            from service.evaluation.judging import answer_assessment
+
+            progress = answer_assessment.progress(page.session, coll, page.me, name)
+        return page.show(coll, "judgment_set.html", js=doc, can_change=policy.may_upload_qrels(page.me, coll),
+                         progress=progress)
 
     @get("/c/{cid:int}/judgment-sets/{name:str}/agreement", sync_to_thread=True)
     def agreement(self, cid: FromPath[int], name: FromPath[str], page: NamedDependency[Page]) -> Template:
