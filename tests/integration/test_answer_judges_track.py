@@ -143,3 +143,70 @@ def test_teams_assignment_sets_ranked_against_the_hidden_official_set(inline: tu
         assert client.get(f"/api/collections/{cid}/{path}", headers=g).status_code in (403, 404), path
     rid = next(iter(ids))
     assert client.get(f"/api/runs/{rid}/answers", headers=g).status_code == 403  # another team's run
+
+
+def test_teams_support_sets_on_a_support_board(inline: tuple[Any, str, Any], data: Path) -> None:  # noqa: F811
+    """A track whose board ranks by support precision takes teams' citation-support sets (NIST's
+    format, the pool's answer ids): checked against the answers' sentences and citations, one
+    kind per file, and ranked against the official support judgments."""
+    from tests.integration.test_answer_collections import SUPPORT
+
+    client, admin, _factory = inline
+    a = auth(admin)
+    cid = client.post("/api/collections", json={"name": "rag", "task_kind": "answers"}, headers=a).json()["id"]
+    assert client.post(f"/api/collections/{cid}/answer-judgments/assignments",
+                       content=(data / ASSIGNMENTS).read_bytes(), headers=a).status_code == 201
+    for name in SUPPORT:
+        assert client.post(f"/api/collections/{cid}/answer-judgments/support?append=true",
+                           content=(data / name).read_bytes(), headers=a).status_code == 201
+    tokens = {}
+    for team in ("alpha", "beta", "gamma", "delta"):
+        assert client.post("/api/teams", json={"name": team}, headers=a).status_code in (201, 409)
+        assert client.post(f"/api/collections/{cid}/teams", json={"team": team}, headers=a).status_code == 201
+        tokens[team] = client.post("/api/tokens", json={"role": "participant", "team": team}, headers=a).json()["token"]
+    for (team, _run, _fmt), body in zip(SUBMITTED, answer_runs(data).values()):
+        assert client.post(f"/api/collections/{cid}/runs", content=body, headers=auth(tokens[team])).status_code == 201
+    r = client.put(f"/api/collections/{cid}/judge-track", json={"accepts_judgments": True, "metric": "support_precision",
+                                                                "resamples": 200}, headers=a)
+    assert r.status_code == 200, r.text
+    g = auth(tokens["gamma"])
+    pool = [json.loads(line) for line in client.get(f"/api/collections/{cid}/judge-track/pool", headers=g).text.splitlines()]
+    cited = [item for item in pool if any(s["citations"] for s in item["answer"])]
+    assert cited
+
+    def support_file(label: str) -> bytes:
+        return ("".join(json.dumps({"topic_id": item["qid"], "run_id": item["run_id"], "sentences": [
+            {"sentenceID": i, "text": s["text"], "citations": [{"citationID": j, "reference": item["references"][c],
+                                                                 "support": label} for j, c in enumerate(s["citations"])]}
+            for i, s in enumerate(item["answer"])]}) + "\n" for item in cited)).encode()
+
+    # one kind per file; sentences and citations are the answer's
+    mixed = support_file("2").splitlines()[0] + b"\n" + json.dumps(
+        {"qid": pool[0]["qid"], "run_id": pool[0]["run_id"], "nuggets": pool[0]["nuggets"]}).encode() + b"\n"
+    r = client.post(f"/api/collections/{cid}/judge-submissions", params={"name": "s"}, content=mixed, headers=g)
+    assert r.status_code == 422 and '"line":2' in r.text and "one or the other" in r.text, r.text
+    first = json.loads(support_file("2").splitlines()[0])
+    first["sentences"].append({"sentenceID": 999, "text": "x", "citations": []})
+    r = client.post(f"/api/collections/{cid}/judge-submissions", params={"name": "s"},
+                    content=json.dumps(first).encode() + b"\n", headers=g)
+    assert r.status_code == 422 and '"line":1' in r.text and "sentences" in r.text, r.text
+
+    for team, label in (("gamma", "2"), ("delta", "0")):
+        r = client.post(f"/api/collections/{cid}/judge-submissions", params={"name": f"{team}-support"},
+                        content=support_file(label), headers=auth(tokens[team]))
+        assert r.status_code == 201, r.text
+
+    def ready() -> dict[str, Any] | None:
+        doc = client.get(f"/api/collections/{cid}/judge-board", headers=a).json()
+        return doc if len(doc["rows"]) == 2 and not doc["stale"] else None
+
+    board = wait_for(ready, 120, "the judge board")
+    assert board["metric"] == "support_precision"
+    rows = {row["judgment_set"]: row for row in board["rows"]}
+    assert set(rows) == {"gamma-support", "delta-support"} and all(r["runs"] == 5 for r in rows.values())
+    # the teams' versions score as their labels say: everything supported (1) or nothing (0)
+    for name, want in (("gamma-support", 1.0), ("delta-support", 0.0)):
+        version = rows[name]["version"]
+        board_of = client.get(f"/api/collections/{cid}/leaderboard", params={"metric": "support_precision",
+                                                                            "qrels_version": version}, headers=a).json()
+        assert board_of["rows"] and all(row["mean"] == pytest.approx(want) for row in board_of["rows"]), board_of["rows"]

@@ -5,6 +5,11 @@ board's metric, Vital strict by default: the collection's official one), as
 :mod:`service.evaluation.judging.judge_track` does for relevance judgments, whose limits,
 windows, secrecy and board this module reuses.
 
+A team's set is nugget assignments or, for a track whose board ranks by a support score
+(``support_precision``, ``support_recall``), citation-support judgments in NIST's format (the
+kind told by the file's first line: ``nuggets`` or ``sentences``); either replaces that part of
+the official set's parts in the team's version.
+
 What the teams are given (:func:`pool_file`, JSON lines, one per answer to judge): the topic,
 its question and nuggets (text and importance), and the answer (sentences, citations,
 references) under a **blind answer id** in place of the run (``run_id``: ``a`` and 12 hex digits
@@ -30,7 +35,7 @@ from service.errors import Conflict, InvalidInput
 from service.evaluation.organising import answer_bundle, answers
 from service.evaluation.organising.setup import cached_judgments
 from service.formats.jsonl import json_lines
-from service.formats.rag_judgments import TopicNuggets, read_assignments
+from service.formats.rag_judgments import TopicNuggets, read_assignments, read_support
 from service.store.models import Collection, QrelsVersion, Run
 
 
@@ -85,24 +90,52 @@ def read_submission(s: Session, coll: Collection, body: bytes, source: str) -> t
     answers there are to judge)."""
     parts, judged = _official(s, coll)
     nuggets = _nuggets(judged)
-    known = {aid: (run, a.topic) for aid, run, a in _to_judge(s, coll, nuggets)}
+    known = {aid: (run, a) for aid, run, a in _to_judge(s, coll, nuggets)}
     rows = []
+    kind = None
     for number, obj in json_lines(body, source):
         if not isinstance(obj, dict):
-            raise InvalidInput(source, number, "a line is one JSON object: {qid, run_id, nuggets}")
-        aid, qid = obj.get("run_id"), obj.get("qid")
+            raise InvalidInput(source, number, "a line is one JSON object: {qid, run_id, nuggets} (nugget "
+                                               "assignments) or {topic_id, run_id, sentences} (citation support)")
+        this = "support" if "sentences" in obj else "assignments"
+        if kind is not None and this != kind:
+            raise InvalidInput(source, number, f"a line of {this} in a file of {kind}: a set is one or the other")
+        kind = this
+        aid, qid = obj.get("run_id"), obj.get("topic_id" if kind == "support" else "qid")
         if aid not in known:
             raise InvalidInput(source, number, f"run_id: {str(aid)[:40]!r} is not an answer id of the judge pool")
-        run, topic = known[aid]
-        if str(qid) != topic:
-            raise InvalidInput(source, number, f"qid: answer {aid} answers topic {topic}, not {str(qid)[:40]!r}")
+        run, answer = known[aid]
+        if str(qid) != answer.topic:
+            field = "topic_id" if kind == "support" else "qid"
+            raise InvalidInput(source, number, f"{field}: answer {aid} answers topic {answer.topic}, "
+                                               f"not {str(qid)[:40]!r}")
+        if kind == "support":
+            _check_support(source, number, obj, answer)
         rows.append({**obj, "run_id": run.tag})
     if not rows:
-        raise InvalidInput(source, None, "no assignments in the upload")
+        raise InvalidInput(source, None, "no judgments in the upload")
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
-    # the team's own file read as an assignment file (its blind ids, its line numbers): each
+    # the team's own file read as such a file (its blind ids, its line numbers): an assignment
     # row's nuggets matched by text to the official lists, a stray or missing one, an answer
     # twice, a label that is none of the three refused with the line; no run's tag in any message
-    read_assignments(body, source, nuggets=nuggets)
-    new = answer_bundle.replaced(parts, "assignments", text, source)
+    if kind == "support":
+        read_support(body, source)
+        new = answer_bundle.replaced(parts, "support", text, source)
+    else:
+        read_assignments(body, source, nuggets=nuggets)
+        new = answer_bundle.replaced(parts, "assignments", text, source)
     return answer_bundle.encode(new), answer_bundle.read(new), len(rows), len(known)
+
+
+def _check_support(source: str, number: int, obj: dict[str, Any], answer: Any) -> None:
+    """A support row's sentences and citations are the answer's (by position: sentence i of
+    the answer, citation j of the sentence), as the pool file gave them."""
+    for i, sentence in enumerate(obj.get("sentences") or []):
+        if not isinstance(sentence, dict):
+            continue  # (the reader names it)
+        if i >= len(answer.sentences):
+            raise InvalidInput(source, number, f"sentences[{i}]: the answer has {len(answer.sentences)} sentences")
+        cited = sentence.get("citations") or []
+        if isinstance(cited, list) and len(cited) > len(answer.sentences[i].citations):
+            raise InvalidInput(source, number, f"sentences[{i}].citations: the sentence cites "
+                                               f"{len(answer.sentences[i].citations)} passage(s), not {len(cited)}")
