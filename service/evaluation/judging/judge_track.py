@@ -279,19 +279,7 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
     digest = idempotency.request_hash(body + json.dumps(provenance, sort_keys=True).encode())
 
     def write(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
-        if not coll.accepts_judgments:
-            raise Conflict(f"collection {cid} does not accept judgment sets")
-        name = judgment_sets.check_name(team_set_name(s.get(Team, me.team_id).name, requested))
-        js = judgment_sets.find(s, coll, name)
-        taken = js is not None and js.team_id != me.team_id
-        check_budget(s, coll, me.team_id, new_set=js is None or taken)  # at the limit, a taken name is no news
-        if taken:  # only an organiser's set named in the team's namespace (see team_set_name)
-            raise Conflict(f"the name {name!r} is taken in collection {cid}: choose another")
-        if js is None:
-            js = judgment_sets.create(s, coll, me, name, {"source": "automatic", **provenance}, team_id=me.team_id)
-        else:
-            for key, value in provenance.items():
-                setattr(js, key, value)
+        js, name = _team_set(s, coll, me, requested, provenance)
         previous = js.current_version_id
         version = add_qrels(s, coll, body, source, me.name, parsed=parsed, judgment_set=js)
         job_id, followups = judgment_sets.evaluation_followups(s, coll, js, version, previous, kind="judges",
@@ -307,6 +295,26 @@ def submit(factory: sessionmaker[Session], me_of: Any, cid: int, body: bytes, na
                                   what=f"a judgments submission to collection {cid}")
 
 
+def _team_set(s: Session, coll: Collection, me: Principal, requested: str,
+              provenance: Mapping[str, Any]) -> tuple[JudgmentSet, str]:
+    """The team's set a submission goes to (made on its first), within the track's limits: the
+    one check of both kinds of submission, in the storing transaction."""
+    if not coll.accepts_judgments:
+        raise Conflict(f"collection {coll.id} does not accept judgment sets")
+    name = judgment_sets.check_name(team_set_name(s.get(Team, me.team_id).name, requested))
+    js = judgment_sets.find(s, coll, name)
+    taken = js is not None and js.team_id != me.team_id
+    check_budget(s, coll, me.team_id, new_set=js is None or taken)  # at the limit, a taken name is no news
+    if taken:  # only an organiser's set named in the team's namespace (see team_set_name)
+        raise Conflict(f"the name {name!r} is taken in collection {coll.id}: choose another")
+    if js is None:
+        js = judgment_sets.create(s, coll, me, name, {"source": "automatic", **provenance}, team_id=me.team_id)
+    else:
+        for key, value in provenance.items():
+            setattr(js, key, value)
+    return js, name
+
+
 def _submit_answers(factory: sessionmaker[Session], me: Principal, cid: int, requested: str,
                     provenance: Mapping[str, Any], source: str, idempotency_key: str | None, body: bytes,
                     data: bytes, judged: Any, rows: int, judgeable: int) -> Outcome[dict[str, Any]]:
@@ -318,19 +326,7 @@ def _submit_answers(factory: sessionmaker[Session], me: Principal, cid: int, req
     digest = idempotency.request_hash(body + json.dumps(provenance, sort_keys=True).encode())
 
     def write(s: Session, coll: Collection) -> Outcome[dict[str, Any]]:
-        if not coll.accepts_judgments:
-            raise Conflict(f"collection {cid} does not accept judgment sets")
-        name = judgment_sets.check_name(team_set_name(s.get(Team, me.team_id).name, requested))
-        js = judgment_sets.find(s, coll, name)
-        taken = js is not None and js.team_id != me.team_id
-        check_budget(s, coll, me.team_id, new_set=js is None or taken)
-        if taken:
-            raise Conflict(f"the name {name!r} is taken in collection {cid}: choose another")
-        if js is None:
-            js = judgment_sets.create(s, coll, me, name, {"source": "automatic", **provenance}, team_id=me.team_id)
-        else:
-            for key, value in provenance.items():
-                setattr(js, key, value)
+        js, name = _team_set(s, coll, me, requested, provenance)
         previous = js.current_version_id
         version = add_qrels(s, coll, data, source, me.name, parsed=ParsedQrels("rag-assignments", judged.qrels),
                             judgment_set=js)
