@@ -244,7 +244,10 @@ VERSION_READS: list[tuple[str, Callable[[access.Principal, Collection], bool]]] 
 #: board's own version whatever ?qrels_version= says.
 VERSION_PARAMETERS = {"qrels_version", "version", "old", "new", "a", "b"}
 NOT_VERSION_READS = {"/api/collections/{cid:int}/compare", "/c/{cid:int}/compare", "/c/{cid:int}/judges",
-                     "/c/{cid:int}/judgment-sets", "/c/{cid:int}/metrics", "/c/{cid:int}/metrics.csv"}
+                     "/c/{cid:int}/judgment-sets", "/c/{cid:int}/metrics", "/c/{cid:int}/metrics.csv",
+                     # collections of answers only (this world's is of ranked lists: a 409 for everyone
+                     # allowed); its every role on its own sets: tests/integration/test_answer_set_comparison.py
+                     "/api/collections/{cid:int}/answer-judgments/compare"}
 VERSION_ROLES = ("organiser", "admin", "anonymous", "alpha", "beta", "judges", "other_organiser", "assessor")
 VERSION_STATES = (("private", False), ("private", True), ("public", True))  # unreleased, released, public
 
