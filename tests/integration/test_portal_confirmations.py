@@ -16,6 +16,7 @@ and a second collection "other".
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -283,6 +284,24 @@ def test_every_form_of_the_templates_is_answered(world: World) -> None:
     new = _new_collection_form(world)
     a.landed(("console_new.html", "new-collection"), "admin",
              post(world, "admin", "/collections/new", {**new, "name": "made here"}), "Collection created")
+
+    # ----------------------------------------------------------------- a collection of answers, assessed
+    acid = c.post("/api/collections", json={"name": "answers", "task_kind": "answers"}, headers=admin).json()["id"]
+    nuggets = [{"text": "a fact", "importance": "vital"}]
+    assert c.post(f"/api/collections/{acid}/answer-judgments/assignments", headers=admin, content=json.dumps(
+        {"qid": "T1", "query": "q", "run_id": "other", "nuggets": [{**nuggets[0], "assignment": "support"}]}
+    ).encode()).status_code == 201
+    assert c.post(f"/api/collections/{acid}/teams", json={"team": "alpha"}, headers=admin).status_code == 201
+    assert c.post(f"/api/collections/{acid}/runs", headers=auth(world.tokens["alpha"]), content=json.dumps(
+        {"run_id": "tiny", "topic_id": "T1", "topic": "q", "references": ["d1"], "response_length": 3,
+         "answer": [{"text": "A short answer.", "citations": [0]}]}).encode()).status_code == 201
+    assert c.post(f"/api/collections/{acid}/judgment-sets", json={"name": "people"}, headers=admin).status_code == 201
+    a.landed(("answer_assess.html", "/c/{}/answers/assess"), "admin",
+             post(world, "admin", f"/c/{acid}/answers/assess",
+                  {"topic": "T1", "position": "1", "set": "people", "n0": "2", "s0_0": "1"}),
+             "Answer 1 saved", "You have assessed 1 of 1 answers")
+    a.landed(("judgment_sets.html", "/c/{}/judgment-sets/{}/derive"), "admin",
+             post(world, "admin", f"/c/{acid}/judgment-sets/people/derive"), "Labels kept in people")
 
     # ----------------------------------------------------------------- sign out, last
     a.landed(("base.html", "/logout"), "alpha", post(world, "alpha", "/logout"), "You are signed out")

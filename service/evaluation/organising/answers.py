@@ -69,7 +69,10 @@ def normalise_settings(data: Mapping[str, Any] | None, current: Mapping[str, Any
         elif key == "assessed_citations":
             if value not in ASSESSED_CITATIONS:
                 raise BadRequest(f"answer_settings.assessed_citations is first or every, not {str(value)[:40]!r}")
-            out[key] = value
+            if value == "first":  # the default: not stored, so an untouched form changes nothing
+                out.pop(key, None)
+            else:
+                out[key] = value
         elif key in LIMIT_KEYS:
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 raise BadRequest(f"answer_settings.{key} is a positive integer or null (no bound)")
@@ -82,8 +85,10 @@ def normalise_settings(data: Mapping[str, Any] | None, current: Mapping[str, Any
 
 def stated(data: Any) -> bool:
     """Whether ``answer_settings`` say anything (the settings forms, generated from the schema,
-    post every field, blank ones included, for collections of ranked lists too)."""
-    return isinstance(data, Mapping) and any(v not in (None, "", "auto") for v in data.values()) or \
+    post every field, blank ones and defaults included, for collections of ranked lists too:
+    ``auto`` formats and ``first`` citations say nothing)."""
+    return isinstance(data, Mapping) and any(
+        v not in (None, "", "auto") and not (k == "assessed_citations" and v == "first") for k, v in data.items()) or \
         (data is not None and not isinstance(data, Mapping))
 
 

@@ -56,7 +56,8 @@ def _answer_settings(coll: Collection) -> dict[str, Any]:
     from service.evaluation.organising.answers import LIMIT_KEYS
 
     stored = coll.answer_settings or {}
-    return {"format": stored.get("format", "auto"), **{k: stored.get(k) for k in LIMIT_KEYS}}
+    return {"format": stored.get("format", "auto"), **{k: stored.get(k) for k in LIMIT_KEYS},
+            "assessed_citations": stored.get("assessed_citations", "first")}
 
 
 def _scores_unchanged(before: dict[str, Any], after: dict[str, Any]) -> bool:

@@ -219,7 +219,7 @@ def _defaults() -> dict[str, Any]:
             "evaluation": evaluation, "hidden_topics": hidden, "significance": cfg["significance"],
             "description": "", "visibility": "private", "enrolment": "invite", "submission_opens_at": None,
             "submission_closes_at": None, "daily_run_quota": None, "leaderboard_released": False,
-            "topics_revealed": False}
+            "topics_revealed": False, "answer_settings": {"format": "auto", "assessed_citations": "first"}}
 
 
 def _topics_page(page: Page, coll: Collection, items: list[dict[str, Any]], refused: Refusal | None) -> Template:
