@@ -75,6 +75,8 @@ def _target(s: Session, coll: Collection, me: Principal, set_name: str | None) -
         raise NotFound(f"collection {coll.name!r} has no judgment set {set_name!r}")
     if policy.may_see_qrels(me, coll):
         judgment_sets.get(s, coll, set_name, me)  # (the organisers' own check)
+    elif js.team_id is not None:  # an assessor labels the organisers' sets, never a team's judges-track set
+        raise Forbidden(f"judgment set {set_name!r} is a team's: assessors label the organisers' sets")
     return js
 
 
