@@ -143,6 +143,16 @@ def test_teams_assignment_sets_ranked_against_the_hidden_official_set(inline: tu
         assert client.get(f"/api/collections/{cid}/{path}", headers=g).status_code in (403, 404), path
     rid = next(iter(ids))
     assert client.get(f"/api/runs/{rid}/answers", headers=g).status_code == 403  # another team's run
+    # an assessor labels the organisers' sets, never a team's
+    from tests.integration.test_diversity_and_sampled_collections import portal_cookie
+
+    topic = pool[0]["qid"]
+    assessor = client.post("/api/tokens", json={"role": "assessor", "name": "ann", "collections": [cid],
+                                                "topics": [topic]}, headers=a).json()["token"]
+    cookie = portal_cookie(_factory, assessor)
+    assert client.get(f"/c/{cid}/answers/assess", params={"topic": topic, "set": "gamma-llm"},
+                      headers=cookie).status_code == 403
+    assert client.get(f"/c/{cid}/answers/assess", params={"topic": topic}, headers=cookie).status_code == 200
 
 
 def test_teams_support_sets_on_a_support_board(inline: tuple[Any, str, Any], data: Path) -> None:  # noqa: F811
