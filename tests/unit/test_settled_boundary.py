@@ -19,23 +19,39 @@ from service.metrics.stats.pairwise import pairwise, pairwise_many
 from tests.unit.test_significance_precision import near_alpha_cases
 
 
-def resampling_risk(p: float, alpha: float, b0: int, cap: int, level: Callable[[int, int], float]) -> float:
-    """The probability that the rule of ``sequential.settle`` (one pair, no correction, the
-    interval at ``level(stage, stages)`` at each checkpoint) settles on the side of alpha other
-    than p's own (p < alpha: significant), computed exactly: the distribution of the count over
-    the paths not yet settled, convolved with each stage's binomial draws."""
+def resampling_risk(p: float, alpha: float, b0: int, cap: int, first: float, later: Callable[[int, int], float]
+                    ) -> float:
+    """The probability that the rule of ``sequential.settle`` (one pair, no correction) settles on
+    the side of alpha other than p's own (p < alpha: significant), computed exactly. The rule: the
+    interval at level ``first`` on the first B0 draws; for a pair that straddles it, at each later
+    checkpoint s the interval at ``later(s, stages)`` on the draws after the first B0, intersected
+    with the first one and widened to hold the reported p (over all draws). For each first
+    count that straddles, the distribution of the later count over the paths not yet settled is
+    convolved with each stage's binomial draws."""
     grid = seq.checkpoints(b0, cap)
-    dist = stats.binom.pmf(np.arange(b0 + 1), b0, p)
     wrong = 0.0
-    for s, n in enumerate(grid):
-        if s:
-            rows = n - grid[s - 1]
+    first_counts = np.arange(b0 + 1, dtype=np.float64)
+    weights = stats.binom.pmf(first_counts, b0, p)
+
+    def verdicts(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return high < alpha, low >= alpha
+
+    low0, high0 = seq.bracket(first_counts, np.full(b0 + 1, float(b0)), first)
+    significant, not_significant = verdicts(low0, high0)
+    wrong += float(weights[not_significant if p < alpha else significant].sum())
+    cp_low0, cp_high0 = seq.clopper_pearson(first_counts, np.full(b0 + 1, float(b0)), first)
+    for c0 in np.flatnonzero(~(significant | not_significant)):
+        dist = np.array([weights[c0]])  # over the later count, 0 .. its draws
+        for s in range(1, len(grid)):
+            rows = grid[s] - grid[s - 1]
             dist = np.convolve(dist, stats.binom.pmf(np.arange(rows + 1), rows, p))
-        count = np.arange(len(dist), dtype=np.float64)
-        low, high = seq.bracket(count, np.full(len(dist), float(n)), level(s, len(grid)))
-        significant, not_significant = high < alpha, low >= alpha
-        wrong += float(dist[not_significant if p < alpha else significant].sum())
-        dist = np.where(significant | not_significant, 0.0, dist)
+            late = np.arange(len(dist), dtype=np.float64)
+            low, high = seq.clopper_pearson(late, np.full(len(dist), float(grid[s] - b0)), later(s, len(grid)))
+            cp_low, cp_high = np.maximum(cp_low0[c0], low), np.minimum(cp_high0[c0], high)
+            reported = (c0 + late + 1) / (grid[s] + 1)
+            significant, not_significant = verdicts(np.minimum(cp_low, reported), np.maximum(cp_high, reported))
+            wrong += float(dist[not_significant if p < alpha else significant].sum())
+            dist = np.where(significant | not_significant, 0.0, dist)
     return wrong
 
 
@@ -43,21 +59,37 @@ NEAR = [0.03, 0.04, 0.045, 0.048, 0.049, 0.0495, 0.0499, 0.05, 0.0501, 0.0505, 0
 
 
 def test_the_boundary_s_resampling_risk_is_at_most_the_guarantee_near_alpha() -> None:
-    # One pair under a guarantee of 1%: settle's level without a correction (each tail may spend
-    # the pair's whole share at a checkpoint: the two-sided interval at 1 - 2 gamma).
+    # One pair under a guarantee of 1%: settle's levels without a correction (each tail may spend
+    # the pair's whole share at a checkpoint: the two-sided interval at 1 - 2 gamma); the pair is
+    # the only one, so it is also the only one left after the first checkpoint.
     guarantee = 0.01
+    stages = len(seq.checkpoints(100, 3200))
+    first = 2 * seq.first_gamma(1, guarantee, stages)
 
-    def level(stage: int, stages: int) -> float:
-        return 2 * seq.stage_gamma(stage, 1, guarantee, stages)
+    def later(stage: int, stages: int) -> float:
+        return 2 * seq.later_gamma(stage, 1, guarantee, stages)
 
-    risks = [resampling_risk(p, 0.05, 100, 3200, level) for p in NEAR]
+    risks = [resampling_risk(p, 0.05, 100, 3200, first, later) for p in NEAR]
     assert max(risks) <= guarantee
     assert max(risks) > guarantee / 1000  # the computation sees the risk at all (near alpha)
 
     # The test can fail: a boundary that spends the whole 1% at every checkpoint (no split over
     # the checkpoints) has a resampling risk above 1% near alpha.
-    naive = [resampling_risk(p, 0.05, 100, 3200, lambda s, k: 2 * guarantee) for p in NEAR]
+    naive = [resampling_risk(p, 0.05, 100, 3200, 2 * guarantee, lambda s, k: 2 * guarantee) for p in NEAR]
     assert max(naive) > guarantee
+
+
+def test_the_later_checkpoints_share_is_split_over_the_pairs_left() -> None:
+    # The first checkpoint spends FIRST_SHARE of the guarantee over every pair; the later ones the
+    # rest over the pairs that straddled after it: summed over the later checkpoints and those
+    # pairs, each test spends exactly its share's later part, however few pairs are left.
+    stages = len(seq.checkpoints(10_000))
+    assert seq.first_gamma(54_450, 0.01, stages) * 54_450 == pytest.approx(0.01 * seq.FIRST_SHARE)
+    for live in (1, 37, 1264):
+        spent = sum(seq.later_gamma(s, live, 0.002, stages) * live for s in range(1, stages))
+        assert spent == pytest.approx(0.002 * (1 - seq.FIRST_SHARE))
+    # with no later checkpoint, the first spends all of it
+    assert seq.first_gamma(10, 0.01, 1) * 10 == pytest.approx(0.01)
 
 
 def test_settle_spends_the_boundary_it_was_checked_with() -> None:

@@ -218,10 +218,15 @@ def test_clopper_pearson_against_scipy() -> None:
 
 
 def test_stage_levels_sum_below_the_guarantee() -> None:
+    # m pairs, of which `live` straddle after the first checkpoint: what every checkpoint spends
+    # over its pairs adds up to the guarantee at most
     m = 28
     for b0, cap in ((1000, 64_000), (10_000, seq.MAX_RESAMPLES), (1000, 1000)):
         stages = len(seq.checkpoints(b0, cap))
-        assert sum(seq.stage_gamma(s, m, stages=stages) * m for s in range(stages)) <= seq.GUARANTEE * (1 + 1e-12)
+        for live in (0, 1, m):
+            spent = seq.first_gamma(m, stages=stages) * m
+            spent += sum(seq.later_gamma(s, live, seq.GUARANTEE, stages) * live for s in range(1, stages))
+            assert spent <= seq.GUARANTEE * (1 + 1e-12)
 
 
 def test_exact_tests_have_no_monte_carlo_error() -> None:

@@ -32,7 +32,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker, undefer
 
 from service.evaluation.common.work import Followup, Heartbeat, LeaseLost, Limits, patiently
-from service.evaluation.organising.planning import PENDING, TEST_PARAMS, params_hash, runs_hash, tests_followup
+from service.evaluation.organising.planning import PENDING, params_hash, runs_hash, test_params, tests_followup
 from service.evaluation.organising.results import evaluated_under, json_safe, tested_under
 from service.evaluation.organising.setup import EVALUATOR_VERSION, unavailable_metrics
 from service.evaluation.publishing.reading import ScoreTables, score_tables
@@ -388,7 +388,7 @@ def _store(factory: sessionmaker[Session], claim: _Round, settings: dict[str, An
                         collection_id=claim.collection_id, qrels_version_id=claim.qrels_id, metric=metric,
                         test=res.test, subset=subset, settings_hash=settings_hash,
                         evaluator_version=EVALUATOR_VERSION, runs_hash=rhash, params_hash=phash,
-                        params={**{k: sig.get(k) for k in TEST_PARAMS}, "pair_guarantee": r.pair_guarantee},
+                        params={**test_params(sig), "pair_guarantee": r.pair_guarantee},
                         run_ids=list(run_ids), n_topics=res.n_topics,
                         letters=letters, **stored_arrays(res)))
             config = s.get(CollectionConfig, claim.config_id)

@@ -53,6 +53,7 @@ from sqlalchemy.orm import Session
 from service.evaluation.common.work import Followup, TaskName
 from service.evaluation.organising.results import current_result
 from service.evaluation.organising.setup import EVALUATOR_VERSION
+from service.metrics.stats.sequential import RULE
 from service.store.db import db_now
 from service.store.models import (
     Collection,
@@ -73,8 +74,14 @@ PENDING = ("queued", "evaluating")
 TEST_PARAMS = ("test", "resamples", "alpha", "correction", "seed", "max_resamples")
 
 
+def test_params(significance: dict[str, Any]) -> dict[str, Any]:
+    """What identifies a stored test: its configured parameters and the settling rule's version
+    (``sequential.RULE``: tests settled under a former rule are recomputed)."""
+    return {**{k: significance.get(k) for k in TEST_PARAMS}, "rule": RULE}
+
+
 def params_hash(significance: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps({k: significance.get(k) for k in TEST_PARAMS}, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(test_params(significance), sort_keys=True).encode()).hexdigest()
 
 
 def runs_hash(run_ids: list[int]) -> str:

@@ -33,12 +33,12 @@ Tests
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Literal
 
 import numpy as np
 
@@ -67,7 +67,6 @@ from service.metrics.stats.common import (
 from service.metrics.stats.correction import Correction, adjust
 from service.metrics.stats.sequential import MonteCarlo
 
-T = TypeVar("T")
 Test = Literal["t", "wilcoxon", "sign", "bootstrap", "randomisation", "tukey", "friedman"]
 TESTS: tuple[str, ...] = ("bootstrap", "t", "wilcoxon", "sign", "randomisation", "tukey", "friedman")
 
@@ -457,8 +456,8 @@ def _sequential_group(group: Sequence[tuple[str, _FirstStage]], *, seed: int | n
                       alpha: float, correction: Correction, block_bytes: int, max_resamples: int | None,
                       max_work: float | None, guarantee: float | None, family: int) -> dict[str, MonteCarlo]:
     """``sequential.settle`` of the matrices of ``group`` (one segment each) with their test's
-    later stages: each stage's draws come from a child stream of the seed (``stage_stream``),
-    ``STAGE_CHUNK`` rows at a time."""
+    later stages: each stage's draws come ``STAGE_CHUNK`` rows at a time, each chunk from a child
+    stream of the seed of its own (``chunk_stream``)."""
     from service.metrics.stats import sequential as seq
 
     test = group[0][1].test
@@ -482,29 +481,33 @@ def _sequential_group(group: Sequence[tuple[str, _FirstStage]], *, seed: int | n
     def draw(stage: int, sub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from service.metrics.stats.tukey import tukey_counts, tukey_ranges
 
-        gen = seq.stage_stream(base, stage)
         total = seq.stage_rows(stage, b0, cap)
-        count, trials = np.zeros(len(sub)), np.zeros(len(sub))
-        diffs = Differences(x, a[sub], b[sub])
-
-        def make(rows: int) -> np.ndarray:  # a chunk's draws, from the stage's stream in chunk order
-            if test == "bootstrap":
-                return resampling_counts(n, rows, gen)
-            if test == "randomisation":
-                return _sign_rows(gen, rows, n)
-            return np.sort(tukey_ranges(x, resamples=rows, seed=gen))  # tukey: one null for every pair
-
         sizes = [min(STAGE_CHUNK, total - lo) for lo in range(0, total, STAGE_CHUNK)]
-        for rows, drawn in made_ahead(make, sizes):
-            if test == "bootstrap":
-                _bootstrap_counts(diffs, drawn, block_bytes, None, count, trials)
-            elif test == "randomisation":
-                count += _randomisation_counts(diffs, drawn, block_bytes, rows)[1]
-                trials += rows
-            else:
-                count += tukey_counts(drawn, means, a[sub], b[sub])
-                trials += rows
-        return count, trials
+        diffs = Differences(x, a[sub], b[sub])
+        # Each chunk's draws come from a stream of its own (``seq.chunk_stream``), so chunks are
+        # drawn and counted side by side on the CPUs (the drawing is most of a later stage's time
+        # when few pairs are left) and every count is the same whatever the threads and order.
+        # A single chunk (an early stage: many pairs, few draws) is split by pairs instead.
+        side_by_side = len(sizes) > 1 and worker_count() > 1
+        parts: list[tuple[np.ndarray, np.ndarray]] = [(np.zeros(len(sub)), np.zeros(len(sub))) for _ in sizes]
+
+        def chunk(j: int, _: int) -> None:
+            gen, rows = seq.chunk_stream(base, stage, j), sizes[j]
+            count, trials = parts[j]
+            with single_threaded_products() if side_by_side else contextlib.nullcontext():
+                if test == "bootstrap":
+                    _bootstrap_counts(diffs, resampling_counts(n, rows, gen), block_bytes, None, count, trials,
+                                      workers=1 if side_by_side else None)
+                elif test == "randomisation":
+                    count += _randomisation_counts(diffs, _sign_rows(gen, rows, n), block_bytes, rows)[1]
+                    trials += rows
+                else:  # tukey: one null for every pair
+                    count += tukey_counts(np.sort(tukey_ranges(x, resamples=rows, seed=gen)), means, a[sub], b[sub])
+                    trials += rows
+
+        for_each_block(chunk, [(j, j + 1) for j in range(len(sizes))], workers=None if side_by_side else 1)
+        # whole numbers: their sum is the same in any order
+        return np.sum([c for c, _ in parts], axis=0), np.sum([t for _, t in parts], axis=0)
 
     kwargs = {k: v for k, v in (("max_resamples", max_resamples), ("max_work", max_work),
                                 ("guarantee", guarantee)) if v is not None}
@@ -520,24 +523,6 @@ def _sequential_group(group: Sequence[tuple[str, _FirstStage]], *, seed: int | n
         out[key] = MonteCarlo(mc.count[part], mc.resamples[part], mc.drawn[part], mc.undecided[part], mc.stages, True)
         lo += size
     return out
-
-
-def made_ahead(make: Callable[[int], T], sizes: Sequence[int]) -> Iterator[tuple[int, T]]:
-    """(size, make(size)) for each size in order, the next one made on a thread of its own while
-    the caller works on the current one: a later stage's resamples are drawn (most of its time
-    when few pairs are left) while the previous chunk is counted. ``make``'s calls run one at a
-    time and in order, so a random stream they draw from gives the same draws as a plain loop."""
-    if len(sizes) <= 1 or worker_count() <= 1:
-        for size in sizes:
-            yield size, make(size)
-        return
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(make, sizes[0])
-        for i, size in enumerate(sizes):
-            made = pending.result()
-            if i + 1 < len(sizes):
-                pending = pool.submit(make, sizes[i + 1])
-            yield size, made
 
 
 # ----------------------------------------------------------------------- classic tests
@@ -788,7 +773,7 @@ def _studentised(mean_star: np.ndarray, sq: np.ndarray, n: int, t: np.ndarray, m
 
 def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
                       t_obs: np.ndarray | None, extreme: np.ndarray, informative: np.ndarray,
-                      required: tuple[float, np.ndarray] | None = None) -> None:
+                      required: tuple[float, np.ndarray] | None = None, workers: int | None = None) -> None:
     """Each pair's observed t (into ``t_obs`` unless None), #{|t*| >= |t|} among the informative
     resamples (added to ``extreme``) and the informative resamples (added to ``informative``):
     ``BootstrapBlock.extreme_counts`` and ``informative_counts``, the same counts, with blocks
@@ -800,7 +785,8 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
 
     ``required`` = (alpha, out): also each pair's difference required at alpha (into ``out``,
     :func:`required_from_lanes`) from the same replicates, kept a block of pairs at a time as
-    (pairs, B) lanes: the meta-evaluation's second pass over every replicate is not needed."""
+    (pairs, B) lanes: the meta-evaluation's second pass over every replicate is not needed.
+    ``workers``: the threads (default: ``worker_count``; 1 when the caller runs several at once)."""
     rows, n = counts.shape
     padded = padded_rows(counts)
     slices = _row_slices(padded.shape[0], n)
@@ -844,8 +830,8 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
     if required is not None:  # the lanes of a block: two (width, B) arrays per thread, within block_bytes
         width = min(width, block_width(rows, max(block_bytes // 8, 1)))
     blocks = list(column_blocks(diffs.pairs, width))
-    workers = worker_count()
-    if required is None and t_obs is None and len(blocks) < workers and len(slices) >= 2 * workers:
+    workers = worker_count() if workers is None else workers
+    if required is None and t_obs is None and 1 < workers and len(blocks) < workers and len(slices) >= 2 * workers:
         # Few pairs and many resamples (a later stage, issue 38): the threads share the resamples
         # instead of the pairs, each counting its own rows into arrays of its own. The counts are
         # whole numbers, so their sum is the same in any order: the same counts as one thread.
@@ -862,7 +848,7 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
         step = -(-len(slices) // workers)
         for_each_block(rows_part, [(g, min(g + step, len(slices))) for g in range(0, len(slices), step)])
         return
-    for_each_block(work, blocks)
+    for_each_block(work, blocks, workers=workers)
 
 
 def required_from_lanes(abs_t: np.ndarray, magnitude: np.ndarray, alpha: float) -> np.ndarray:

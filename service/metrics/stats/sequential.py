@@ -15,8 +15,9 @@ Carlo precision"):
   each pair evaluated with every raw p at its interval's low end and at its high end bracket
   the B -> infinity adjusted p: where both brackets fall on the same side of alpha, the verdict
   is the B -> infinity verdict. A pair whose two brackets differ *straddles*.
-- Stage 0 draws B0 resamples. While pairs straddle, stage s >= 1 draws N_s - N_(s-1) more
-  from a child stream of the seed (the same draws whatever else is resampled), so that after
+- Stage 0 draws B0 resamples. While pairs straddle, stage s >= 1 draws N_s - N_(s-1) more,
+  a chunk at a time, each chunk from a child stream of the seed of its own (the same draws
+  whatever else is resampled and whichever thread draws them), so that after
   stage s a pair has exactly the first N_s draws of the stream. The checkpoints N_s
   (:func:`checkpoints`) are fixed before anything is drawn: B0 * sqrt(2)^s, rounded, while
   within ``max_resamples``, then ``max_resamples`` itself (issue 38; they were B0 * 2^s). Only
@@ -25,18 +26,21 @@ Carlo precision"):
   (regenerated from their streams). Stages stop when nothing straddles, at the last checkpoint,
   or when the stage would pass the work budget ``max_work``; a pair still straddling then is
   *undecided at B = N*.
-- The guarantee is spent over the checkpoints and the pairs (``family``: every pair of every
-  test settled under it, all the metrics of a round): at the last checkpoint FINAL_SHARE of it,
-  at each other one an equal part of the rest, each divided by the pairs (:func:`stage_gamma`:
-  gamma_s, summing to the guarantee over s and the pairs). The events "pair i's interval on its
-  first N_s draws holds p_inf" are fixed in advance (whether or not the stage is drawn), and
-  their failure probabilities sum to at most the guarantee (a union bound: no independence is
-  needed, so the metrics may share every draw). Without a correction, pair i's verdict can only
-  be wrong through the one tail on the far side of alpha from its p_inf, so each tail may spend
-  gamma_s (the interval's level is 1 - 2 gamma_s); with a correction every pair's verdict
-  depends on every interval's two ends, and each tail spends gamma_s / 2. Hence, with
-  probability at least 1 - guarantee, every settled verdict equals the B -> infinity verdict,
-  simultaneously for all pairs (and metrics).
+- The guarantee is spent in two parts (rule 2, issue 38). The first checkpoint spends
+  FIRST_SHARE of it over every pair of the ``family`` (every pair of every test settled under
+  it, all the metrics of a round; :func:`first_gamma`). Given what the first stage drew, which
+  pairs straddle is fixed and the later draws (other streams) are independent of it: each
+  test's share of the rest is split over its pairs that straddle after the first checkpoint,
+  FINAL_SHARE of it at the last checkpoint and an equal part at each other one
+  (:func:`later_gamma`), and a later checkpoint's interval is that of the pair's later draws
+  alone, intersected with its first interval. The failure probabilities of all these intervals
+  sum to at most the guarantee (a union bound, conditional on the first stage for the later
+  part: no independence between pairs is needed, so the metrics may share every draw). Without
+  a correction, pair i's verdict can only be wrong through the one tail on the far side of alpha
+  from its p_inf, so each tail may spend gamma (the interval's level is 1 - 2 gamma); with a
+  correction every pair's verdict depends on every interval's two ends, and each tail spends
+  gamma / 2. Hence, with probability at least 1 - guarantee, every settled verdict equals the
+  B -> infinity verdict, simultaneously for all pairs (and metrics).
 
 The stopping rule is a truncated sequential Monte Carlo test in the sense of Fay, Kim and
 Hachey (2007, "Using truncated sequential probability ratio test boundaries for Monte Carlo
@@ -59,6 +63,11 @@ import numpy as np
 from service.metrics.stats.common import monte_carlo_p
 from service.metrics.stats.correction import Correction, adjust
 
+#: The version of the settling rule: stored tests are identified by it (with their parameters), so
+#: a change that alters what the rule draws or decides makes the sweeper recompute them. 2: the
+#: first checkpoint's share of the guarantee over every pair, the later ones' over the pairs that
+#: straddle after it, each chunk of draws from a stream of its own (issue 38).
+RULE = 2
 #: The probability that some settled verdict differs from the B -> infinity verdict is below this.
 GUARANTEE = 0.01
 #: No pair is resampled beyond this many draws (the last checkpoint, whatever B0).
@@ -99,9 +108,10 @@ class MonteCarlo:
         return self.drawn - self.resamples
 
 
-def clopper_pearson(count: np.ndarray, trials: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+def clopper_pearson(count: np.ndarray, trials: np.ndarray, gamma: float | np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """The two-sided Clopper-Pearson interval at level 1 - gamma for count successes in trials
-    (0 trials: [0, 1])."""
+    (0 trials: [0, 1]); ``gamma`` may be one per pair."""
     from scipy import stats  # here: importing scipy.stats is most of a second of a short command
 
     c = np.asarray(count, dtype=np.float64)
@@ -131,8 +141,13 @@ def straddling(low: np.ndarray, high: np.ndarray, settled: np.ndarray, alpha: fl
 #: about sqrt(2) of the draws it needs, at the price of twice as many checkpoints to spend the
 #: guarantee over (whose cost grows with the logarithm of their number only).
 RATIO = 2**0.5
-#: The share of the guarantee spent at the last checkpoint (N = max_resamples), where the pairs
-#: closest to alpha are decided or left undecided; the rest is spread evenly over the others.
+#: The share of the guarantee spent at the first checkpoint (B0 draws of every pair), split over
+#: every pair of the family; the rest goes to the later checkpoints, split over the pairs that
+#: still straddle after the first one (issue 38: a few hundred pairs near alpha instead of every
+#: pair of every metric, so each of them may spend about a hundred times more).
+FIRST_SHARE = 0.25
+#: The share of the later checkpoints' part spent at the last one (N = max_resamples), where the
+#: pairs closest to alpha are decided or left undecided; the rest is spread evenly over the others.
 FINAL_SHARE = 0.5
 
 
@@ -154,17 +169,26 @@ def checkpoints(b0: int, max_resamples: int = MAX_RESAMPLES) -> tuple[int, ...]:
     return tuple(grid)
 
 
-def stage_gamma(stage: int, pairs: int, guarantee: float = GUARANTEE, stages: int = 1) -> float:
-    """The error spent on each pair at checkpoint ``stage`` of ``stages``: ``FINAL_SHARE`` of the
-    guarantee at the last, the rest evenly at the others, each divided by ``pairs``. Summed over
-    the checkpoints and pairs: the guarantee."""
-    if stages <= 1:
-        share = 1.0
+def first_gamma(family: int, guarantee: float = GUARANTEE, stages: int = 1) -> float:
+    """The error spent on each pair at the first checkpoint: ``FIRST_SHARE`` of the guarantee
+    (all of it when there is no later checkpoint) divided by the ``family``'s pairs."""
+    return guarantee * (FIRST_SHARE if stages > 1 else 1.0) / max(family, 1)
+
+
+def later_gamma(stage: int, live: int, share: float, stages: int) -> float:
+    """The error spent on each pair at later checkpoint ``stage`` (1 .. ``stages`` - 1) of a test
+    whose share of the guarantee is ``share`` and of whose pairs ``live`` straddled after the first
+    checkpoint: the later part of the share (1 - ``FIRST_SHARE``), ``FINAL_SHARE`` of it at the
+    last checkpoint and the rest evenly at the others, divided by the live pairs. Summed over the
+    later checkpoints and the live pairs: (1 - FIRST_SHARE) ``share``."""
+    later = stages - 1
+    if later <= 1:
+        part = 1.0
     elif stage == stages - 1:
-        share = FINAL_SHARE
+        part = FINAL_SHARE
     else:
-        share = (1.0 - FINAL_SHARE) / (stages - 1)
-    return guarantee * share / max(pairs, 1)
+        part = (1.0 - FINAL_SHARE) / (later - 1)
+    return share * (1.0 - FIRST_SHARE) * part / max(live, 1)
 
 
 def stage_rows(stage: int, b0: int, max_resamples: int = MAX_RESAMPLES) -> int:
@@ -186,10 +210,12 @@ def settle(count: np.ndarray, trials: np.ndarray, draw: StageDraw, *, b0: int, a
 
     ``segments`` (one id per pair; default: one segment): several tests settled together, one
     per segment (a metric each, issue 38), sharing every stage's draws. Each segment has its own
-    correction (over its own pairs) and its own work budget ``max_work``; a segment whose next
-    stage would pass its budget stops there (its straddling pairs end undecided) while the others
-    go on. ``family``: the pairs the guarantee is split over (default: every pair given; more
-    when other calls settle further pairs under the same guarantee)."""
+    correction (over its own pairs), its own share of the guarantee (its pairs' part of the
+    family) and its own work budget ``max_work``; a segment whose next stage would pass its
+    budget stops there (its straddling pairs end undecided) while the others go on. A segment's
+    verdicts are therefore the ones it would get settled alone with its share. ``family``: the
+    pairs the guarantee is split over (default: every pair given; more when other calls settle
+    further pairs under the same guarantee)."""
     count = np.asarray(count, dtype=np.float64).copy()
     trials = np.asarray(trials, dtype=np.float64).copy()
     m = count.shape[0]
@@ -205,38 +231,60 @@ def settle(count: np.ndarray, trials: np.ndarray, draw: StageDraw, *, b0: int, a
     # p_inf misses it: each tail may spend the pair's whole share (the interval's level is 1 - 2
     # gamma). A correction's verdicts depend on every pair's two ends: a tail spends half.
     sides = 2.0 if correction == "none" else 1.0
-
-    def level(stage: int) -> float:
-        return min(sides * stage_gamma(stage, family, guarantee, len(grid)), 1.0)
-
-    low, high = bracket(count, trials, level(0))
+    # The later checkpoints count only the draws after the first one: given the first stage (and
+    # so which pairs straddle after it), those draws are independent of it, which is what lets
+    # their share of the guarantee be split over the straddling pairs alone.
+    late_count, late_trials = np.zeros(m), np.zeros(m)
+    # A pair's interval at a later checkpoint is the one on its later draws intersected with its
+    # first checkpoint's (both hold p_inf outside the union of the failure events), widened to
+    # hold the reported p (over all its draws).
+    first_low, first_high = clopper_pearson(count, trials,
+                                            min(sides * first_gamma(family, guarantee, len(grid)), 1.0))
+    cp_low, cp_high = first_low.copy(), first_high.copy()
     stages = np.ones(m, dtype=np.int64)  # per pair: the stages of its segment (1: the first only)
     work = {k: 0.0 for k in members}
-    live = set(members)  # segments still resampling
+
+    def brackets(idx: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+        p = monte_carlo_p(count[idx], trials[idx])
+        return np.minimum(cp_low[idx], p), np.minimum(np.maximum(cp_high[idx], p), 1.0)
 
     def straddle() -> np.ndarray:
+        low, high = brackets(slice(None))
         out = np.zeros(m, dtype=bool)
         for rows in members.values():
             out[rows] = straddling(low[rows], high[rows], fixed[rows], alpha, correction)
         return out
 
+    # The pairs the later checkpoints' share is split over: those straddling after the first
+    # (for a shared null, every pair of a segment that has one). Only they are resampled: with a
+    # correction another pair's verdict could straddle again if a live pair's interval widened
+    # (it stays within the first one's, so only through the reported p); it would end undecided.
+    first = straddle()
+    live = np.zeros(m, dtype=bool)
+    for rows in members.values():
+        live[rows] = first[rows].any() if shared else first[rows]
+    share = {k: guarantee * len(rows) / family for k, rows in members.items()}
+    later_level = {k: [min(sides * later_gamma(s, int(live[rows].sum()), share[k], len(grid)), 1.0)
+                       for s in range(len(grid))] for k, rows in members.items()}
+    alive = {k for k, rows in members.items() if live[rows].any()}  # segments still resampling
+
     stage = 0
-    while live:
-        mask = straddle()
+    while alive:
+        mask = straddle() & live
         nxt = stage + 1
         if nxt >= len(grid):
             break
         chosen = []
-        for k in sorted(live):
+        for k in sorted(alive):
             rows = members[k]
             if not mask[rows].any():
-                live.discard(k)
+                alive.discard(k)
                 continue
             idx_k = rows if shared else rows[mask[rows]]
             more = grid[nxt] - drawn[idx_k]  # draws that bring each pair to N_nxt
             cost = float(more.max() if shared else more.sum()) * cost_per_draw
             if work[k] + cost > max_work:
-                live.discard(k)
+                alive.discard(k)
                 continue
             work[k] += cost
             chosen.append(idx_k)
@@ -248,16 +296,22 @@ def settle(count: np.ndarray, trials: np.ndarray, draw: StageDraw, *, b0: int, a
             c, n = draw(t, sub)
             count[sub] += c
             trials[sub] += n
+            late_count[sub] += c
+            late_trials[sub] += n
         done[idx] = nxt + 1
         drawn[idx] = grid[nxt]
-        for k in live:
+        for k in alive:
             stages[members[k]] = nxt + 1
-        low[idx], high[idx] = bracket(count[idx], trials[idx], level(nxt))
+        levels = np.array([later_level[int(k)][nxt] for k in seg[idx].tolist()])
+        low, high = clopper_pearson(late_count[idx], late_trials[idx], levels)
+        cp_low[idx] = np.maximum(first_low[idx], low)
+        cp_high[idx] = np.minimum(first_high[idx], high)
         stage = nxt
     undecided = straddle()
     return MonteCarlo(count, trials, drawn, undecided, int(stages.max()), True)
 
 
-def stage_stream(seed: int, stage: int) -> np.random.Generator:
-    """Stage ``stage``'s (>= 1) generator: a child stream of ``seed``, the same whatever is resampled."""
-    return np.random.default_rng([int(seed) % 2**63, int(stage)])
+def chunk_stream(seed: int, stage: int, chunk: int) -> np.random.Generator:
+    """The generator of chunk ``chunk`` of stage ``stage`` (>= 1): a child stream of ``seed`` of its
+    own, the same whatever else is resampled and whichever thread draws it."""
+    return np.random.default_rng([int(seed) % 2**63, int(stage), int(chunk)])
