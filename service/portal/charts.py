@@ -270,13 +270,18 @@ def p_value_norm(alpha: float):  # type: ignore[no-untyped-def]
 
 
 def p_value_heatmap(runs: Sequence[str], p: Sequence[Sequence[float | None]], alpha: float, metric: str,
-                    test: str, *, correction: str | None = "none", resamples: int | None = None) -> str:
+                    test: str, *, correction: str | None = "none", resamples: int | None = None,
+                    undecided: Sequence[Sequence[bool]] | None = None) -> str:
     """Every run pair's p-value as the stored test computed it; cells below alpha are marked with a
-    dot. The title names the test, B (when it resamples), alpha and the correction as stored with
-    the test; the colour scale is binned (0.001, 0.01, alpha, 0.1, 0.2, 0.5) with alpha marked."""
+    dot, and pairs whose verdict is ``undecided`` (the Monte Carlo p still straddles alpha at the
+    largest B) with a "?" instead, whichever side of alpha their p lies: they count as not
+    significant. The title names the test, B (when it resamples), alpha and the correction as
+    stored with the test; the colour scale is binned (0.001, 0.01, alpha, 0.1, 0.2, 0.5) with alpha
+    marked."""
     from service.metrics.stats.differences import adjusted, comparisons, correction_tag, named_test, p_value_label
 
-    data = [list(runs), [list(r) for r in p], alpha, metric, test, correction, resamples]
+    marks = [[bool(v) for v in row] for row in undecided] if undecided else None
+    data = [list(runs), [list(r) for r in p], alpha, metric, test, correction, resamples, marks]
     label = p_value_label(test, correction, comparisons(len(runs)))
     title = f"{named_test(test, resamples)}, α = {alpha:g}\n{label.replace('p-values', f'p-values of {metric}', 1)}"
 
@@ -293,17 +298,25 @@ def p_value_heatmap(runs: Sequence[str], p: Sequence[Sequence[float | None]], al
         bins = p_value_bins(alpha)
         cmap = matplotlib.colormaps["cividis"].resampled(len(bins) - 1).with_extremes(bad="#f2f2f2")
         image = ax.imshow(m, cmap=cmap, norm=p_value_norm(alpha), interpolation="nearest")
-        ys, xs = np.nonzero(m < alpha)
-        if len(xs) and n <= 60:
-            ax.scatter(xs, ys, s=max(4, 60 - n), color="white", edgecolors="black", linewidths=0.4,
-                       label=f"significant ({'adjusted ' if adjusted(test, correction) else ''}p < {alpha:g})")
+        open_ = np.zeros(m.shape, dtype=bool) if marks is None else np.array(marks, dtype=bool).reshape(m.shape)
+        np.fill_diagonal(open_, False)
+        ys, xs = np.nonzero((m < alpha) & ~open_)
+        qy, qx = np.nonzero(open_)
+        if (len(xs) or len(qx)) and n <= 60:
+            if len(xs):
+                ax.scatter(xs, ys, s=max(4, 60 - n), color="white", edgecolors="black", linewidths=0.4,
+                           label=f"significant ({'adjusted ' if adjusted(test, correction) else ''}p < {alpha:g})")
+            if len(qx):
+                ax.scatter(qx, qy, s=max(9, 90 - n), marker="$?$", color="white", edgecolors="black", linewidths=0.3,
+                           label="undecided (p still straddles α at the largest B)")
             # Above the matrix, clear of the rotated run names under it.
             ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), frameon=False, fontsize=8, borderaxespad=0.2)
         fontsize = 8 if n <= 30 else 6 if n <= 60 else 4
         ax.set_xticks(range(len(runs)), list(runs), rotation=90, fontsize=fontsize)
         ax.set_yticks(range(len(runs)), list(runs), fontsize=fontsize)
         ax.set_xlabel("runs in leaderboard order")
-        ax.set_title(title, fontsize=9, loc="left", pad=18 if len(xs) and n <= 60 else 6)
+        ax.set_title(title, fontsize=9, loc="left", pad=(18 if len(xs) and len(qx) == 0 else 30 if len(qx) else 6)
+                     if n <= 60 else 6)
         bar = fig.colorbar(image, ax=ax, shrink=0.8, ticks=bins, spacing="uniform",
                            label=f"p-value ({correction_tag(test, correction)}); binned scale")
         bar.ax.set_yticklabels([f"{b:g}" for b in bins], fontsize=7)

@@ -107,3 +107,27 @@ def test_the_heat_map_svg_is_labelled_with_the_correction() -> None:
     svg = charts.p_value_heatmap(["a", "b", "c"], [[1, 0.01, 0.2], [0.01, 1, 0.03], [0.2, 0.03, 1]], 0.05, "AP",
                                  "bootstrap", correction="bh", resamples=1000)
     assert 'role="img"' in svg and "Benjamini-Hochberg-adjusted for the 3 comparisons" in svg
+
+
+def test_the_heat_map_marks_undecided_pairs_with_a_question_mark(drawn: list[Figure]) -> None:
+    # Issue 37, item 8: an undecided pair (its Monte Carlo p still straddles alpha at the largest
+    # B) gets a "?" in the heat map, never the dot of a significant pair, whichever side of alpha
+    # its p lies; the letters count it as not significant.
+    runs = ["a", "b", "c", "d"]
+    p = [[1, 0.01, 0.049, 0.3], [0.01, 1, 0.051, 0.2], [0.049, 0.051, 1, 0.6], [0.3, 0.2, 0.6, 1]]
+    undecided = [[False, False, True, False], [False, False, True, False], [True, True, False, False],
+                 [False] * 4]
+    charts.p_value_heatmap(runs, p, 0.05, "AP", "bootstrap", correction="none", resamples=10_000, undecided=undecided)
+    ax = drawn[-1].axes[0]
+    dots, questions = ax.collections[0], ax.collections[1]
+    # the significant dots: (a, b) and (b, a) only; (a, c) at p = 0.049 is undecided
+    assert sorted(map(tuple, dots.get_offsets().tolist())) == [(0.0, 1.0), (1.0, 0.0)]
+    assert sorted(map(tuple, questions.get_offsets().tolist())) == [(0.0, 2.0), (1.0, 2.0), (2.0, 0.0), (2.0, 1.0)]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(label.startswith("undecided") for label in labels)
+    # without undecided pairs nothing is marked "?"
+    charts.p_value_heatmap(runs, p, 0.05, "AP", "bootstrap", correction="none", resamples=10_000)
+    ax = drawn[-1].axes[0]
+    assert len(ax.collections) == 1  # dots only: (a, b), (a, c) and their mirrors
+    assert sorted(map(tuple, ax.collections[0].get_offsets().tolist())) == [(0.0, 1.0), (0.0, 2.0), (1.0, 0.0),
+                                                                           (2.0, 0.0)]

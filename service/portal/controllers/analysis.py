@@ -44,7 +44,8 @@ class AnalysisController(Controller):
             stored = run_results.stored_test(s, coll, me, matrix["metric"], test or None)
             chart = charts.p_value_heatmap(order, p, matrix["alpha"], matrix["metric"], matrix["test"],
                                            correction=matrix.get("correction"),
-                                           resamples=stored["resamples"] if stored else None)
+                                           resamples=stored["resamples"] if stored else None,
+                                           undecided=matrix.get("undecided"))
             matrix["stored"] = stored
         return page.show(coll, "significance.html", matrix=matrix, chart=chart, missing=missing, test=test,
                          tests=boards.stored_tests(s, coll), metrics=list(
