@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from service.cli.arguments import positive_int
 from service.cli.common import cli_principal, database_url, sessions
-from service.cli.output import write_json
+from service.cli.output import local_time, write_json
 from service.cli.registry import command
 from service.errors import InvalidMeasure
 
@@ -134,7 +134,7 @@ def _stored_listing(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     state = "stale" if doc["stale"] else "current"
     out.write(f"# {doc['measure']} on {doc['metric']} against {doc['official_set']} ({doc['level']:.0%} bootstrap "
-              f"interval, B = {doc['resamples']}); computed {doc['computed_at'] or 'never'}, {state}\n")
+              f"interval, B = {doc['resamples']}); computed {local_time(doc['computed_at']) or 'never'}, {state}\n")
     out.write("rank\tset\tteam\tmodel\tvalue\tlow\thigh\tbias\ttopics\tleft_out\n")
 
     def f(v: Any) -> str:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from service.formats.text import terminal_safe
 
-__all__ = ["SafeOutput", "say", "terminal_safe", "write_json"]
+__all__ = ["SafeOutput", "local_time", "say", "terminal_safe", "write_json"]
 
 
 def write_json(doc: Any, out: TextIO) -> int:
@@ -18,6 +19,24 @@ def write_json(doc: Any, out: TextIO) -> int:
     json.dump(doc, out, indent=1)
     out.write("\n")
     return 0
+
+
+def local_time(iso: str | None) -> str:
+    """A time the API gives in ISO 8601 (``2026-11-28T22:31:51.595008+00:00``), for a person: the
+    minute in the user's local time zone (``TZ``), ``2026-11-28 23:31`` (issue 37: text views are
+    for people, TSV, CSV and JSON keep the ISO value). A time without an offset is UTC, as the
+    API's are; a date alone, or text that is not a time, is shown as it is; None as nothing."""
+    if not iso:
+        return ""
+    try:
+        when = datetime.fromisoformat(iso)
+    except (TypeError, ValueError):
+        return iso
+    if len(iso) <= 10:  # a date (2026-11-20): no time of day to convert
+        return iso
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 class SafeOutput:

@@ -1,11 +1,11 @@
 """``cranfield remote``: a participant's (or organiser's) commands against a server, over its API.
 
   login URL, logout        keep the URL and token in the user's config file (0600), or forget them
-  collections, runs        what the token may see
+  collections, runs        what the token may see (text for people: yes/no, local times; tsv, json: data)
   submit COLLECTION RUN    upload a run with its metadata (a progress bar on stderr); warnings
   wait JOB | --run RUN     poll until an evaluation is done (exit 1 when it failed)
   board COLLECTION         the leaderboard (tsv, json, csv)
-  scores RUN               per-topic scores (trec_eval -q layout or json)
+  scores RUN               per-topic scores (trec_eval -q layout, the run named on a runid line, or json)
 
 Every command speaks only the public HTTP API, through :mod:`service.client` (imported inside
 the handlers, with httpx). ``CRANFIELD_URL`` and ``CRANFIELD_TOKEN`` override the config file.
@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from service.cli.arguments import positive_int
 from service.cli.common import read_bytes
-from service.cli.output import say, terminal_safe, write_json
+from service.cli.output import local_time, say, terminal_safe, write_json
 from service.cli.registry import command
 from service.errors import (
     BadRequest,
@@ -75,11 +75,13 @@ def _remote_arguments(parser: argparse.ArgumentParser) -> None:
     sub.add_parser("logout", help="forget the saved URL and token")
 
     colls = sub.add_parser("collections", help="the collections the token may read")
-    colls.add_argument("--format", choices=("tsv", "json"), default="tsv", help="output format (default: %(default)s)")
+    colls.add_argument("--format", choices=("text", "tsv", "json"), default="text",
+                       help="text: for people (yes/no, local times); tsv, json: data (default: %(default)s)")
 
     runs = sub.add_parser("runs", help="the runs the token may list (its team's; all for organisers)")
     runs.add_argument("collection", nargs="?", metavar="COLLECTION", help="an id or a name (default: every one)")
-    runs.add_argument("--format", choices=("tsv", "json"), default="tsv", help="output format (default: %(default)s)")
+    runs.add_argument("--format", choices=("text", "tsv", "json"), default="text",
+                      help="text: for people (yes/no, local times); tsv, json: data (default: %(default)s)")
 
     sb = sub.add_parser("submit", help="upload a run with its metadata; prints run id, job id and warnings")
     sb.add_argument("collection", metavar="COLLECTION", help="an id or a name")
@@ -302,15 +304,31 @@ def _tsv(out: TextIO, header: list[str], rows: list[list[Any]]) -> int:
     return 0
 
 
+def _listing(out: TextIO, fmt: str, header: list[str], rows: list[list[Any]], times: tuple[str, ...]) -> int:
+    """``rows`` as TSV (data: :func:`_tsv`), or as text for people (issue 37): the same columns
+    with booleans as ``yes``/``no`` and the ``times`` columns as the user's local time
+    (``2026-11-28 23:31``), not the API's ISO 8601."""
+    if fmt == "tsv":
+        return _tsv(out, header, rows)
+    at = [header.index(name) for name in times]
+
+    def person(k: int, v: Any) -> Any:
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        return local_time(v) if k in at else v
+
+    return _tsv(out, header, [[person(k, v) for k, v in enumerate(row)] for row in rows])
+
+
 def _collections(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     items = client.collections()
     if args.format == "json":
         return write_json(items, out)
-    return _tsv(out, ["id", "name", "visibility", "enrolment", "enrolled", "official_metric", "released",
-                      "opens_at", "closes_at"],
-                [[c["id"], c["name"], c.get("visibility"), c.get("enrolment"), c.get("enrolled"),
-                  c.get("official_metric"), c.get("leaderboard_released"), c.get("submission_opens_at"),
-                  c.get("submission_closes_at")] for c in items])
+    return _listing(out, args.format, ["id", "name", "visibility", "enrolment", "enrolled", "official_metric",
+                                       "released", "opens_at", "closes_at"],
+                    [[c["id"], c["name"], c.get("visibility"), c.get("enrolment"), c.get("enrolled"),
+                      c.get("official_metric"), c.get("leaderboard_released"), c.get("submission_opens_at"),
+                      c.get("submission_closes_at")] for c in items], times=("opens_at", "closes_at"))
 
 
 def _runs(args: argparse.Namespace, client: Any, out: TextIO) -> int:
@@ -332,11 +350,12 @@ def _runs(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     if args.format == "json":
         return write_json(items, out)
     for name, q in quotas.items():
-        say(f"{name}: {q['used_today']} of {q['per_day']} runs today (resets at {q['resets_at']})")
-    return _tsv(out, ["id", "collection", "tag", "team", "status", "type", "primary", "priority", "submitted_at",
-                      "description"],
-                [[r["id"], r["collection"], r["tag"], r["team"], r["status"], r.get("run_type"), r.get("primary"),
-                  r.get("priority"), r.get("submitted_at"), r.get("description")] for r in items])
+        say(f"{name}: {q['used_today']} of {q['per_day']} runs today (resets at {local_time(q['resets_at'])})")
+    return _listing(out, args.format, ["id", "collection", "tag", "team", "status", "type", "primary", "priority",
+                                       "submitted_at", "description"],
+                    [[r["id"], r["collection"], r["tag"], r["team"], r["status"], r.get("run_type"), r.get("primary"),
+                      r.get("priority"), r.get("submitted_at"), r.get("description")] for r in items],
+                    times=("submitted_at",))
 
 
 # ------------------------------------------------------------------------------ submit
@@ -602,7 +621,7 @@ def _scores(args: argparse.Namespace, client: Any, out: TextIO) -> int:
     if args.format == "trec":
         served = [client.run_scores_trec(args.run, m) for m in (args.metrics or [None])]
         if all(text is not None for text in served):  # the server's definition of the layout
-            out.write(served[0] if len(served) == 1 else _merged_trec(served))
+            out.write(_named(run["tag"], served[0] if len(served) == 1 else _merged_trec(served)))
             return 0
     metrics = args.metrics or client.collection(run["collection_id"]).get("metrics") or [None]
     docs = [client.run_scores(args.run, m) for m in metrics]
@@ -610,8 +629,17 @@ def _scores(args: argparse.Namespace, client: Any, out: TextIO) -> int:
         return write_json({"run": run["tag"], "id": run["id"], "collection_id": run["collection_id"],
                            "qrels_version": docs[0].get("qrels_version"),
                            "metrics": {d["metric"]: next(iter(d["runs"].values()), None) for d in docs}}, out)
-    out.write(trec_layout(docs))  # a server without format=trec: the same layout, written here
+    out.write(_named(run["tag"], trec_layout(docs)))  # a server without format=trec: the same layout, written here
     return 0
+
+
+def _named(tag: str, text: str) -> str:
+    """The scores of the run tagged ``tag`` in trec_eval's layout, with the run named as
+    ``cranfield eval --format trec`` names each run: a first line ``runid<TAB>all<TAB>TAG``
+    (trec_eval's ``runid`` measure), unless the text has one already."""
+    if text.startswith("runid\t"):
+        return text
+    return f"runid\tall\t{tag}\n{text}"
 
 
 def _trec_lines(lines: list[tuple[str, str, str]]) -> str:
@@ -627,7 +655,7 @@ def _trec_lines(lines: list[tuple[str, str, str]]) -> str:
 def _merged_trec(texts: list[str | None]) -> str:
     """The server's answers for one metric each, as one answer for them all."""
     return _trec_lines([tuple(ln.split("\t", 2)) for text in texts  # type: ignore[misc]
-                        for ln in (text or "").splitlines() if ln.count("\t") == 2])
+                        for ln in (text or "").splitlines() if ln.count("\t") == 2 and not ln.startswith("runid\t")])
 
 
 def trec_layout(docs: list[dict[str, Any]], decimals: int = 4) -> str:

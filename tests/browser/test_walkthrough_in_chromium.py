@@ -172,6 +172,23 @@ def _tested(base: str, cid: int, token: str, runs: int) -> bool:
             and all(r.get("groups") for r in board["rows"]))
 
 
+def _trec_scores(text: str) -> dict[tuple[str, str], str]:
+    """(measure, topic) -> value of trec_eval's -q layout, without its runid line."""
+    return {(m, t): v for m, t, v in (line.split("\t") for line in text.splitlines()) if m != "runid"}
+
+
+def _api_scores(base: str, rid: int, token: str, metrics: list[str]) -> dict[tuple[str, str], str]:
+    """The same figures from the API's JSON scores of run ``rid`` (4 decimals, the layout's)."""
+    got: dict[tuple[str, str], str] = {}
+    for metric in metrics:
+        doc = httpx.get(f"{base}/api/runs/{rid}/scores", params={"metric": metric}, timeout=10,
+                        headers={"Authorization": f"Bearer {token}"}).json()
+        (scores,) = doc["runs"].values()
+        got |= {(metric, t): f"{v:.4f}" for t, v in scores["per_topic"].items() if v is not None}
+        got[(metric, "all")] = f"{scores['mean']:.4f}"
+    return got
+
+
 # ------------------------------------------------------------------------------ the walkthrough
 def test_the_walkthrough_from_an_admin_token_to_a_released_board(tmp_path: Path, browser: object) -> None:
     _require_chromium()
@@ -349,7 +366,8 @@ def test_the_walkthrough_from_an_admin_token_to_a_released_board(tmp_path: Path,
                         assert tag != "RUN-03" or "[topics: 0007, 0017, 0020]" in done.stdout, done.stdout
                         ids[tag] = int(first.split()[1])
                         assert tag != "RUN-03" or done.stdout.splitlines()[1] == "job 4 evaluates it", done.stdout
-                assert (run_01, ids["RUN-03"], ids["RUN-07"]) == (1, 3, 7)  # the ids the doc uses
+                # the doc's order (the table's) gives each run its number as id, which the doc uses
+                assert {"RUN-01": run_01, **ids} == {tag: int(tag[-2:]) for tag in runs}, ids
 
             with walk.step("Watch the evaluation", "/c/{cid}/runs", "cranfield remote wait --run 7", "remote wait 9",
                            "cranfield remote runs", "Latest job", "cranfield remote board ntcir-like"):
@@ -426,7 +444,8 @@ def test_the_walkthrough_from_an_admin_token_to_a_released_board(tmp_path: Path,
                 shot(page, "walkthrough-15-snapshot")
 
         with walk.step("Check what participants see", "cranfield remote board",
-                       "cranfield remote scores 3 --format trec", "HTTP 403", "participating.md"):
+                       "cranfield remote scores RUN-03 --format trec", "runid all RUN-03", "cranfield remote scores 1",
+                       "HTTP 403", "participating.md"):
             with browsing(browser, "walkthrough-beta") as beta:
                 sign_in(beta, base, tokens["beta"])
                 beta.get_by_role("link", name=COLLECTION).click()
@@ -442,10 +461,13 @@ def test_the_walkthrough_from_an_admin_token_to_a_released_board(tmp_path: Path,
             printed = cranfield(tmp, "remote", "board", COLLECTION, config="beta").stdout.splitlines()
             header = printed[0].split("\t")
             assert [line.split("\t")[header.index("run")] for line in printed[1:]] == order, printed
-            scores = cranfield(tmp, "remote", "scores", str(ids["RUN-03"]), "--format", "trec", config="beta").stdout
+            scores = cranfield(tmp, "remote", "scores", "RUN-03", "--format", "trec", config="beta").stdout
+            assert scores.splitlines()[0] == "runid\tall\tRUN-03", scores  # the run the doc names, named
             assert "nDCG@10\tall\t" in scores and "\t0020\t" not in scores and "AP\t0007\t0.0000" in scores, scores
-            shared = cranfield(tmp, "remote", "scores", str(run_01), config="beta", check=False)
-            assert shared.returncode == 0 and "nDCG@10\tall\t" in shared.stdout, shared.stderr  # released: shared
+            assert _trec_scores(scores) == _api_scores(base, ids["RUN-03"], tokens["beta"], METRICS)  # RUN-03's
+            shared = cranfield(tmp, "remote", "scores", "1", config="beta", check=False)  # the doc's id of RUN-01
+            assert shared.returncode == 0 and shared.stdout.startswith("runid\tall\tRUN-01\n"), shared.stderr
+            assert _trec_scores(shared.stdout) == _api_scores(base, run_01, tokens["beta"], METRICS)  # released
             refused = httpx.get(f"{base}/api/runs/{run_01}/file", headers={"Authorization": f"Bearer {tokens['beta']}"})
             assert refused.status_code == 403, refused.text  # the run file stays alpha's and the organisers'
     finally:

@@ -144,9 +144,12 @@ def _tested(c: httpx.Client, cid: int, n: int) -> bool:
 
 
 def remote(svc: Service, *args: str, token: str | None = None, config: Path | None = None, url: str | None = "",
-           stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """`cranfield remote ARGS`; ``url`` "" is the service's (CRANFIELD_URL), None leaves it unset."""
+           stdin: str | None = None, tz: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`cranfield remote ARGS`; ``url`` "" is the service's (CRANFIELD_URL), None leaves it unset;
+    ``tz`` the user's time zone (TZ)."""
     env = _server_env()
+    if tz is not None:
+        env["TZ"] = tz
     env["XDG_CONFIG_HOME"] = str(config or svc.tmp / "no-config")
     if url is not None:
         env["CRANFIELD_URL"] = url or svc.base
@@ -230,7 +233,7 @@ def test_submit_prints_run_job_and_lists_the_run(svc: Service) -> None:
     rows = [ln.split("\t") for ln in listed.stdout.splitlines()]
     assert rows[0][:5] == ["id", "collection", "tag", "team", "status"]
     assert [str(rid), "task", tag, "alpha"] == next(r for r in rows if r[0] == str(rid))[:4]
-    assert {r[6] for r in rows[1:]} <= {"true", "false"}  # primary: data, not Python's True
+    assert {r[6] for r in rows[1:]} <= {"yes", "no"}  # primary: for people, not Python's True
     assert all(r[3] == "alpha" for r in rows[1:])  # a participant lists its own team's runs
 
     # the team waits for the job of its submission, as does an organiser; another team may not read it
@@ -242,6 +245,73 @@ def test_submit_prints_run_job_and_lists_the_run(svc: Service) -> None:
     assert refused.returncode == 1 and "403" in refused.stderr and "--run" in refused.stderr
     own = remote(svc, "wait", "--run", str(rid), "--timeout", "60", token=svc.tokens["alpha"])
     assert own.returncode == 0 and own.stdout == f"run {rid} ({tag}): evaluated\n"
+
+
+def test_runs_and_collections_are_text_for_people_and_tsv_json_for_programs(svc: Service) -> None:
+    """issue 37, item 5: the text view (the default) says yes/no and the user's local time
+    (TZ), to the minute; the TSV and the JSON keep the API's values: true/false, ISO 8601."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    token = svc.tokens["organiser"]
+    opens = "2026-01-15T07:05:09.123456+00:00"  # the board collection's window opened long ago
+    with svc.api(token) as c:
+        r = c.patch(f"/api/collections/{svc.board}", json={"submission_opens_at": opens, "daily_run_quota": 50})
+        assert r.status_code == 200, r.text
+        api_runs = {r["id"]: r for r in c.get(f"/api/collections/{svc.board}/runs").json()["items"]}
+        api_coll = c.get(f"/api/collections/{svc.board}").json()
+    try:
+        assert api_runs and all(r["submitted_at"] for r in api_runs.values())
+
+        def paris(iso: str) -> str:
+            return datetime.fromisoformat(iso).astimezone(ZoneInfo("Europe/Paris")).strftime("%Y-%m-%d %H:%M")
+
+        text = remote(svc, "runs", "board", token=token, tz="Europe/Paris")
+        assert text.returncode == 0, text.stderr
+        header, *lines = [ln.split("\t") for ln in text.stdout.splitlines()]
+        at, primary = header.index("submitted_at"), header.index("primary")
+        assert len(lines) == len(api_runs)
+        for cells in lines:
+            run = api_runs[int(cells[0])]
+            assert cells[at] == paris(run["submitted_at"]), cells  # 2026-11-28 23:31, not ...T22:31:51.595008+00:00
+            assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", cells[at])
+            assert cells[primary] == ("yes" if run["primary"] else "no")
+        assert "True" not in text.stdout and "False" not in text.stdout and "+00:00" not in text.stdout
+        # a team's quota line on stderr is for people too
+        own = remote(svc, "runs", "board", token=svc.tokens["alpha"], tz="Europe/Paris")
+        quota = re.search(r"runs today \(resets at (.+)\)$", own.stderr.strip())
+        assert quota and re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", quota.group(1)), own.stderr
+        utc = remote(svc, "runs", "board", token=token, tz="UTC")  # another zone, another reading
+        first = api_runs[int(utc.stdout.splitlines()[1].split("\t")[0])]
+        assert utc.stdout.splitlines()[1].split("\t")[at] == datetime.fromisoformat(
+            first["submitted_at"]).astimezone(ZoneInfo("UTC")).strftime("%Y-%m-%d %H:%M")
+
+        tsv = remote(svc, "runs", "board", "--format", "tsv", token=token, tz="Europe/Paris")
+        rows = list(csv.DictReader(io.StringIO(tsv.stdout), delimiter="\t"))
+        assert {int(r["id"]): r["submitted_at"] for r in rows} == {i: r["submitted_at"] for i, r in api_runs.items()}
+        assert {r["primary"] for r in rows} <= {"true", "false"}
+        as_json = json.loads(remote(svc, "runs", "board", "--format", "json", token=token, tz="Europe/Paris").stdout)
+        assert {r["id"]: r["submitted_at"] for r in as_json} == {i: r["submitted_at"] for i, r in api_runs.items()}
+
+        listed = remote(svc, "collections", token=token, tz="Europe/Paris")
+        header, *lines = [ln.split("\t") for ln in listed.stdout.splitlines()]
+        board = dict(zip(header, next(cells for cells in lines if cells[1] == "board")))
+        assert board["opens_at"] == "2026-01-15 08:05"  # Paris is UTC+1 in January
+        assert board["released"] == ("yes" if api_coll["leaderboard_released"] else "no")
+        assert {cells[header.index("released")] for cells in lines} <= {"yes", "no"}
+        assert {cells[header.index("enrolled")] for cells in lines} <= {"yes", "no", ""}
+        data = {r["name"]: r for r in csv.DictReader(io.StringIO(remote(
+            svc, "collections", "--format", "tsv", token=token, tz="Europe/Paris").stdout), delimiter="\t")}
+        assert data["board"]["opens_at"] == api_coll["submission_opens_at"]
+        assert datetime.fromisoformat(data["board"]["opens_at"]) == datetime.fromisoformat(opens)
+        assert data["board"]["released"] in ("true", "false")
+        as_json = json.loads(remote(svc, "collections", "--format", "json", token=token).stdout)
+        assert next(c for c in as_json if c["name"] == "board")["submission_opens_at"] == api_coll[
+            "submission_opens_at"]
+    finally:
+        with svc.api(token) as c:
+            r = c.patch(f"/api/collections/{svc.board}", json={"submission_opens_at": None, "daily_run_quota": None})
+            assert r.status_code == 200, r.text
 
 
 def test_a_gzipped_run_is_submitted_as_the_api_takes_it(svc: Service) -> None:
@@ -370,8 +440,10 @@ def test_scores_in_trec_layout_agree_with_the_api(svc: Service) -> None:
     tag, rid = next((t, i) for t, i in svc.board_runs.items() if i != svc.beta_run)
     done = remote(svc, "scores", str(rid), "--format", "trec", token=svc.tokens["alpha"])
     assert done.returncode == 0, done.stderr
+    # the run is named as `cranfield eval --format trec` names it: trec_eval's runid line first
+    assert done.stdout.splitlines()[0] == f"runid\tall\t{tag}", done.stdout
     got: dict[tuple[str, str], str] = {}
-    for line in done.stdout.splitlines():
+    for line in done.stdout.splitlines()[1:]:
         measure, topic, value = line.split("\t")
         got[(measure.strip(), topic)] = value
     with svc.api(svc.tokens["alpha"]) as c:
@@ -387,6 +459,10 @@ def test_scores_in_trec_layout_agree_with_the_api(svc: Service) -> None:
     assert by_tag.returncode == 0 and by_tag.stdout == done.stdout, by_tag.stderr
     in_coll = remote(svc, "scores", tag, "--collection", "board", token=svc.tokens["alpha"])
     assert in_coll.returncode == 0 and in_coll.stdout == done.stdout, in_coll.stderr
+    two = remote(svc, "scores", tag, "-m", "AP", "-m", "P@10", token=svc.tokens["alpha"])  # merged: named once
+    assert two.returncode == 0 and two.stdout.splitlines()[0] == f"runid\tall\t{tag}", two.stderr
+    assert two.stdout.count("runid") == 1 and {ln.split("\t")[0] for ln in two.stdout.splitlines()[1:]} == {
+        "AP", "P@10"}
     as_json = remote(svc, "scores", str(rid), "--format", "json", "-m", "AP", token=svc.tokens["alpha"])
     doc = json.loads(as_json.stdout)
     assert doc["run"] == tag and list(doc["metrics"]) == ["AP"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from service.cli.remote import _merged_trec, _remote, trec_layout
+from service.cli.remote import _merged_trec, _named, _remote, trec_layout
 from service.client import credentials
 from service.client.api import RemoteError, RunMetadata, error_for, problem_of, status_of
 from service.errors import Forbidden, InvalidInput, InvalidMeasure, Unauthenticated, Unavailable
@@ -98,6 +98,52 @@ def test_trec_layout_of_the_scores_documents() -> None:
     # the server's answers for one metric each, merged into that order
     assert _merged_trec(["AP\t1\t0.5000\nAP\t3\t0.0000\nAP\tall\t0.2500\n",
                          "P@10\t1\t0.1000\nP@10\tall\t0.1000\n"]) == layout
+    # the run named first, as `cranfield eval --format trec` names it (once, even if the server did)
+    assert _named("r1", layout) == "runid\tall\tr1\n" + layout
+    assert _named("r1", _named("r1", layout)) == _named("r1", layout)
+    assert _merged_trec([_named("r1", "AP\t1\t0.5000\nAP\t3\t0.0000\nAP\tall\t0.2500\n"),
+                         _named("r1", "P@10\t1\t0.1000\nP@10\tall\t0.1000\n")]) == layout
+
+
+def test_text_views_print_the_users_local_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 37: a time the API gives in ISO 8601 is shown to a person in the local zone (TZ), to
+    the minute; `cranfield judges board` says when its board was computed so."""
+    import io
+    import os
+    import time
+    from contextlib import nullcontext
+
+    from service.cli import judges
+    from service.cli.output import local_time
+
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "Europe/Paris"
+    time.tzset()
+    try:
+        assert local_time("2026-11-28T22:31:51.595008+00:00") == "2026-11-28 23:31"
+        assert local_time("2026-07-01T22:31:51+00:00") == "2026-07-02 00:31"  # summer time
+        assert local_time("2026-11-28T22:31:51") == "2026-11-28 23:31"  # no offset: UTC, as the API's
+        assert (local_time("2026-11-20"), local_time(None), local_time("soon")) == ("2026-11-20", "", "soon")
+
+        board = {"measure": "tau_ap", "metric": "AP", "official_set": "official", "level": 0.95, "resamples": 1000,
+                 "stale": False, "computed_at": "2026-11-28T22:31:51.595008+00:00", "rows": []}
+        from service.evaluation.judging import judge_track
+        from service.evaluation.organising import setup
+
+        monkeypatch.setattr(judges, "sessions", lambda url: lambda: nullcontext(None))
+        monkeypatch.setattr(judges, "database_url", lambda: "sqlite://")
+        monkeypatch.setattr(setup, "get_collection", lambda s, name: None)
+        monkeypatch.setattr(judge_track, "board", lambda s, coll, me: board)
+        out = io.StringIO()
+        args = type("Args", (), {"collection": "c", "judges_command": "board", "format": "text"})()
+        assert judges._stored_listing(args, out) == 0
+        assert "computed 2026-11-28 23:31, current" in out.getvalue() and "+00:00" not in out.getvalue()
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
 
 
 def test_wait_gives_up_after_its_timeout() -> None:
