@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.errors import BadRequest, NotFound
+from service.evaluation.common.locks import mark_locked
 from service.evaluation.common.lookup import existing, new_name
 from service.evaluation.common.work import Followup, Outcome
 from service.evaluation.organising import answers
@@ -56,6 +57,7 @@ def lock(s: Session, cid: int) -> Collection:
                     .execution_options(populate_existing=True))
     if coll is None:
         raise NotFound(f"no collection {cid}")
+    mark_locked(s, cid)  # a use case handed the collection in this transaction need not lock it again
     return coll
 
 

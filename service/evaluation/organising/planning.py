@@ -50,6 +50,7 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
+from service.evaluation.common.locks import is_locked
 from service.evaluation.common.work import Followup, TaskName
 from service.evaluation.organising.results import current_result
 from service.evaluation.organising.setup import EVALUATOR_VERSION
@@ -103,8 +104,10 @@ def plan_job(
     version_id = qrels_version_id if qrels_version_id is not None else coll.current_qrels_id
     if version_id is None or coll.current_config_id is None:
         raise ValueError(f"collection {coll.name!r} has no qrels yet")
-    # Serialise planners of one collection (PostgreSQL row lock; SQLite's BEGIN IMMEDIATE).
-    s.execute(select(Collection.id).where(Collection.id == coll.id).with_for_update())
+    # Serialise planners of one collection (PostgreSQL row lock; SQLite's BEGIN IMMEDIATE), unless
+    # the caller's transaction already holds it (an upload locks the collection first).
+    if not is_locked(s, coll.id):
+        s.execute(select(Collection.id).where(Collection.id == coll.id).with_for_update())
     config = s.get(CollectionConfig, coll.current_config_id)
     assert config is not None
     same_key = job_key(coll, config, version_id)
