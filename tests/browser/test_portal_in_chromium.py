@@ -209,6 +209,18 @@ def test_participant_signs_in_submits_and_sees_the_run_ranked(service: Service, 
         error = page.locator("#server-error")
         assert "broken-run.txt, line 2" in error.inner_text()  # the server's line-numbered error
         shot(page, "03-submit-refused")
+        # a binary file: the check before uploading says what the server says, in its words
+        # (issue 37, item 8: it said "expected 6 columns, found 20" where the server refused the bytes)
+        binary = service.tmp / "binary-run.bin"
+        binary.write_bytes(b"0001 Q0 doc-1 1 12.5 \xff\xfe\x00\x01" + bytes(range(256)) * 4)
+        page.get_by_label("Run file").set_input_files(str(binary))
+        page.locator("#client-hint", has_text="not UTF-8").wait_for()
+        assert page.locator("#client-hint").inner_text() == (
+            "Before you upload: line 1: bytes are not UTF-8 (byte offset 21).")
+        page.get_by_role("button", name="Upload and evaluate").click()
+        page.locator("#server-error", has_text="binary-run.bin").wait_for()
+        refused = page.locator("#server-error").inner_text()
+        assert "binary-run.bin, line 1" in refused and "bytes are not UTF-8 (byte offset 21)" in refused
 
         tag = "gamma-late"
         good = service.tmp / "gamma-late.txt"

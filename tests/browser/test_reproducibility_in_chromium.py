@@ -90,10 +90,17 @@ def test_a_reproducibility_track_in_the_browser(service: Service, browser: objec
         sign_in(page, service.base, service.tokens["alpha"])
         page.goto(f"{service.base}/c/{service.cid}/reproducibility")
         rows = page.locator("#repro-board tbody tr")
-        assert rows.count() == 2  # the board is released: every reproduction
+        assert rows.count() == 3  # the board is released: every reproduction, a pair on two rows
         for row in api["rows"]:
-            tr = page.locator(f'#repro-board tbody tr[data-reproduction="{row["id"]}"]')
+            tr = page.locator(f'#repro-board tbody tr[data-reproduction="{row["id"]}"]').first
             assert tr.locator("td.verdict").inner_text() == row["verdict"]
+        # a pair shows each of its runs' own figures, each row saying whose (issue 37, item 8)
+        for part in ("baseline", "advanced"):
+            tr = page.locator(f'#repro-board tbody tr[data-reproduction="{pair["id"]}"][data-part="{part}"]')
+            run = pair["run"] if part == "baseline" else pair["advanced_run"]
+            assert tr.locator("td.part").inner_text() == f"{part}: {run['tag']}"
+            cells = tr.locator("td.num").all_inner_texts()
+            assert f"{pair[part]['RMSE']:.4f}" in cells, (part, cells)
         figure = page.locator("#plane svg[role=img]")
         assert figure.count() == 1
         assert f"ER {pair['effect']['ER']:.2f}, DeltaRI {pair['effect']['DeltaRI']:.2f}" in (

@@ -441,6 +441,12 @@ def test_declarations_follow_the_window_and_the_originals(track: Track) -> None:
     r = c.post(f"/api/runs/{track.run_ids['noise-a']}/reproduction", json={"original_run": adv},
                headers=_headers(track, "organiser"))
     assert r.status_code == 201, r.text
+    # one run of the registered pair reproduced alone: its original says which part of the pair it
+    # is, not the pair's own label (issue 37, item 8: two originals of one name)
+    assert r.json()["original"]["label"] == "the advanced run of BM25 vs RM3+BERT"
+    listed = c.get(f"/api/collections/{track.cid}/reproduction-originals",
+                   headers=_headers(track, "organiser")).json()["items"]
+    assert sorted(o["label"] for o in listed if o["kind"] == "pair") == ["BM25 vs RM3+BERT"]
     # the new single declaration replaced alpha's pair (a run is in one declaration)
     kinds = sorted(x["kind"] for x in _board(track, track.cid)["rows"])
     assert kinds == ["run", "run"]
@@ -484,7 +490,10 @@ def test_portal_page_shows_the_board_and_the_plane(track: Track) -> None:
     page = c.get(f"/c/{track.cid}/reproducibility?metric=AP", headers=org)
     assert page.status_code == 200, page.text
     html = page.text
-    assert len(re.findall(r'<tr data-reproduction="\d+">', html)) == 2
+    assert len(set(re.findall(r'<tr data-reproduction="(\d+)"', html))) == 2
+    # a pair on two rows, each with its own run's figures and saying whose (issue 37, item 8)
+    pair_id = next(r["id"] for r in api["rows"] if r["kind"] == "pair")
+    assert re.findall(rf'<tr data-reproduction="{pair_id}" data-part="(\w+)">', html) == ["baseline", "advanced"]
     for row in api["rows"]:
         assert row["verdict"].replace("[", "[") in html.replace("&#39;", "'")
     pair = next(r for r in api["rows"] if r["kind"] == "pair")
@@ -513,7 +522,7 @@ def test_portal_page_shows_the_board_and_the_plane(track: Track) -> None:
     assert c.get(f"/c/{track.other_cid}/reproducibility/longitudinal",
                  headers=_portal(track, "other_organiser")).status_code == 403
     beta = c.get(f"/c/{track.cid}/reproducibility?metric=AP", headers=_portal(track, "beta")).text
-    assert len(re.findall(r'<tr data-reproduction="\d+">', beta)) == 1
+    assert len(set(re.findall(r'<tr data-reproduction="(\d+)"', beta))) == 1
     # the track's page is in the collection's navigation, marked where it is
     assert f'<a href="/c/{track.cid}/reproducibility" aria-current="page">Reproducibility</a>' in beta
     assert f'<a href="/c/{track.cid}/reproducibility">Reproducibility</a>' in c.get(

@@ -119,8 +119,11 @@ def _original_for(s: Session, coll: Collection, original_run: int, original_adva
 
 
 def _single(s: Session, pair: ReproductionOriginal, coll: Collection, run_id: int) -> ReproductionOriginal:
-    """The single-run original of one run of a registered pair (made on first use)."""
-    row = ReproductionOriginal(collection_id=coll.id, run_id=run_id, advanced_run_id=None, label=pair.label,
+    """The single-run original of one run of a registered pair (made on first use), labelled as
+    that part of the pair (not with the pair's own label: the originals would show two rows of one name)."""
+    part = "baseline" if run_id == pair.run_id else "advanced run"
+    label = f"the {part} of {pair.label}" if pair.label else f"the {part} of the pair {pair.run_id} + {pair.advanced_run_id}"
+    row = ReproductionOriginal(collection_id=coll.id, run_id=run_id, advanced_run_id=None, label=label[:200],
                                registered_by=pair.registered_by)
     s.add(row)
     s.flush()

@@ -53,6 +53,43 @@
   });
 
   // Run files: check the first lines before uploading (the server validates everything again).
+  // The checks and their words are the server's (service/formats/tokenize.py and the run reader),
+  // in its order: empty file, bytes that are not UTF-8, control characters, too few columns, a
+  // score that is not a number; then topics the collection does not have.
+  var firstBadUtf8 = function (bytes, complete) {
+    // The offset of the first byte that is not part of valid UTF-8, or -1; a sequence cut by
+    // the end of a slice of a longer file is not an error.
+    var i = 0, n = bytes.length;
+    while (i < n) {
+      var b = bytes[i];
+      if (b < 0x80) { i++; continue; }
+      var need, min;
+      if (b >= 0xC2 && b <= 0xDF) { need = 1; min = 0x80; }
+      else if (b >= 0xE0 && b <= 0xEF) { need = 2; min = 0x800; }
+      else if (b >= 0xF0 && b <= 0xF4) { need = 3; min = 0x10000; }
+      else { return i; }
+      var cp = b & (0x3F >> need);
+      for (var k = 1; k <= need; k++) {
+        if (i + k >= n) { return complete ? i : -1; }
+        var c = bytes[i + k];
+        if ((c & 0xC0) !== 0x80) { return i; }
+        cp = (cp << 6) | (c & 0x3F);
+        // overlong forms, surrogates and code points past U+10FFFF are refused at their second byte
+        if (k === 1 && ((need === 2 && ((b === 0xE0 && c < 0xA0) || (b === 0xED && c > 0x9F))) ||
+                        (need === 3 && ((b === 0xF0 && c < 0x90) || (b === 0xF4 && c > 0x8F))))) { return i; }
+      }
+      if (cp < min) { return i; }
+      i += need + 1;
+    }
+    return -1;
+  };
+  var lineOf = function (bytes, offset) {
+    var line = 1;
+    for (var i = 0; i < offset; i++) {
+      if (bytes[i] === 10 || (bytes[i] === 13 && bytes[i + 1] !== 10)) { line++; }
+    }
+    return line;
+  };
   var runInput = document.querySelector("input[data-run-check]");
   if (runInput) {
     var out = document.getElementById("client-hint");
@@ -61,18 +98,38 @@
       out.textContent = ""; out.hidden = true;
       var file = runInput.files[0];
       if (!file) { return; }
-      file.slice(0, 262144).text().then(function (text) {
-        var lines = text.split("\n"), problem = null, n = Math.min(lines.length, 2000);
+      var slice = file.slice(0, 262144);
+      slice.arrayBuffer().then(function (buffer) {
+        var bytes = new Uint8Array(buffer), complete = slice.size === file.size, problem = null;
+        var start = (bytes[0] === 0xEF && bytes[1] === 0xBB && bytes[2] === 0xBF) ? 3 : 0;
         if (file.size === 0) { problem = "the file is empty"; }
-        for (var i = 0; i < n && !problem; i++) {
-          var line = lines[i].replace(/\r$/, "");
-          if (i === n - 1 && n === lines.length && line === "") { break; }
-          if (line.trim() === "") { problem = "line " + (i + 1) + ": empty line"; break; }
-          var cols = line.trim().split(/\s+/);
-          if (cols.length !== 6) { problem = "line " + (i + 1) + ": expected 6 columns (topic Q0 docno rank score tag), found " + cols.length; break; }
-          if (topics.size && !topics.has(cols[0])) { problem = "line " + (i + 1) + ": unknown topic " + cols[0]; break; }
-          if (isNaN(Number(cols[4]))) { problem = "line " + (i + 1) + ": the score " + cols[4] + " is not a number"; break; }
+        if (!problem) {
+          var bad = firstBadUtf8(bytes, complete);
+          if (bad >= 0) { problem = "line " + lineOf(bytes, bad) + ": bytes are not UTF-8 (byte offset " + bad + ")"; }
         }
+        if (!problem) {
+          for (var j = start; j < bytes.length; j++) {
+            var v = bytes[j];
+            if ((v < 32 && v !== 9 && v !== 10 && v !== 11 && v !== 12 && v !== 13) || v === 127) {
+              problem = "line " + lineOf(bytes, j) + ": control character 0x" + (v < 16 ? "0" : "") + v.toString(16) + " in the line";
+              break;
+            }
+          }
+        }
+        var unknown = [];
+        if (!problem) {
+          var text = new TextDecoder("utf-8").decode(bytes.subarray(start));
+          var lines = text.split(/\r\n|\r|\n/);
+          if (!complete) { lines.pop(); }  // the last line may be cut by the slice
+          for (var i = 0; i < Math.min(lines.length, 2000) && !problem; i++) {
+            var cols = lines[i].trim().split(/\s+/);
+            if (cols[0] === "" || cols[0].charAt(0) === "#") { continue; }  // blank and comment lines are skipped
+            if (cols.length < 6) { problem = "line " + (i + 1) + ": expected at least 6 whitespace-separated columns, found " + cols.length; break; }
+            if (cols[4] === "" || isNaN(Number(cols[4]))) { problem = "line " + (i + 1) + ": score '" + cols[4] + "' is not a number"; break; }
+            if (topics.size && !topics.has(cols[0]) && unknown.indexOf(cols[0]) < 0) { unknown.push(cols[0]); }
+          }
+        }
+        if (!problem && unknown.length) { problem = "unknown topics: " + unknown.slice(0, 20).join(", "); }
         if (problem) { out.textContent = "Before you upload: " + problem + "."; out.hidden = false; }
       });
     });
