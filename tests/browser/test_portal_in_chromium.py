@@ -249,6 +249,17 @@ def test_participant_signs_in_submits_and_sees_the_run_ranked(service: Service, 
         page.get_by_role("button", name="Compare").click()
         assert "wins" in page.inner_text("#wtl")
         shot(page, "07-compare")
+        # on a phone the statistics are cards: every statistic's value and how it is made on the
+        # screen, no column squeezed to a sliver (issue 37, item 10)
+        page.set_viewport_size({"width": 390, "height": 844})
+        cells = page.locator("#difference tbody tr:first-child").evaluate("""row => [...row.children].map(c => {
+          const r = c.getBoundingClientRect(); return {label: c.dataset.label, left: r.left, right: r.right,
+                                                       width: r.width}; })""")
+        assert [c["label"] for c in cells] == ["Statistic", "Value", "How"], cells
+        assert all(c["left"] >= 0 and c["right"] <= 390 and c["width"] > 200 for c in cells), cells
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        shot(page, "07-compare-phone")
+        page.set_viewport_size({"width": 1280, "height": 900})
 
 
 def test_metric_selector_changes_the_order(service: Service, browser: object) -> None:

@@ -215,6 +215,16 @@ def test_two_assessors_assess_answers_in_the_browser(track: Service, browser: ob
         alpha_text = page.locator("#alpha").inner_text()
         assert f"{agreement['alpha']['ordinal']:.3f}" in alpha_text
         shot(page, "63-rag-assessors-agreement")
+        # on a phone "who disagrees most" is a card per assessor: every figure on the screen, under
+        # its column's name (issue 37, item 10: only the first columns showed)
+        page.set_viewport_size({"width": 390, "height": 844})
+        cells = page.locator("#disagreement tbody tr:first-child").evaluate("""row => [...row.children].map(c => {
+          const r = c.getBoundingClientRect(); return {label: c.dataset.label, right: r.right, left: r.left}; })""")
+        assert [c["label"] for c in cells][:4] == ["Assessor", "Labels", "Mean κ", "Ordinal α without"], cells
+        assert all(c["left"] >= 0 and c["right"] <= 390 for c in cells), cells
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        shot(page, "63-rag-assessors-agreement-phone")
+        page.set_viewport_size({"width": 1280, "height": 900})
     # latest: bob's labels (he saved after ann), every nugget supported but the first: All = (n - 1) / n
     n = 12  # the nuggets of topic 2024-19025 in NIST's assignments
     assert sorted(row["mean"] for row in rows) == pytest.approx([(n - 1) / n] * 3, abs=1e-12)

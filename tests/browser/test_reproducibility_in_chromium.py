@@ -106,6 +106,21 @@ def test_a_reproducibility_track_in_the_browser(service: Service, browser: objec
         assert f"ER {pair['effect']['ER']:.2f}, DeltaRI {pair['effect']['DeltaRI']:.2f}" in (
             figure.get_attribute("aria-label") or "")
         shot(page, "40-reproducibility-board")
+        # on a phone each reproduction is a card: its verdict and figures on the screen, nothing
+        # to scroll sideways for (issue 37, item 10)
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.reload()
+        seen = page.locator("#repro-board").evaluate("""t => {
+          const row = t.querySelector('tbody tr');
+          const cells = [...row.querySelectorAll('td, th')].filter(c => getComputedStyle(c).display !== 'none');
+          return {page: document.documentElement.scrollWidth, inner: window.innerWidth,
+                  right: Math.max(...cells.map(c => c.getBoundingClientRect().right)),
+                  labels: cells.map(c => c.dataset.label)};
+        }""")
+        assert seen["page"] <= seen["inner"] and seen["right"] <= seen["inner"], seen
+        assert {"Verdict", "KTU", "RMSE", "ER"} <= set(seen["labels"]), seen
+        shot(page, "40-reproducibility-board-phone")
+        page.set_viewport_size({"width": 1280, "height": 900})
         page.locator(f'#repro-board tbody tr[data-reproduction="{pair["id"]}"] a').click()
         assert page.url.endswith(f"/reproducibility/{pair['id']}?metric=nDCG%4010")
         assert page.locator("table.repro-topics").count() == 2 + 3  # KTU/RBO per role, baseline, advanced, effect

@@ -52,6 +52,28 @@
     });
   });
 
+  // Tables shown as cards on a phone (portal.css): each cell gets its column's heading as a label.
+  // A cell under a heading spanning several columns, or in a row after a rowspan, is matched by the
+  // column it sits in.
+  document.querySelectorAll("table.cards").forEach(function (table) {
+    var heads = [];
+    table.querySelectorAll("thead tr:first-child th").forEach(function (th) {
+      for (var k = 0; k < (th.colSpan || 1); k++) { heads.push(th.textContent.trim()); }
+    });
+    var spans = [];  // per column: rows still covered by a rowspan above
+    table.querySelectorAll("tbody tr").forEach(function (tr) {
+      var col = 0;
+      Array.prototype.forEach.call(tr.children, function (cell) {
+        while (spans[col] > 0) { spans[col]--; col++; }
+        cell.setAttribute("data-label", heads[col] || "");
+        for (var k = 0; k < (cell.colSpan || 1); k++) { spans[col + k] = (cell.rowSpan || 1) - 1; }
+        col += cell.colSpan || 1;
+      });
+      while (col < spans.length) { if (spans[col] > 0) { spans[col]--; } col++; }
+    });
+    table.setAttribute("data-labelled", "");
+  });
+
   // Run files: check the first lines before uploading (the server validates everything again).
   // The checks and their words are the server's (service/formats/tokenize.py and the run reader),
   // in its order: empty file, bytes that are not UTF-8, control characters, too few columns, a
