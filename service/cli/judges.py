@@ -357,8 +357,11 @@ def write_comparison(doc: dict[str, Any], out: TextIO, topics: int = 10) -> None
         from service.metrics.stats.presentation import correction_name
 
         named = correction_name(sig["test_a"]["test"], sig["test_a"].get("correction"))
-        w(f"Significance ({sig['test_a']['test']}, alpha {sig['test_a']['alpha']}, correction: {named}): {sig['pairs']} pairs, {_f(sig['agreement'], 3)} keep their "
-          f"verdict; {sig['kept_significant']} stay significant, {sig['lost']} lost, {sig['gained']} gained, "
+        kept = sig["kept_significant"] + sig["kept_not_significant"]
+        w(f"Significance ({sig['test_a']['test']}, alpha {sig['test_a']['alpha']}, correction: {named}): "
+          f"{kept} of {sig['pairs']} pair{'s' if sig['pairs'] != 1 else ''} "
+          f"{'keeps its' if kept == 1 else 'keep their'} verdict; {sig['kept_significant']} stay significant, "
+          f"{sig['lost']} lost, {sig['gained']} gained, "
           f"{sig['flipped']} flipped ({sig['significant_a']} significant under a, {sig['significant_b']} under b)\n")
     else:
         w(f"Significance: none ({doc['significance_reason']})\n")

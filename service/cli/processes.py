@@ -7,7 +7,9 @@ composition root); this module imports neither the web layer nor the workers at 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -48,6 +50,7 @@ def _worker_arguments(w: argparse.ArgumentParser) -> None:
     w.add_argument("--beat", action="store_true", help="also run the scheduler (sweeper, stale-result refresh)")
     w.add_argument("--loglevel", default="INFO", help="Celery's log level (default: %(default)s)")
     w.add_argument("--quiet", action="store_true", help="no start-up banner (cranfield serve's embedded worker)")
+    w.add_argument("--embedded", action="store_true", help=argparse.SUPPRESS)  # started by cranfield serve
 
 
 @command("worker", "start a Celery worker (evaluations, tests)", _worker_arguments)
@@ -59,8 +62,37 @@ def cmd_worker(args: argparse.Namespace, out: TextIO) -> int:
             "-c", str(args.concurrency or settings().worker.concurrency)]
     if args.beat:
         argv.append("-B")
+    if getattr(args, "embedded", False):
+        quiet_embedded_worker()
     app.worker_main(["--quiet", *argv] if args.quiet else argv)
     return 0
+
+
+#: Celery's warnings that the worker `cranfield serve` starts next to the API prints to a person
+#: who asked for neither (issue 37, item 7): the filesystem broker's URL has no host, by design
+#: (kombu: "No hostname was supplied. Reverting to default 'localhost'"), and the embedded default
+#: is often run as root, in a container (celery.platforms.ROOT_DISCOURAGED, a SecurityWarning).
+EMBEDDED_NOISE = ("No hostname was supplied.", "You're running the worker with superuser privileges")
+
+
+class _DropNoise(logging.Filter):
+    """Drops a log record that is one of :data:`EMBEDDED_NOISE`; every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(EMBEDDED_NOISE)
+
+
+def quiet_embedded_worker() -> None:
+    """In the worker `cranfield serve` starts (``cranfield worker --embedded``), and only there:
+    silence the two warnings of :data:`EMBEDDED_NOISE`. Only those messages are dropped: any other
+    warning or error of kombu or Celery (the root SecurityError that refuses pickle, a broker
+    that cannot be reached) is printed as before. A standalone ``cranfield worker`` keeps them."""
+    import warnings
+
+    from celery.exceptions import SecurityWarning
+
+    warnings.filterwarnings("ignore", message=re.escape(EMBEDDED_NOISE[1]), category=SecurityWarning)
+    logging.getLogger("kombu.connection").addFilter(_DropNoise())
 
 
 def _beat_arguments(b: argparse.ArgumentParser) -> None:
@@ -98,7 +130,7 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
     worker = None
     if not args.no_worker and settings().worker.broker_folder is not None:
         # The embedded default: one worker with the scheduler next to the API, restarted if it exits.
-        worker = EmbeddedWorker([sys.executable, "-m", "service.cli", "worker", "--beat", "--quiet",
+        worker = EmbeddedWorker([sys.executable, "-m", "service.cli", "worker", "--beat", "--quiet", "--embedded",
                                  "--loglevel", "WARNING"])
         worker.start()
     out.write(serving_note(args.host, args.port, sample, worker is not None))

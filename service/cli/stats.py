@@ -310,11 +310,13 @@ def _disagreements(table: tuple[np.ndarray, list[str]], res, eff,  # type: ignor
 
     for k in candidates.tolist():
         a, b = int(res.a[k]), int(res.b[k])
+        # The bootstrap interval the rows print (pair_effects: percentile, the same B, seed and draw), not BCa.
         d = paired_difference(kept[:, a], kept[:, b], level=1 - args.alpha, resamples=args.resamples,
-                              seed=args.seed, topics=topics)
+                              seed=args.seed, topics=topics, method="percentile")
         why = explain_disagreement(float(res.p_adjusted[k]), args.alpha, args.test, d,
                                    correction=args.correction, n_comparisons=len(res.a))
         if why:
+            why = why.replace("\u2212", "-")  # one minus sign in a line of CLI text: the ASCII one
             diffs = dict(zip(topics, (kept[:, a] - kept[:, b]).tolist()))
             out.append((res.runs[a], res.runs[b], why, diffs))
         if len(out) == MAX_EXPLAINED:
@@ -358,9 +360,23 @@ def _pair_lines(res, eff, metric: str, sl: slice) -> str:  # type: ignore[no-unt
     return lines([
         names[res.a[sl]], names[res.b[sl]], constant(metric, rows), constant(test, rows),
         fixed(res.mean_a[sl], 6), fixed(res.mean_b[sl], 6), fixed(res.mean_a[sl] - res.mean_b[sl], 6),
-        fixed(res.statistic[sl], 6), exact(res.p[sl]), exact(res.p_adjusted[sl]), flag, verdict,
+        _statistics(res.test, res.statistic[sl]), exact(res.p[sl]), exact(res.p_adjusted[sl]), flag, verdict,
         fixed(eff.ci_low[sl], 6), fixed(eff.ci_high[sl], 6), fixed(eff.standardised[sl], 6),
         whole(None if res.pair_resamples is None else res.pair_resamples[sl], rows)])
+
+
+def _statistics(test: str, values: np.ndarray) -> np.ndarray:
+    """The statistic column: f"{v:.6f}", but the whole numbers of the Wilcoxon and sign tests (a
+    rank sum, a count of wins) as integers ("372", not "372.000000"; a tied rank sum keeps its .5)."""
+    from service.cli.columns import fixed, put
+
+    column = fixed(values, 6)
+    if test in ("wilcoxon", "sign"):
+        v = np.asarray(values, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            integral = np.flatnonzero(np.isfinite(v) & (v == np.rint(v)))
+        column = put(column, integral, [str(int(x)) for x in v[integral].tolist()])
+    return column
 
 
 def _pair_rows(res, eff):  # type: ignore[no-untyped-def]

@@ -141,6 +141,8 @@ def test_readme_main_command_serves_the_sample(tmp_path) -> None:  # type: ignor
         assert f"Cranfield: open http://127.0.0.1:{port}/ (the portal)" in log
         assert f"the sample collection was loaded now: open http://127.0.0.1:{port}/c/1 (the worker evaluates" in log
         assert "celery@" not in log and "[config]" not in log
+        # nor Celery's warnings about the filesystem broker's host or a worker run as root (issue 37, item 7)
+        assert "No hostname was supplied" not in log and "superuser privileges" not in log
     finally:
         stop(server)
     # Served again on the same database: the sample is reused, and serve says so.

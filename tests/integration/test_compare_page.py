@@ -264,3 +264,32 @@ def test_the_topic_page_tells_a_missing_topic_from_a_real_zero(world: World) -> 
     assert "(1 run missing the topic)" in visible_text(row)
     row = re.search(r'<tr data-topic="T01">.*?</tr>', page, flags=re.DOTALL).group(0)
     assert "missing" not in row
+
+
+def test_the_counts_on_the_compare_page_agree_with_their_nouns(world: World) -> None:
+    """Issue 37, item 7: one win, one tie and one loss read "1 win, 1 tie, 1 loss", not "1 wins,
+    1 ties, 1 losses"; no "(s)" on the page."""
+    c, admin = world.client, auth(world.tokens["admin"])
+    cid = c.post("/api/collections", json={"name": "plurals", "official_metric": "AP", "metrics": ["AP"]},
+                 headers=admin).json()["id"]
+    assert c.post(f"/api/collections/{cid}/teams", json={"team": "alpha"}, headers=admin).status_code == 201
+    topics = ["T1", "T2", "T3"]
+    qrels = "".join(f"{t} REL L1\n{t} N1 L0\n{t} N2 L0\n" for t in topics)
+    assert c.post(f"/api/collections/{cid}/qrels", content=qrels, headers=admin).status_code == 201
+    ranks = {"A": [1, 1, 2], "B": [2, 1, 1]}  # A wins T1, ties T2, loses T3
+    ids = {}
+    for tag, where in ranks.items():
+        lines = []
+        for t, rank in zip(topics, where):
+            docs = ["N1", "N2"]
+            docs.insert(rank - 1, "REL")
+            lines += [f"{t} Q0 {doc} {r} {100 - r} {tag}" for r, doc in enumerate(docs, start=1)]
+        r = c.post(f"/api/collections/{cid}/runs", content="\n".join(lines) + "\n", headers=auth(world.tokens["alpha"]))
+        assert r.status_code == 201, r.text
+        ids[tag] = r.json()["id"]
+    doc = api_compare(world, ids["A"], ids["B"], metric="AP", cid=cid, role="admin")
+    assert (doc["wins"], doc["ties"], doc["losses"]) == (1, 1, 1)
+    text = visible_text(compare_page(world, ids["A"], ids["B"], metric="AP", cid=cid, role="admin"))
+    assert "1 win, 1 tie, 1 loss for A over the 3 topics both runs submitted" in text
+    assert "Student t, 2 degrees of freedom" in text
+    assert "1 wins" not in text and "1 losses" not in text and "(s)" not in text

@@ -208,7 +208,8 @@ def test_every_figure_agrees_with_an_independent_computation(world: World) -> No
     assert page.status_code == 200 and page.text.count("<h1") == 1
     assert 'id="confusion"' in page.text and f"{overall['kappa']:.3f}" in page.text
     assert "tests (α = 0.05, correction: none: unadjusted)" in page.text  # the correction named (issue 25, item 4)
-    assert 'id="compared-topics"' in page.text and f"compared on the {ct['compared']} topic(s)" in page.text
+    assert 'id="compared-topics"' in page.text and f"compared on the {ct['compared']} topics" in page.text
+    assert "topic(s)" not in page.text  # issue 37, item 7
     assert f"/c/{world.cid}/qrels/compare" in c.get(f"/c/{world.cid}/qrels").text
     csv_text = c.get(f"/c/{world.cid}/qrels/compare.csv?a=1&b=2")
     assert csv_text.status_code == 200 and csv_text.headers["content-type"].startswith("text/csv")
@@ -366,6 +367,12 @@ def test_cli_file_mode_agrees_with_the_database_mode(world: World, tmp_path: Pat
         assert f"{db['labels']['overall']['kappa']:.4f}" in text
         if db["significance"] is not None:  # the correction named (issue 25, item 4)
             assert "alpha 0.05, correction: none: unadjusted)" in text
+            # the pairs that keep their verdict counted, not a share (issue 37, item 7)
+            sig = db["significance"]
+            kept = sig["kept_significant"] + sig["kept_not_significant"]
+            assert f"): {kept} of 28 pairs keep their verdict; " in text
+        assert "topic(s)" not in text and "pair(s)" not in text
+        assert f"compared on the {db['compared_topics']['compared']} topics both sets judged" in text
 
 
 # --------------------------------------------------------------------------- several assessors (issue 25, item 9)
@@ -466,4 +473,5 @@ def test_a_pair_undecided_under_a_stored_test_is_left_out_of_the_verdicts_compar
         reading._SIG_CACHE.clear()
     sig = doc["significance"]
     assert sig["untested"] == 1 and sig["pairs"] == 2
-    assert any("1 pair(s) undecided at their B" in note for note in doc["notes"]), doc["notes"]
+    assert any("1 pair undecided at its B under a stored test (issue 25) is left out" in note
+               for note in doc["notes"]), doc["notes"]

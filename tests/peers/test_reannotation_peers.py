@@ -147,7 +147,7 @@ def test_rankings_on_the_topics_both_judged_match_scipy_and_a_direct_tau_ap(data
     assert sorted(ct["zero_a"]) == [t for t in common if not _relevant(ja, t)]
     assert sorted(ct["zero_b"]) == [t for t in common if not _relevant(jb, t)]
     assert ct["left_out"] == len(ta ^ tb) + len(ta & tb) - len(common)
-    assert f"compared on the {len(common)} topic(s) both sets judged" in ct["sentence"]
+    assert f"compared on the {len(common)} topics both sets judged" in ct["sentence"]
 
     names = [r["run"] for r in doc["runs"]]
     assert sorted(names) == sorted(data["tags"])

@@ -74,11 +74,17 @@ def test_lines_join_the_columns_and_drop_the_padding() -> None:
         columns.texts(["a", "b\x00"])
 
 
+def statistic_text(test: str, st: float) -> str:
+    """The statistic as text: the Wilcoxon and sign tests' whole numbers as integers (issue 37, item 7)."""
+    return str(int(st)) if test in ("wilcoxon", "sign") and np.isfinite(st) and st == round(st) else f"{st:.6f}"
+
+
 def old_pair_lines(res, eff, metric: str, alpha: float) -> str:  # type: ignore[no-untyped-def]
     """cranfield compare's pair lines as one f-string per pair of the JSON's fields (issue 26's
     reference; issue 37: p exact, booleans true/false, the verdict and B as the JSON has them)."""
     return "".join(
-        f"{ra}\t{rb}\t{metric}\t{res.test}\t{ma:.6f}\t{mb:.6f}\t{d:.6f}\t{st:.6f}\t{p!r}\t{pa!r}\t"
+        f"{ra}\t{rb}\t{metric}\t{res.test}\t{ma:.6f}\t{mb:.6f}\t{d:.6f}\t{statistic_text(res.test, st)}\t"
+        f"{p!r}\t{pa!r}\t"
         f"{'true' if significant else 'false'}\t{verdict}\t{lo:.6f}\t{hi:.6f}\t{es:.6f}\t"
         f"{'' if b is None else int(b)}\n"
         for (ra, rb, ma, mb, d, st, p, pa, significant, verdict, lo, hi, es, b) in _pair_rows(res, eff))

@@ -147,14 +147,16 @@ def test_compare_explains_a_test_and_interval_that_disagree(capsys) -> None:  # 
     assert "2 the other" in why["explanation"] and "excludes 0" not in why["explanation"].split(".")[0][:10]
     assert len(why["differences"]) == 19 and sum(v < 0 for v in why["differences"].values()) == 2
     # every pair explained really disagrees: its test verdict differs from its t interval's
-    # (checked here with scipy) or from its bootstrap interval's (named first in the text)
+    # (checked here with scipy) or from its bootstrap interval's (named first in the text, by the
+    # kind the rows print: percentile, issue 37, item 7)
     pairs = {(x["run_a"], x["run_b"]): x for x in doc["pairs"]}
     for (a, b), d in said.items():
         p = pairs[(a, b)]["p_adjusted"]
         diffs = np.array(list(d["differences"].values()))
         t_low, t_high = stats.ttest_1samp(diffs, 0.0).confidence_interval(0.95)
         t_disagrees = (p < 0.05) != (t_low > 0 or t_high < 0)
-        assert t_disagrees or "bootstrap interval" in d["explanation"].split("This is not an error")[0], (a, b)
+        assert t_disagrees or "bootstrap percentile interval" in d["explanation"].split("This is not an error")[0], \
+            (a, b)
     # clearly significant pairs (both intervals far from 0) are not explained
     clear = [k for k, x in pairs.items() if x["p"] < 0.01 and x["diff_percentile_ci_low"] > 0.05]
     assert clear and not set(clear) & set(said)
@@ -254,3 +256,40 @@ def test_compare_defaults_give_the_same_verdicts_under_every_seed(capsys, collec
     if collection == "sample":
         fixed = verdicts("--fixed")
         assert sum(len(v) > 1 for v in fixed.values()) > 0  # the reason for the default
+
+
+@pytest.mark.parametrize("test", ["wilcoxon", "sign"])
+def test_compare_prints_whole_statistics_as_integers(capsys, test: str) -> None:  # type: ignore[no-untyped-def]
+    """Issue 37, item 7: a rank sum or a count of wins is printed "66", not "66.000000"; the
+    JSON keeps the float."""
+    code, out, _ = run_cli(capsys, "compare", "--qrels", str(SAMPLE / "qrels.ntcir"), *RUNS[:4], "-m", "nDCG",
+                           "--test", test)
+    assert code == 0
+    header, *rows = [line.split("\t") for line in out.strip().split("\n\n")[1].splitlines()
+                     if not line.startswith("#")]
+    statistics = [dict(zip(header, row))["statistic"] for row in rows]
+    assert len(statistics) == 6 and all(s.isdigit() for s in statistics), statistics
+    code, js, _ = run_cli(capsys, "compare", "--qrels", str(SAMPLE / "qrels.ntcir"), *RUNS[:4], "-m", "nDCG",
+                          "--test", test, "--format", "json")
+    pairs = json.loads(js)["metrics"]["nDCG"]["pairs"]
+    assert [p["statistic"] for p in pairs] == [float(s) for s in statistics]
+
+
+def test_compare_notes_quote_the_rows_interval_in_words(capsys) -> None:  # type: ignore[no-untyped-def]
+    """Issue 37, item 7: the sample's RUN-05 vs RUN-06 on P@10 (5 of 19 topics go the other
+    way): the note quotes the rows' interval (percentile bootstrap, the row's very ends), says
+    how often a resample leaves the topics out as a percentage that is not "about 0%", without
+    a formula, and every line of the text uses the ASCII minus sign."""
+    code, out, _ = run_cli(capsys, "compare", "--qrels", str(SAMPLE / "qrels.ntcir"), *RUNS, "-m", "P@10")
+    assert code == 0
+    row = dict(zip(*[line.split("\t") for line in out.splitlines()
+                     if line.startswith(("run_a\t", "RUN-05\tRUN-06\t"))]))
+    (note,) = [line for line in out.splitlines() if line.startswith("# P@10: RUN-05 vs RUN-06: ")]
+    low, high = float(row["diff_percentile_ci_low"]), float(row["diff_percentile_ci_high"])
+    assert f"95% bootstrap percentile interval [{low:.3f}, {high:.3f}]" in note
+    assert "# diff_percentile_ci: 95% bootstrap percentile interval, B = 1000, seed 0" in out
+    assert "BCa" not in out
+    assert ("resamples that leave out all 5 of those topics (about 0.3% of them, as each resample draws 19 topics "
+            "at random, with replacement)") in note
+    assert "about 0%" not in out and "/n)^n" not in out
+    assert "\u2212" not in out and "topic 0002, -0.600" in note

@@ -189,3 +189,31 @@ def test_the_tests_are_named_with_their_parameters() -> None:
     assert "adjusted" not in p_value_label("tukey", "none", 3)
     assert describe_test("randomisation", alpha=0.05, correction="none", resamples=500) == (
         "Fisher's randomisation test, B = 500, α = 0.05; p-values (no correction for multiple comparisons)")
+
+
+def test_the_share_of_resamples_is_said_in_words_never_about_zero() -> None:
+    """Issue 37, item 7: 15 of 43 topics go the other way; a resample leaves all 15 out about
+    once in 10^8 draws, which was printed "about 0% of them: ((n − 15)/n)^n with n = 43". It is
+    said in words now, and the tail is put down to the resamples that leave out most of them."""
+    diffs = np.array([0.5] * 28 + [-0.05] * 15)
+    b = np.full(43, 0.3)
+    d = paired_difference(b + diffs, b)
+    assert d.t_low > 0 and d.bootstrap.low > 0
+    text = explain_disagreement(0.2, 0.05, "bootstrap", d)  # a p forced above alpha: the test and intervals part
+    assert text is not None
+    assert ("resamples that leave out most of those 15 topics have little spread, so their t statistics are large "
+            "(a resample that leaves out all 15 is rare, fewer than 1 in a million, as each resample draws 43 "
+            "topics at random, with replacement)") in text
+    assert "about 0%" not in text and "^n" not in text and "n = 43" not in text
+
+
+def test_counts_in_the_explanation_agree_with_their_nouns() -> None:
+    """Issue 37, item 7: "1 tie, 1 loss", "1 of 17 topics goes", not "1 ties, 1 losses"."""
+    diffs = np.array([0.05] * 15 + [0.0, -0.6])
+    b = np.full(17, 0.5)
+    d = paired_difference(b + diffs, b, topics=[f"t{i}" for i in range(17)])
+    assert d.t_low < 0 < d.t_high
+    text = explain_disagreement(0.001, 0.05, "sign", d)  # a p forced below alpha
+    assert text is not None and "(15 wins, 1 tie, 1 loss)" in text
+    assert "1 losses" not in text and "1 ties" not in text
+    assert "15 topics go one way" in text and "1 the other" in text

@@ -189,7 +189,7 @@ def test_a_run_scored_on_no_topic_is_left_out_with_a_note() -> None:
     got = judge_agreement(x, y, "kendall", resamples=100)
     assert got.n_runs == 8 and got.n_topics == 18
     assert got.value == ra.tau_b(np.delete(nanmean(x), [3, 7]), np.delete(nanmean(y), [3, 7]))
-    assert any("2 run(s) left out" in n and "column 3, 7" in n for n in got.notes)
+    assert any("2 runs left out" in n and "column 3, 7" in n for n in got.notes)
     low, high, undefined, _ = reference_bootstrap(x, y, ra.tau_b, 100, 0.95, 0)
     assert (got.low, got.high, got.undefined_resamples) == (low, high, undefined)
 
@@ -213,7 +213,8 @@ def test_undefined_resamples_are_counted_and_left_out_of_the_interval() -> None:
     got = judge_agreement(x, y, "kendall", resamples=500, seed=1)
     low, high, undefined, values = reference_bootstrap(x, y, ra.tau_b, 500, 0.95, 1)
     assert got.undefined_resamples == undefined > 0 and (got.low, got.high) == (low, high)
-    assert any(f"{undefined} of 500 resample(s) leave kendall undefined" in n for n in got.notes)
+    assert any(f"{undefined} of the 500 resamples leave kendall undefined; the interval is over the other "
+               f"{500 - undefined}" in n for n in got.notes)
     assert np.isnan(values).sum() == undefined
 
 
@@ -223,6 +224,9 @@ def test_everything_undefined() -> None:
     assert math.isnan(got.value) and math.isnan(got.low) and math.isnan(got.high)
     assert got.undefined_resamples == 50
     assert any("undefined on the full topic set: the reference ranks every run equal" in n for n in got.notes)
+    # said plainly, not "50 of 50 resample(s) leave kendall undefined; the interval is over the other 0"
+    assert "kendall is undefined in all 50 resamples: no interval can be given" in got.notes
+    assert not any("resample(s)" in n or "the other 0" in n for n in got.notes)
     # only one run left after the runs scored on no topic are left out
     x = np.array([[0.5, np.nan, np.nan], [0.2, np.nan, np.nan]])
     got = judge_agreement(x, x, "tau_ap_b", resamples=20)
@@ -317,8 +321,9 @@ def test_common_topics_keep_the_topics_both_judged_and_score_zero_where_one_foun
     np.testing.assert_allclose(mb, ct.candidate.mean(axis=0), rtol=0, atol=1e-15)
     summary = ct.summary()
     assert (summary["compared"], summary["left_out"]) == (4, 3)
-    assert "compared on the 4 topic(s) both sets judged; 3 left out (1 judged by a only, 1 by b only" in \
-        summary["sentence"] and "1 compared topic(s) judged by a and 1 by b without any relevant" in summary["sentence"]
+    assert "compared on the 4 topics both sets judged; 3 left out (1 judged by a only, 1 by b only" in \
+        summary["sentence"] and "1 compared topic judged by a and 1 by b without any relevant document score 0" \
+        in summary["sentence"]
 
 
 def test_common_topics_without_judged_topics_use_the_scored_ones_and_keep_missing_runs_missing() -> None:
@@ -360,4 +365,5 @@ def test_the_judge_board_ranks_on_the_topics_both_judged() -> None:
     assert (row["low"], row["high"]) == (pytest.approx(expected.low, abs=1e-12), pytest.approx(expected.high,
                                                                                              abs=1e-12))
     assert row["bias"] == pytest.approx(np.mean(y.mean(axis=1) - x.mean(axis=1)), abs=1e-12)
-    assert "compared on the 5 topic(s)" in row["compared_topics"]
+    assert "compared on the 5 topics" in row["compared_topics"]
+    assert "0 compared topics judged by a and 1 by b without any relevant document scores 0" in row["compared_topics"]

@@ -149,7 +149,8 @@ def on_common_topics(runs: Sequence[str], topics: Sequence[str], per_a: np.ndarr
     keep = ~(np.isnan(ma) | np.isnan(mb))
     if not keep.all():
         gone = [r for r, k in zip(runs, keep.tolist()) if not k]
-        notes.append(f"{len(gone)} run(s) scored on none of the compared topics under a set left out: "
+        notes.append(f"{len(gone)} run{'s' if len(gone) != 1 else ''} scored on none of the compared topics under "
+                     f"a set left out: "
                      f"{', '.join(gone[:10])}{', ...' if len(gone) > 10 else ''}")
     kept = [r for r, k in zip(runs, keep.tolist()) if k]
     return (kept, ma[keep], mb[keep], list(ct.topics), ct.reference[:, keep], ct.candidate[:, keep], ct.summary())
@@ -318,7 +319,9 @@ def compare_versions(s: Session, coll: Collection, me: Principal, a: int, b: int
     only_a = sorted(r.run for r in rows_a if r.run not in by_b)
     only_b = sorted(r.run for r in rows_b if r.run not in {x.run for x in rows_a})
     if only_a or only_b:
-        notes.append(f"{len(only_a) + len(only_b)} run(s) evaluated under one version only are left out")
+        one = len(only_a) + len(only_b) == 1
+        notes.append(f"{len(only_a) + len(only_b)} run{'' if one else 's'} evaluated under one version only "
+                     f"{'is' if one else 'are'} left out")
     topics_a, topics_b = _per_topic(s, coll, va.id, name), _per_topic(s, coll, vb.id, name)
     topics = list(dict.fromkeys(t for run in runs for per in (topics_a, topics_b) for t in per.get(run, {})))
     per_a = np.array([[topics_a.get(r, {}).get(t, math.nan) for r in runs] for t in topics], dtype=np.float64)
@@ -350,8 +353,9 @@ def compare_versions(s: Session, coll: Collection, me: Principal, a: int, b: int
                               for x, y in zip(i, j)], dtype=bool)
         if undecided.any():
             p_a[undecided] = p_b[undecided] = math.nan
-            notes.append(f"{int(undecided.sum())} pair(s) undecided at their B under a stored test (issue 25) "
-                         "are left out of the verdicts compared")
+            one = int(undecided.sum()) == 1
+            notes.append(f"{int(undecided.sum())} pair{'' if one else 's'} undecided at {'its' if one else 'their'} "
+                         f"B under a stored test (issue 25) {'is' if one else 'are'} left out of the verdicts compared")
         significance = {**significance_figures(runs, means_a, means_b, p_a, p_b, test_a.alpha, test_b.alpha),
                         "test_a": _test_doc(test_a), "test_b": _test_doc(test_b)}
         if compared["left_out"] or compared["zero_a"] or compared["zero_b"]:

@@ -193,9 +193,10 @@ def explain_disagreement(p: float | None, alpha: float, test: str, difference: P
     d = difference
     significant = bool(p < alpha)
     boot = d.bootstrap
+    from service.metrics.stats.presentation import interval_name  # the name the tables and headers give it
+
     t_name = f"{_percent(d.level)} t interval {_interval_text(d.t_low, d.t_high)}"
-    boot_name = (f"{_percent(boot.level)} {bootstrap_method_name(boot.method)} bootstrap interval "
-                 f"{_interval_text(float(boot.low), float(boot.high))}")
+    boot_name = f"{interval_name(boot.method, boot.level)} {_interval_text(float(boot.low), float(boot.high))}"
     intervals = [(t_name, _excludes_zero(d.t_low, d.t_high)),
                  (boot_name, _excludes_zero(float(boot.low), float(boot.high)))]
     apart = [name for name, excludes in intervals if excludes is not None and excludes != significant]
@@ -229,13 +230,18 @@ def explain_disagreement(p: float | None, alpha: float, test: str, difference: P
         trust.append("For a claim about this pair among all those compared, trust the test.")
     if test == "bootstrap" and not significant and other:
         k, n = len(other), d.n
-        omitted = ((n - k) / n) ** n
+        omitted = ((n - k) / n) ** n  # the chance that a resample of n topics drawn with replacement misses all k
         those = "that topic" if k == 1 else "both of those topics" if k == 2 else f"all {k} of those topics"
+        drawn = f"each resample draws {n} topics at random, with replacement"
+        if omitted >= 0.001:
+            leaving = (f"resamples that leave out {those} ({_share(omitted)} of them, as {drawn}) have almost no "
+                       "spread, so their t statistics are huge.")
+        else:  # (almost) no resample leaves them all out: those that leave out most of them make the tail
+            leaving = (f"resamples that leave out most of those {k} topics have little spread, so their t statistics "
+                       f"are large (a resample that leaves out all {k} is rare, {_share(omitted)}, as {drawn}).")
         reasons.append(
-            f"{shape} The studentised bootstrap divides each resampled mean by its resampled spread: resamples "
-            f"that leave out {those} (about {100 * omitted:.0f}% of them: ((n − {k})/n)^n with n = {n}) have almost "
-            "no spread, so their t statistics are huge. The resampled t statistics have heavy tails, and the "
-            f"observed t = {d.t:.2f} is not rare among them.")
+            f"{shape} The studentised bootstrap divides each resampled mean by its resampled spread: {leaving} The "
+            f"resampled t statistics have heavy tails, and the observed t = {_number(d.t, 2)} is not rare among them.")
         trust.append("For the sign and size of the mean difference the intervals are the better guide, the "
                      "bootstrap interval first: it does not divide by a resampled spread, while the t interval "
                      "assumes normally distributed differences, which these are not. A test of the mean that does "
@@ -244,7 +250,8 @@ def explain_disagreement(p: float | None, alpha: float, test: str, difference: P
     elif test in ("sign", "wilcoxon"):
         weighs = ("counts only which run wins on each topic" if test == "sign"
                   else "weighs each difference by its rank, not its size")
-        reasons.append(f"The {TEST_NAMES[test]} {weighs} ({d.wins} wins, {d.ties} ties, {d.losses} losses), "
+        reasons.append(f"The {TEST_NAMES[test]} {weighs} ({_count(d.wins, 'win')}, {_count(d.ties, 'tie')}, "
+                       f"{_count(d.losses, 'loss', 'losses')}), "
                        f"while the intervals are about the mean difference. {_counts_against_sizes(d)}")
         trust.append("Trust the test for whether one run wins on most topics, the intervals for the size of the "
                      "mean difference.")
@@ -271,10 +278,35 @@ def _signed(value: float) -> str:
     return f"{value:+.3f}".replace("-", "\u2212")
 
 
+def _number(value: float, digits: int) -> str:
+    """``value`` to ``digits`` decimals with the minus sign of the rest of the text (U+2212)."""
+    return f"{value:.{digits}f}".replace("-", "\u2212")
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    """"1 win", "2 wins", "1 loss", "0 losses": a count with its noun in the right number."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def _share(share: float) -> str:
+    """A share of resamples for people: "about 36%", "about 0.4%", "about 1 in 4,300", "fewer than
+    1 in a million" (never "about 0%")."""
+    if share >= 0.00995:
+        return f"about {100 * share:.0f}%"
+    if share >= 0.001:
+        return f"about {100 * share:.1f}%"
+    one_in = 1.0 / share if share > 0 else math.inf
+    if one_in >= 1e6:
+        return "fewer than 1 in a million"
+    return f"about 1 in {float(f'{one_in:.2g}'):,.0f}"
+
+
 def _shape(d: PairedDifference, other: list[tuple[str, float]]) -> str:
     """The differences' shape in a sentence: how many topics go the other way, the largest of them."""
     if not other:
-        return f"All {d.n - d.ties} topics that differ go the same way."
+        differ = d.n - d.ties
+        return "The one topic that differs goes one way." if differ == 1 else \
+            f"All {differ} topics that differ go the same way."
     name, value = other[0]
     k = len(other)
     largest = "it" if k == 1 else "the largest"
@@ -290,8 +322,9 @@ def _shape(d: PairedDifference, other: list[tuple[str, float]]) -> str:
     from scipy import stats
 
     skew = float(stats.skew(d.differences)) if d.sd > 0 else 0.0
-    return (f"The per-topic differences are {'skewed' if abs(skew) >= 1 else 'spread'}: {k} of {d.n} topics go "
-            f"the other way ({largest}: topic {name}, {_signed(value)}), against a mean of {_signed(d.mean)}.")
+    return (f"The per-topic differences are {'skewed' if abs(skew) >= 1 else 'spread'}: {k} of {d.n} topics "
+            f"{'goes' if k == 1 else 'go'} the other way ({largest}: topic {name}, {_signed(value)}), against a mean "
+            f"of {_signed(d.mean)}.")
 
 
 def _counts_against_sizes(d: PairedDifference) -> str:
@@ -303,6 +336,7 @@ def _counts_against_sizes(d: PairedDifference) -> str:
         return f"Every topic that differs goes the same way; the mean difference is {_signed(d.mean)}."
     more, fewer = (wins, losses) if len(wins) >= len(losses) else (losses, wins)
     name, value = max(fewer, key=lambda kv: abs(kv[1]))
-    return (f"{len(more)} topics go one way (median {_signed(float(np.median([v for _, v in more])))}), {len(fewer)} "
+    return (f"{_count(len(more), 'topic')} {'goes' if len(more) == 1 else 'go'} one way "
+            f"(median {_signed(float(np.median([v for _, v in more])))}), {len(fewer)} "
             f"the other (median {_signed(float(np.median([v for _, v in fewer])))}; the largest: topic {name}, "
             f"{_signed(value)}), and the mean difference is {_signed(d.mean)}.")

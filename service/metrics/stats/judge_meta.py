@@ -144,7 +144,7 @@ def judge_agreement(reference: np.ndarray, candidate: np.ndarray, measure: str, 
     if not kept.all():
         left = np.flatnonzero(~kept).tolist()
         shown = ", ".join(str(i) for i in left[:20]) + (", ..." if len(left) > 20 else "")
-        notes.append(f"{len(left)} run(s) left out, scored on no topic under a set (column {shown})")
+        notes.append(f"{_count(len(left), 'run')} left out, scored on no topic under a set (column {shown})")
     x, y = x[:, kept], y[:, kept]
     scored_x, scored_y = scored_x[:, kept], scored_y[:, kept]
     n_topics, n_runs = x.shape
@@ -168,11 +168,15 @@ def judge_agreement(reference: np.ndarray, candidate: np.ndarray, measure: str, 
     defined = stats[~np.isnan(stats)]
     undefined = resamples - int(defined.shape[0])
     if partial:
-        notes.append(f"in {partial} resample(s) some run had no scored topic among the drawn ones and was left out "
-                     f"of that resample's statistic")
-    if undefined:
-        notes.append(f"{undefined} of {resamples} resample(s) leave {measure} undefined; the interval is over the "
-                     f"other {resamples - undefined}")
+        notes.append(f"in {_count(partial, 'resample')} some run had no scored topic among the drawn ones and was "
+                     f"left out of that resample's statistic")
+    if undefined == resamples:
+        every = "the one resample" if resamples == 1 else f"all {resamples} resamples"
+        notes.append(f"{measure} is undefined in {every}: no interval can be given")
+    elif undefined:
+        rest = resamples - undefined
+        notes.append(f"{undefined} of the {_count(resamples, 'resample')} {'leaves' if undefined == 1 else 'leave'} "
+                     f"{measure} undefined; the interval is over the {'one other' if rest == 1 else f'other {rest}'}")
     if defined.shape[0]:
         low, high = (float(v) for v in np.quantile(defined, [(1.0 - level) / 2.0, (1.0 + level) / 2.0]))
     else:
@@ -184,13 +188,22 @@ def judge_agreement(reference: np.ndarray, candidate: np.ndarray, measure: str, 
                           undefined_resamples=undefined, n_topics=int(n_topics), n_runs=int(n_runs), notes=tuple(notes))
 
 
+def _count(n: int, noun: str) -> str:
+    """"1 resample", "1000 resamples": a count with its noun in the right number."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _topics(n: int) -> str:
+    return _count(n, "topic")
+
+
 def _why(measure: str, x: np.ndarray, y: np.ndarray, top_k: int) -> str:
     """Why ``measure`` of the run means x (reference) and y (candidate) is undefined, for the notes."""
     where = ""
     if measure == "tau_top_k" and x.shape[0]:
         keep = ra.top_k_runs(x, top_k)
         x, y = x[keep], y[keep]
-        where = f"over the reference's top {top_k} run(s), "
+        where = f"over the reference's top {_count(top_k, 'run')}, "
     if x.shape[0] < 2:
         return where + ra.TOO_FEW
     if measure == "tau_ap" and np.unique(x).shape[0] != x.shape[0]:
@@ -231,7 +244,7 @@ class CommonTopics:
                 "zero_b": list(self.zero_b), "sentence": self.sentence()}
 
     def sentence(self) -> str:
-        s = f"compared on the {len(self.topics)} topic(s) both sets judged"
+        s = f"compared on the {_topics(len(self.topics))} both sets judged"
         left = len(self.only_a) + len(self.only_b) + len(self.no_relevant)
         if left:
             s += (f"; {left} left out ({len(self.only_a)} judged by a only, {len(self.only_b)} by b only: a topic "
@@ -242,8 +255,9 @@ class CommonTopics:
         else:
             s += "; none left out"
         if self.zero_a or self.zero_b:
-            s += (f"; {len(self.zero_a)} compared topic(s) judged by a and {len(self.zero_b)} by b without any "
-                  "relevant document score 0 there, as trec_eval does")
+            s += (f"; {len(self.zero_a)} compared topic{'s' if len(self.zero_a) != 1 else ''} judged by a and "
+                  f"{len(self.zero_b)} by b without any relevant document "
+                  f"score{'s' if len(self.zero_a) + len(self.zero_b) == 1 else ''} 0 there, as trec_eval does")
         return s
 
 
