@@ -526,7 +526,7 @@ def _board(args: argparse.Namespace, client: Any, out: TextIO) -> int:
         say(f"cranfield: {note}")
     return _tsv(out, ["rank", "run", "team", "mean", "interval", "topics", "baseline", "groups"],
                 [[r["rank"], r["run"], r["team"], _fixed(r["mean"]), _interval(r, doc.get("bounds")),
-                  r.get("n_topics"), "yes" if r.get("baseline") else "", r.get("groups") or ""] for r in doc["rows"]])
+                  r.get("n_topics"), bool(r.get("baseline")), r.get("groups") or ""] for r in doc["rows"]])
 
 
 def _repro_board(args: argparse.Namespace, client: Any, out: TextIO) -> int:

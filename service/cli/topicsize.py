@@ -96,15 +96,16 @@ def cmd_topicsize(args: argparse.Namespace, out: TextIO) -> int:
         return write_json({"alpha": args.alpha, "beta": beta, "power": 1.0 - beta, "estimator": args.variance,
                            "min_diffs": min_diffs, "ci_widths": widths,
                            "metrics": {m: document(r) for m, r in report.items()}}, out)
+    # data (issue 37): a figure a design has not (the t test's systems, the interval's power) is empty
     out.write("metric\ttopics\truns\tvariance\tsigma2\tdesign\talpha\tpower\tsystems\tmin_diff\tci_width\tn"
               "\tachieved\n")
     for metric, r in report.items():
         head = f"{metric}\t{r.topics}\t{r.runs}\t{r.estimator}\t{r.variance:.6f}"
-        out.writelines(f"{head}\tttest\t{t.alpha:g}\t{1 - t.beta:g}\t-\t{t.min_diff:g}\t-\t{t.n}\t{t.power:.4f}\n"
+        out.writelines(f"{head}\tttest\t{t.alpha:g}\t{1 - t.beta:g}\t\t{t.min_diff:g}\t\t{t.n}\t{t.power:.4f}\n"
                        for t in r.ttest)
-        out.writelines(f"{head}\tanova\t{a.alpha:g}\t{1 - a.beta:g}\t{a.systems}\t{a.min_diff:g}\t-\t{a.n}"
+        out.writelines(f"{head}\tanova\t{a.alpha:g}\t{1 - a.beta:g}\t{a.systems}\t{a.min_diff:g}\t\t{a.n}"
                        f"\t{a.power:.4f}\n" for a in r.anova)
-        out.writelines(f"{head}\tci\t{c.alpha:g}\t-\t-\t-\t{c.max_width:g}\t{c.n}\t{c.width:.4f}\n" for c in r.ci)
+        out.writelines(f"{head}\tci\t{c.alpha:g}\t\t\t\t{c.max_width:g}\t{c.n}\t{c.width:.4f}\n" for c in r.ci)
     for metric, r in report.items():
         if r.dropped_topics:
             out.write(f"# {metric}: {r.dropped_topics} topic(s) without a score for every run left out\n")

@@ -152,19 +152,15 @@ def topics_csv(doc: dict[str, Any]) -> str:
 def disagreeing_topics_csv(doc: dict[str, Any]) -> str:
     """The topics where two qrels versions or judgment sets disagree most
     (:func:`judge_comparison.compare_references`), most first, with the judgments changed in
-    each and the label agreement (kappa) on it; figures to 6 decimals, an empty cell where one is
-    undefined."""
+    each and the label agreement (kappa) on it; figures as the JSON has them (data, issue 37: not
+    rounded), an empty cell where one is undefined."""
     labels = {t["topic"]: t for t in doc["labels"]["topics"]}
-
-    def cell(v: Any) -> Any:
-        return round(v, 6) if isinstance(v, float) else v
-
     rows = []
     for t in (doc["topics"] or {}).get("disagreeing", []):
         lab = labels.get(t["topic"], {})
-        rows.append([t["topic"], *(cell(t[k]) for k in ("tau", "disagreement", "mean_a", "mean_b", "mean_difference",
-                                                         "added", "removed", "changed")),
-                     cell(lab.get("kappa")), cell(lab.get("documents"))])
+        rows.append([t["topic"], *(t[k] for k in ("tau", "disagreement", "mean_a", "mean_b", "mean_difference",
+                                                  "added", "removed", "changed")),
+                     lab.get("kappa"), lab.get("documents")])
     return _csv(["topic", "tau", "disagreement", "mean_a", "mean_b", "mean_difference", "added", "removed", "changed",
                  "kappa", "documents_both"], rows)
 
