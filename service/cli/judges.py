@@ -128,9 +128,10 @@ def _stored_listing(args: argparse.Namespace, out: TextIO) -> int:
         out.write("set\tofficial\tsource\tmodel\tversion\tjudgments\tlabels\tevaluated\tteam\n")
         for js in doc["items"]:
             ev = js["evaluation"]
-            out.write(f"{js['name']}\t{'yes' if js['official'] else ''}\t{js['source']}\t{js['model']}\t"
+            # text for people (issue 37): yes/no, nothing for a set without a model, "3 of 5" runs
+            out.write(f"{js['name']}\t{'yes' if js['official'] else 'no'}\t{js['source']}\t{js['model'] or ''}\t"
                       f"{js['current_version'] or ''}\t{js['judgments']}\t{js['labels']}\t"
-                      f"{ev['evaluated']}/{ev['runs']}\t{js['team'] or ''}\n")
+                      f"{ev['evaluated']} of {ev['runs']}\t{js['team'] or ''}\n")
         return 0
     state = "stale" if doc["stale"] else "current"
     out.write(f"# {doc['measure']} on {doc['metric']} against {doc['official_set']} ({doc['level']:.0%} bootstrap "
@@ -140,7 +141,7 @@ def _stored_listing(args: argparse.Namespace, out: TextIO) -> int:
     def f(v: Any) -> str:
         return "" if v is None else f"{v:.4f}"
 
-    out.writelines(f"{r['rank'] or ''}\t{r['judgment_set']}\t{r['team'] or ''}\t{r['model']}\t{f(r['value'])}\t"
+    out.writelines(f"{r['rank'] or ''}\t{r['judgment_set']}\t{r['team'] or ''}\t{r['model'] or ''}\t{f(r['value'])}\t"
                   f"{f(r['low'])}\t{f(r['high'])}\t{f(r['bias'])}\t{r['topics']}\t{r.get('topics_left_out', 0)}\n"
                   for r in doc["rows"])
     return 0

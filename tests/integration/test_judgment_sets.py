@@ -109,8 +109,10 @@ def test_a_second_set_is_evaluated_beside_the_official_one_and_can_become_it(wor
         outputs[key] = buf.getvalue()
     assert json.loads(outputs["compare"]) == by_name.json()
     listed_lines = outputs["sets"].splitlines()
-    assert listed_lines[1].startswith("official\tyes\thuman") and listed_lines[2].startswith(
-        "umbrela-gpt4o\t\tautomatic\tgpt-4o-2024-08-06\t2\t")
+    # a text view for people: yes/no, no "None" for a set without a model, "n of m" runs evaluated
+    assert listed_lines[1].startswith("official\tyes\thuman\t\t") and listed_lines[2].startswith(
+        "umbrela-gpt4o\tno\tautomatic\tgpt-4o-2024-08-06\t2\t")
+    assert "None" not in outputs["sets"] and all(" of " in line.split("\t")[7] for line in listed_lines[1:])
 
     # Made official, the set ranks the board (its results were complete already); the
     # official set's earlier results are kept and readable by version.
