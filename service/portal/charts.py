@@ -74,12 +74,26 @@ def _figure(width: float, height: float) -> Figure:
 
 
 # ---------------------------------------------------------------------------------- charts
-def interval_chart(rows: Sequence[dict[str, Any]], metric: str) -> str:
+#: A chart drawn for a phone is this many inches wide: 3.65 in = 263 pt = 350 CSS px (saved with its
+#: tight bounding box, a few points more), within the 366 px of content of a 390 px screen, so it is
+#: shown at its drawn size (text of 7 to 10 pt stays 9 px or more).
+PHONE_WIDTH = 3.65
+
+
+def for_each_width(wide: str, narrow: str) -> str:
+    """A chart drawn twice, for a laptop and for a phone: the page's style shows one of the two
+    (``.chart-wide`` above 640 px, ``.chart-narrow`` below; the other is not displayed, so it is
+    neither seen nor read out)."""
+    return f'<div class="chart-wide">{wide}</div><div class="chart-narrow">{narrow}</div>'
+
+
+def interval_chart(rows: Sequence[dict[str, Any]], metric: str, narrow: bool = False) -> str:
     """The leaderboard's means with their 95% intervals, best run on top; baselines as squares.
 
     The interval drawn is the board's (``service.evaluation.publishing.board_intervals``): the stored bootstrap
     interval, else the t interval truncated at the metric's range, a truncated end marked with a
-    bar at the bound. No point or line lies outside the metric's range."""
+    bar at the bound. No point or line lies outside the metric's range. ``narrow``: drawn for a
+    phone's width (:data:`PHONE_WIDTH`), the axis label on two lines."""
     from service.evaluation.publishing.board_intervals import bounds_of, interval_label, interval_view
 
     limits = bounds_of(metric)
@@ -90,7 +104,7 @@ def interval_chart(rows: Sequence[dict[str, Any]], metric: str) -> str:
 
     def draw() -> Figure:
         n = max(len(data), 1)
-        fig = _figure(7.0, 0.9 + 0.24 * n)
+        fig = _figure(PHONE_WIDTH if narrow else 7.0, (1.2 if narrow else 0.9) + 0.24 * n)
         ax = fig.add_subplot()
         for i, (run, mean, lo, hi, base, lo_cut, hi_cut) in enumerate(data):
             y = n - 1 - i
@@ -102,7 +116,11 @@ def interval_chart(rows: Sequence[dict[str, Any]], metric: str) -> str:
                         ax.plot([end], [y], marker="|", color=colour, markersize=9, markeredgewidth=1.6)
             ax.plot([mean], [y], marker="s" if base else "o", color=colour, markersize=5)
         ax.set_yticks(range(n), [d[0] + (" (baseline)" if d[4] else "") for d in reversed(data)] or [""])
-        ax.set_xlabel(f"{metric}: mean over topics, with 95% interval ({label.replace('95% ', '')})")
+        if narrow:  # in three short lines, within the phone's width
+            ax.set_xlabel(f"{metric}: mean over topics,\nwith 95% interval\n({label.replace('95% ', '')})", fontsize=9)
+            ax.tick_params(axis="x", labelsize=8)
+        else:
+            ax.set_xlabel(f"{metric}: mean over topics, with 95% interval ({label.replace('95% ', '')})")
         view = ax.get_xlim()  # no tick labelled with a value the metric cannot take
         ticks = [round(t, 12) for t in ax.get_xticks()]  # (0.2 * 5 is 1.0000000000000002)
         ax.set_xticks([t for t in ticks if limits[0] <= t <= limits[1] and view[0] <= t <= view[1]])
@@ -111,43 +129,63 @@ def interval_chart(rows: Sequence[dict[str, Any]], metric: str) -> str:
         ax.set_axisbelow(True)
         return fig
 
-    return _cached("interval", [data, metric, label], draw, f"{metric} means with their {label}, by run")
+    return _cached("interval", [data, metric, label, narrow], draw, f"{metric} means with their {label}, by run")
 
 
 def per_topic_chart(topics: Sequence[str], values: Sequence[float | None], median: Sequence[float | None],
                     best: Sequence[float | None], run: str, metric: str,
-                    marks: Sequence[str | None] = ()) -> str:
+                    marks: Sequence[str | None] = (), narrow: bool = False) -> str:
     """A run's score per topic as bars, with the topic's median and best over all runs as markers.
 
     ``marks`` tells a topic whose bar is not a score apart from a score of 0: "missing" (the run
     has no line for the topic; it counts as 0) is drawn as a cross, "unscored" (no score) as a
-    hollow circle, both on the axis."""
+    hollow circle, both on the axis. ``narrow``: drawn for a phone's width (:data:`PHONE_WIDTH`):
+    the bars lie along the topics, one row each, and the legend sits under the plot."""
     marks = list(marks) or [None] * len(topics)
-    data = [list(topics), list(values), list(median), list(best), run, metric, marks]
+    data = [list(topics), list(values), list(median), list(best), run, metric, marks, narrow]
 
     def draw() -> Figure:
         n = max(len(topics), 1)
-        fig = _figure(min(max(6.0, 0.22 * n + 1.5), 14.0), 3.2)
+        if narrow:
+            fig = _figure(PHONE_WIDTH, 1.9 + 0.2 * n)
+        else:
+            fig = _figure(min(max(6.0, 0.22 * n + 1.5), 14.0), 3.2)
         ax = fig.add_subplot()
-        xs = range(len(topics))
-        ax.bar(xs, [v if v is not None else 0.0 for v in values], color=OKABE_ITO["sky"], edgecolor=OKABE_ITO["blue"],
-               linewidth=0.5, label=run)
+        # along x on a laptop, along y (best topic order kept, first at the top) on a phone
+        xs = list(range(len(topics))) if not narrow else [n - 1 - i for i in range(len(topics))]
+        heights = [v if v is not None else 0.0 for v in values]
+        if narrow:
+            ax.barh(xs, heights, color=OKABE_ITO["sky"], edgecolor=OKABE_ITO["blue"], linewidth=0.5, label=run)
+        else:
+            ax.bar(xs, heights, color=OKABE_ITO["sky"], edgecolor=OKABE_ITO["blue"], linewidth=0.5, label=run)
+
+        def points(at: Sequence[int], ys: Sequence[float], **style: Any) -> None:
+            ax.plot(*((ys, at) if narrow else (at, ys)), linestyle="none", **style)
+
         if any(m is not None for m in median):  # shown once the leaderboard is released
-            ax.plot(xs, [m if m is not None else float("nan") for m in median], linestyle="none", marker="_",
-                    markersize=10, markeredgewidth=2, color=OKABE_ITO["black"], label="median of all runs")
-            ax.plot(xs, [b if b is not None else float("nan") for b in best], linestyle="none", marker="v",
-                    markersize=5, color=OKABE_ITO["vermillion"], label="best of all runs")
+            points(xs, [m if m is not None else float("nan") for m in median], marker="|" if narrow else "_",
+                   markersize=10, markeredgewidth=2, color=OKABE_ITO["black"], label="median of all runs")
+            points(xs, [b if b is not None else float("nan") for b in best], marker="<" if narrow else "v",
+                   markersize=5, color=OKABE_ITO["vermillion"], label="best of all runs")
         for kind, marker, label in (("missing", "x", "missing from the run"), ("unscored", "o", "not scored")):
-            at = [i for i, m in enumerate(marks) if m == kind]
+            at = [xs[i] for i, m in enumerate(marks) if m == kind]
             if at:
-                ax.plot(at, [0.0] * len(at), linestyle="none", marker=marker, markersize=7, markeredgewidth=1.6,
-                        clip_on=False, color=OKABE_ITO["vermillion"] if kind == "missing" else OKABE_ITO["purple"],
-                        markerfacecolor="none" if marker == "o" else None, label=label)
-        ax.set_xticks(list(xs), list(topics), rotation=90, fontsize=7)
-        ax.set_xlabel("topic")
-        ax.set_ylabel(metric)
-        ax.set_xlim(-0.6, len(topics) - 0.4)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+                points(at, [0.0] * len(at), marker=marker, markersize=7, markeredgewidth=1.6, clip_on=False,
+                       color=OKABE_ITO["vermillion"] if kind == "missing" else OKABE_ITO["purple"],
+                       markerfacecolor="none" if marker == "o" else None, label=label)
+        if narrow:
+            ax.set_yticks(xs, list(topics), fontsize=7)
+            ax.set_ylabel("topic")
+            ax.set_xlabel(metric)
+            ax.set_ylim(-0.6, n - 0.4)
+            ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.12 - 1.2 / (1.9 + 0.2 * n)), frameon=False,
+                      fontsize=8, ncol=2)
+        else:
+            ax.set_xticks(xs, list(topics), rotation=90, fontsize=7)
+            ax.set_xlabel("topic")
+            ax.set_ylabel(metric)
+            ax.set_xlim(-0.6, len(topics) - 0.4)
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
         return fig
 
     return _cached("per_topic", data, draw, f"{metric} of {run} per topic against the median and best run")

@@ -177,9 +177,13 @@ _MEASURE = """(tags) => {
   out.current = [...document.querySelectorAll('nav [aria-current="page"]')].map(a => a.textContent.trim());
   // chart text as drawn: the font size times the chart's scale (its drawn width over its viewBox's)
   out.smallText = [];
+  out.chartsOut = [];
   for (const svg of document.querySelectorAll('figure svg')) {
     const box = svg.viewBox && svg.viewBox.baseVal;
-    if (!box || !box.width) continue;
+    if (!box || !box.width || !svg.getClientRects().length) continue;  // not displayed at this width
+    const drawn = svg.getBoundingClientRect();
+    // a chart drawn for this width fits it (issue 37, item 10); one that needs more scrolls in its figure
+    if (drawn.right > window.innerWidth + 1 && svg.closest('.chart-narrow')) out.chartsOut.push(svg.getAttribute('aria-label'));
     const scale = svg.getBoundingClientRect().width / box.width;
     for (const t of svg.querySelectorAll('text')) {
       const size = parseFloat(getComputedStyle(t).fontSize) * scale;
@@ -272,6 +276,8 @@ def _check_page(page: Any, path: str, width: str) -> list[str]:
         problems.append("the console's navigation outside the console")
     if m["smallText"]:
         problems.append(f"chart text smaller than 9 px: {m['smallText'][:4]}")
+    if m["chartsOut"]:
+        problems.append(f"charts drawn for a phone wider than the screen: {m['chartsOut'][:4]}")
     return [f"{width} {path}: {p}" for p in problems]
 
 
@@ -310,6 +316,16 @@ def test_every_page_fits_a_laptop_and_a_phone(served: Served, browser: object, r
                 problems += _check_page(page, path, width)
                 if width == next(iter(WIDTHS)):  # what a page says does not change with its width
                     problems += [f"{path}: a raw value, {found}" for found in raw_values(page.content())]
+                if path == f"/c/{served.cid}" or path.startswith("/runs/"):
+                    # the board's interval chart and a run's per-topic chart: the one drawn for this
+                    # width is shown, whole, within the screen (issue 37, item 10)
+                    shown = page.locator("figure .chart-wide svg, figure .chart-narrow svg").evaluate_all(
+                        "svgs => svgs.filter(s => s.getClientRects().length).map(s => [s.closest('div').className, "
+                        "s.getBoundingClientRect().left, s.getBoundingClientRect().right])")
+                    want = "chart-narrow" if width == "phone" else "chart-wide"
+                    if [c for c, _, _ in shown] != [want] or not all(0 <= lo and hi <= page.viewport_size["width"] + 1
+                                                                     for _, lo, hi in shown):
+                        problems.append(f"{width} {path}: the chart shown is {shown}, not the {want} one within the screen")
                 if path == f"/c/{served.cid}":
                     problems += _check_board(page, width)
                     shot(page, f"layout-{role}-{width}-board")

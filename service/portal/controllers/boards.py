@@ -77,7 +77,9 @@ class BoardController(Controller):
         versions = ([v["version"] for v in reversed(qrels.versions(page.session, coll, page.me)["items"])]
                     if policy.may_see_qrels(page.me, coll) else [])
         return page.show(coll, "board.html", doc=doc, versions=versions, test=choices.test,
-                         chart=charts.interval_chart(doc["rows"], doc["metric"]) if doc["rows"] else None,
+                         chart=charts.for_each_width(charts.interval_chart(doc["rows"], doc["metric"]),
+                                                     charts.interval_chart(doc["rows"], doc["metric"], narrow=True))
+                         if doc["rows"] else None,
                          metrics=[cfg.official_metric, *(m for m in cfg.metrics if m != cfg.official_metric)],
                          tests=boards.stored_tests(page.session, coll), qrels_version=choices.qrels_version,
                          primary_only=choices.primary_only, filters=choices.runs, query=choices.query,

@@ -45,10 +45,11 @@ class RunController(Controller):
             per_topic = [{"topic": t, "value": v, **summary.get(t, {}),
                           "state": "missing" if t in missing else "unscored" if v is None else None}
                          for t, v in values.items()]
-            topic_chart = charts.per_topic_chart(list(values), list(values.values()),
-                                                 [summary.get(t, {}).get("median") for t in values],
-                                                 [summary.get(t, {}).get("best") for t in values], run.tag, name,
-                                                 marks=[p["state"] for p in per_topic])
+            drawn = [(list(values), list(values.values()), [summary.get(t, {}).get("median") for t in values],
+                      [summary.get(t, {}).get("best") for t in values], run.tag, name)]
+            topic_chart = charts.for_each_width(*(
+                charts.per_topic_chart(*drawn[0], marks=[p["state"] for p in per_topic], narrow=narrow)
+                for narrow in (False, True)))
         # a collection of answers (issue 35): each topic's answer with its nuggets and support
         answers = answer_view.answers_of(s, rid, me) if own and coll.task_kind == "answers" else None
         return page.show(coll, "run.html", run=doc["run"], doc=doc, metric=name, per_topic=per_topic, answers=answers,

@@ -35,7 +35,9 @@ class SnapshotController(Controller):
         was frozen on), with a selector of the metrics it froze."""
         snap = boards.snapshot(page.session, sid, page.me, metric or None)
         return page.show(page.collection(snap["collection_id"]), "snapshot.html", snap=snap,
-                         chart=charts.interval_chart(snap["rows"], snap["metric"]) if snap["rows"] else None)
+                         chart=charts.for_each_width(charts.interval_chart(snap["rows"], snap["metric"]),
+                                                     charts.interval_chart(snap["rows"], snap["metric"], narrow=True))
+                         if snap["rows"] else None)
 
     @get("/snapshots/{sid:int}/board.csv", sync_to_thread=True)
     def snapshot_csv(self, sid: FromPath[int], page: NamedDependency[Page], metric: FromQuery[str | None] = None
