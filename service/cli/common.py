@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from service.errors import InvalidInput, InvalidMeasure
+from service.formats.text import counted
 
 
 def database_url() -> str:
@@ -80,7 +81,7 @@ def read_teams(path: str) -> dict[str, str]:
             continue
         fields = text.split()
         if len(fields) != 2:
-            raise InvalidInput(path, number, f"expected 'run-tag team', got {len(fields)} field(s)")
+            raise InvalidInput(path, number, f"expected 'run-tag team', got {counted(len(fields), 'field')}")
         tag, team = fields
         if tag in teams:
             raise InvalidInput(path, number, f"run {tag} is given a team twice")

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from service.cli.output import say, write_json
 from service.cli.registry import command
 from service.errors import InvalidMeasure
+from service.formats.text import counted
 
 #: The RAG metrics printed when none is asked for: the six nugget scores, then the support ones.
 DEFAULT_RAG_MEASURES = ("A", "A_strict", "V", "V_strict", "W", "W_strict")
@@ -190,7 +191,8 @@ def comparison_text(doc: dict[str, Any]) -> str:
                   "bootstrap over topics):"]
     for metric, r in doc["rankings"].items():
         if "kendall" not in r:
-            lines.append(f"  {metric}: not compared ({r['runs']} run(s), {r['topics']['compared']} topic(s))")
+            lines.append(f"  {metric}: not compared ({counted(r['runs'], 'run')}, "
+                         f"{counted(r['topics']['compared'], 'topic')})")
             continue
         k, ap, sp = r["kendall"], r["tau_ap"], r["spearman"]
         level = round(100 * k["level"])
@@ -228,11 +230,11 @@ def _evaluate(args: argparse.Namespace, out: TextIO) -> int:
             "its own id (--run-map SUPPORT_ID=RUN to match it)")
     for family, runs in result.not_judged.items():
         if runs:
-            say(f"cranfield: note: no {family} judgments for {len(runs)} run(s), not scored on those metrics: "
+            say(f"cranfield: note: no {family} judgments for {counted(len(runs), 'run')}, not scored on those metrics: "
                 + ", ".join(runs))
     for name, cells in result.undefined.items():
         if cells:
-            say(f"cranfield: note: {name} is undefined on {len(cells)} (run, topic) answer(s) ({cells[0][2]}, "
+            say(f"cranfield: note: {name} is undefined on {counted(len(cells), '(run, topic) answer')} ({cells[0][2]}, "
                 f"e.g. run {cells[0][0]!r} topic {cells[0][1]!r}); left out of the means")
     if args.format == "json":
         doc = rag_document(result, args.per_topic)
@@ -299,7 +301,8 @@ def rag_score_tables(args: argparse.Namespace) -> tuple[list[str], dict[str, Any
         covered &= result.evaluated[m].any(axis=1)
     left = [r for r, keep in zip(ev.runs, covered.tolist()) if not keep]
     if left:
-        say(f"cranfield: note: {len(left)} run(s) not judged on every metric asked, left out: {', '.join(left)}")
+        say(f"cranfield: note: {counted(len(left), 'run')} not judged on every metric asked, left out: "
+            f"{', '.join(left)}")
     rows = np.zeros(len(ev.topics), dtype=bool)
     for m in ev.measures:
         rows |= result.evaluated[m][covered].any(axis=0)
@@ -461,7 +464,7 @@ def _validate(args: argparse.Namespace, out: TextIO) -> int:
                                             overrides=overrides)
         out.writelines(f"warning: {w}\n" for w in warnings)
         out.writelines(f"error: {e}\n" for e in errors)
-        out.write(f"{path}: {'refused, ' + str(len(errors)) + ' error(s)' if errors else 'valid'}"
-                  f"{', ' + str(len(warnings)) + ' warning(s)' if warnings else ''}\n")
+        out.write(f"{path}: {'refused, ' + counted(len(errors), 'error') if errors else 'valid'}"
+                  f"{', ' + counted(len(warnings), 'warning') if warnings else ''}\n")
         failed += bool(errors)
     return 1 if failed else 0

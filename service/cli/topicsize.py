@@ -17,6 +17,7 @@ from service.cli.output import write_json
 from service.cli.registry import command
 from service.cli.stats import _inputs, _score_tables
 from service.errors import InvalidMeasure
+from service.formats.text import counted
 
 DEFAULT_MIN_DIFFS = (0.02, 0.05, 0.10)  # the core's defaults, kept here so --help needs no scipy
 DEFAULT_WIDTHS = (0.05, 0.10)
@@ -108,7 +109,7 @@ def cmd_topicsize(args: argparse.Namespace, out: TextIO) -> int:
         out.writelines(f"{head}\tci\t{c.alpha:g}\t\t\t\t{c.max_width:g}\t{c.n}\t{c.width:.4f}\n" for c in r.ci)
     for metric, r in report.items():
         if r.dropped_topics:
-            out.write(f"# {metric}: {r.dropped_topics} topic(s) without a score for every run left out\n")
+            out.write(f"# {metric}: {counted(r.dropped_topics, 'topic')} without a score for every run left out\n")
     return 0
 
 

@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 from service.errors import InvalidInput
 from service.formats.jsonl import MAX_DEPTH, MAX_LINE_BYTES, json_lines
+from service.formats.text import counted
 
 AnswerFormat = Literal["auto", "rag24", "rag25", "rag26"]
 FORMATS: tuple[str, ...] = ("rag24", "rag25", "rag26")
@@ -335,7 +336,7 @@ class _Checker:
             missing = sorted(self.topics - set(self.seen))
             if missing:
                 shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
-                self.warnings.append(f"{self.source}: {len(missing)} topic(s) not answered: {shown}")
+                self.warnings.append(f"{self.source}: {counted(len(missing), 'topic')} not answered: {shown}")
         assert self.run_id is not None
         return AnswerRun(self.run_id, self.fmt, tuple(self.answers), tuple(self.warnings))
 

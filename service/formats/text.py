@@ -92,3 +92,14 @@ def terminal_safe(text: str) -> str:
     """``text`` with every character a terminal would act on (but TAB and LF) written as a
     visible escape (ESC as ``\\x1b``, U+202E as ``\\u202e``): what was stored, shown, never run."""
     return UNSAFE_ON_TERMINAL.sub(_escaped, text) if UNSAFE_ON_TERMINAL.search(text) else text
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun in agreement, for text read by people: "1 topic", "3 topics", "0 runs"
+    (``plural``: an irregular plural, "1 loss" / "2 losses")."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def nouned(n: int, noun: str, plural: str | None = None) -> str:
+    """The noun alone, in agreement with ``n``: "level" for one, "levels" for several."""
+    return noun if n == 1 else plural or noun + "s"

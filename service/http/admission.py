@@ -37,6 +37,7 @@ from typing import Any
 import anyio
 
 from service.errors import Unavailable, problem_for
+from service.formats.text import counted
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -294,7 +295,8 @@ class UploadSlots:
         if self._free_for(key):
             return self._take(key)
         if sum(1 for k, f in self._waiting if k == key and not f.done()) >= self.limit:
-            raise Unavailable(f"{self.limit} upload(s) of yours are waiting for a slot already; send this one "
+            raise Unavailable(f"{counted(self.limit, 'upload')} of yours {'is' if self.limit == 1 else 'are'} "
+                              f"waiting for a slot already; send this one "
                               "when one of them is answered", retry_after=5)
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.append((key, turn))

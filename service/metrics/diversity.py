@@ -56,6 +56,7 @@ import numpy as np
 
 from service.errors import InvalidMeasure
 from service.formats.diversity import IntentQrels, TopicIntents
+from service.formats.text import nouned
 from service.formats.types import ABSENT, UNJUDGED
 from service.metrics.lists import RankedLists, Scale, TopicStats
 from service.metrics.measures.cumgain import ndcg as _ndcg_kernel
@@ -133,7 +134,7 @@ def _gain_table(gains: tuple[tuple[int, float], ...] | None, top: int) -> np.nda
     mapping = dict(gains)
     missing = [lv for lv in range(1, top + 1) if lv not in mapping]
     if missing:
-        raise InvalidMeasure(f"gains: no gain for level(s) {', '.join(map(str, missing))} "
+        raise InvalidMeasure(f"gains: no gain for {nouned(len(missing), 'level')} {', '.join(map(str, missing))} "
                              f"(the judgments go up to level {top})")
     return np.array([0.0] + [float(mapping[lv]) for lv in range(1, top + 1)])
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from service.formats.text import nouned
 from service.formats.types import ABSENT, UNJUDGED
 
 GainTable = tuple[float, ...]  # gain of level 0..H
@@ -57,7 +58,8 @@ def resolve_gains(gains: dict[int, float] | tuple[tuple[int, float], ...], max_l
         raise ValueError(f"{where}: level 0 means judged non-relevant; its gain must be 0")
     missing = [lv for lv in range(1, max_level + 1) if lv not in mapping]
     if missing:
-        raise ValueError(f"{where}: no gain for level(s) {', '.join(map(str, missing))} (the scale goes up to {max_level})")
+        raise ValueError(f"{where}: no gain for {nouned(len(missing), 'level')} {', '.join(map(str, missing))} "
+                         f"(the scale goes up to {max_level})")
     return tuple([0.0] + [float(mapping[lv]) for lv in range(1, max_level + 1)])
 
 

@@ -308,9 +308,9 @@ def test_gains_are_checked_on_the_stored_level_counts_without_parsing_the_qrels(
     monkeypatch.setattr(readers, "parse_qrels", no_parsing)
     with transaction(backend.factory()) as s:
         coll = s.scalar(select(Collection).where(Collection.name == "g"))
-        with pytest.raises(InvalidMeasure, match=r"no gain for level\(s\) 2"):
+        with pytest.raises(InvalidMeasure, match=r"no gain for level 2"):
             set_config(s, coll, ConfigSpec(official_metric="AP", metrics=("AP", "nDCG(gains={1:1})@10")))
-        with pytest.raises(InvalidMeasure, match=r"no gain for level\(s\) 2"):
+        with pytest.raises(InvalidMeasure, match=r"no gain for level 2"):
             set_config(s, coll, ConfigSpec(official_metric="AP", levels=({"level": 1, "gain": 1},)))
         accepted = set_config(s, coll, ConfigSpec(official_metric="AP", metrics=("AP", "nDCG(gains={1:1,2:5})@10")))
         assert "nDCG(gains={1:1,2:5})@10" in accepted.metrics

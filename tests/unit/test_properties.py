@@ -163,7 +163,7 @@ def test_gain_profile_errors_are_clear() -> None:
 
     q = Qrels.from_mapping({"t": {"a": 3}})
     r = [Run.from_rankings("r", {"t": ["a"]})]
-    with pytest.raises(InvalidMeasure, match=r"no gain for level\(s\) 3"):
+    with pytest.raises(InvalidMeasure, match=r"no gain for level 3"):
         evaluate(q, r, ["nDCG(gains={1:1,2:2})@10"])
     with pytest.raises(InvalidMeasure, match="above the declared top level 2"):
         evaluate(q, r, ["AP"], EvalSettings(max_level=2))

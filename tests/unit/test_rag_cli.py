@@ -55,7 +55,7 @@ def test_rag_eval_tsv_per_topic_and_means(files: dict[str, str], capsys: pytest.
     assert ("r2", "2", "nugget_all", "0.0000") in rows and ("r2", "all", "nugget_all", "0.2500") in rows
     assert ("r1", "1", "support_precision", "0.7500") in rows and ("r1", "1", "support_recall", "0.5000") in rows
     assert not any(r[0] == "r2" and r[2].startswith("support") for r in rows)  # no support judgments for r2
-    assert "undefined on 2 (run, topic)" in err and "no support judgments for 1 run(s)" in err
+    assert "undefined on 2 (run, topic)" in err and "no support judgments for 1 run," in err
 
 
 def test_rag_eval_json(files: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -98,13 +98,13 @@ def test_rag_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     topics.write_text("t1\tq\nt2\tq\nt3\tq three\n")
     assert main(["rag", "validate", "--format", "rag24", "--topics", str(topics), good]) == 0
     out = capsys.readouterr().out
-    assert "good.jsonl: valid, 1 warning(s)" in out and "t3" in out
+    assert "good.jsonl: valid, 1 warning" in out and "t3" in out
     topics.write_text("t1\tq\nt2\tanother question\n")
     assert main(["rag", "validate", "--topics", str(topics), good]) == 1
     assert "good.jsonl:2: topic: 'q' is not topic t2's text ('another question')" in capsys.readouterr().out
     assert main(["rag", "validate", good, bad]) == 1
     out = capsys.readouterr().out
-    assert "good.jsonl: valid" in out and "bad.jsonl: refused, 2 error(s)" in out
+    assert "good.jsonl: valid" in out and "bad.jsonl: refused, 2 errors" in out
     assert "bad.jsonl:2: answer[0].citations[0]: citation 4 is out of range" in out
     assert "bad.jsonl:3: topic_id: topic 't1' is answered twice" in out
     long = write(tmp_path / "long.jsonl", answer("t1", answer=[{"text": "w " * 30, "citations": []}]))

@@ -141,7 +141,7 @@ def test_a_topic_twice_an_unknown_topic_missing_topics_and_one_run_id() -> None:
     err = refused(jl(rag24("t1"), rag24("t9")), topics={"t1", "t2"})
     assert err.line == 2 and "unknown topic 't9'" in err.reason
     run = read_answers(jl(rag24("t1")), "x", topics={"t1", "t2", "t3"})
-    assert any("2 topic(s) not answered: t2, t3" in w for w in run.warnings)
+    assert any("2 topics not answered: t2, t3" in w for w in run.warnings)
     err = refused(jl(rag24("t1"), rag24("t2")), topics={"t1": "a question", "t2": "another"})
     assert err.line == 2 and err.reason.startswith("topic:") and "'another'" in err.reason
     assert read_answers(jl(rag24("t1")), "x", topics={"t1": "a question", "t2": ""}).topics() == ("t1",)

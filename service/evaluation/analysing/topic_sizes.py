@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
 from service.evaluation.publishing.reading import score_tables
+from service.formats.text import counted
 from service.metrics.stats.topicsize import DEFAULT_MIN_DIFFS, DEFAULT_WIDTHS, topic_set_sizes
 from service.store.models import Collection
 
@@ -55,7 +56,8 @@ def topic_size_table(
     for metric in metrics:
         run_ids, _, matrix = tables.get(metric, ([], [], None))
         if len(run_ids) < 2:
-            rows.append({"metric": metric, "error": f"{len(run_ids)} evaluated run(s): the variance needs two"})
+            rows.append({"metric": metric,
+                         "error": f"{counted(len(run_ids), 'evaluated run')}: the variance needs two"})
             continue
         try:
             r = topic_set_sizes(matrix, min_diffs=min_diffs, widths=widths, alpha=level, beta=beta)

@@ -36,6 +36,7 @@ from service.evaluation.organising.planning import PENDING, params_hash, runs_ha
 from service.evaluation.organising.results import evaluated_under, json_safe, tested_under
 from service.evaluation.organising.setup import EVALUATOR_VERSION, unavailable_metrics
 from service.evaluation.publishing.reading import ScoreTables, score_tables
+from service.formats.text import counted
 from service.metrics.pooling import competition_ranks
 from service.metrics.stats.common import as_score_matrix
 from service.metrics.stats.letters import letter_columns, members
@@ -254,7 +255,7 @@ def _compute(settings: dict[str, Any], tables: ScoreTables,
     for metric in settings["metrics"]:
         run_ids, topics, matrix = tables.get(metric, ([], [], np.zeros((0, 0))))
         if len(run_ids) < 2:
-            errors[metric] = f"{len(run_ids)} evaluated run(s): nothing to compare"
+            errors[metric] = f"{counted(len(run_ids), 'evaluated run')}: nothing to compare"
             continue
         # a matrix no test can take (fewer than two topics scored by every run, say) is reported
         # here, before the guarantee is split, so that no share of it is spent on that matrix

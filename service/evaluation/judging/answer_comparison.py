@@ -23,6 +23,7 @@ from service.evaluation.organising.setup import cached_judgments
 from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
 from service.evaluation.publishing.reading import score_tables
+from service.formats.text import nouned
 from service.metrics.rag import is_rag
 from service.metrics.rag_agreement import (
     assignment_labels,
@@ -87,7 +88,8 @@ def compare_answer_sets(s: Session, coll: Collection, me: Principal, a: str, b: 
     for metric in chosen:
         missing = [v.version for v, t in ((va, tables_a), (vb, tables_b)) if metric not in t]
         if missing:
-            notes.append(f"{metric}: version(s) {', '.join(map(str, missing))} have no stored scores under the "
+            notes.append(f"{metric}: {nouned(len(missing), 'version')} {', '.join(map(str, missing))} "
+                         f"{'has' if len(missing) == 1 else 'have'} no stored scores under the "
                          "current configuration (a set that does not evaluate automatically is scored when a board "
                          "of it is asked for); its rankings are not compared")
             continue

@@ -36,6 +36,7 @@ from service.evaluation.organising import answer_bundle, answers
 from service.evaluation.organising.setup import cached_judgments
 from service.formats.jsonl import json_lines
 from service.formats.rag_judgments import TopicNuggets, read_assignments, read_support
+from service.formats.text import counted
 from service.store.models import Collection, QrelsVersion, Run
 
 
@@ -137,5 +138,6 @@ def _check_support(source: str, number: int, obj: dict[str, Any], answer: Any) -
             raise InvalidInput(source, number, f"sentences[{i}]: the answer has {len(answer.sentences)} sentences")
         cited = sentence.get("citations") or []
         if isinstance(cited, list) and len(cited) > len(answer.sentences[i].citations):
-            raise InvalidInput(source, number, f"sentences[{i}].citations: the sentence cites "
-                                               f"{len(answer.sentences[i].citations)} passage(s), not {len(cited)}")
+            cites = counted(len(answer.sentences[i].citations), "passage")
+            raise InvalidInput(source, number, f"sentences[{i}].citations: the sentence cites {cites}, "
+                                               f"not {len(cited)}")

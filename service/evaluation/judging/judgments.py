@@ -33,6 +33,7 @@ from service.evaluation.permissions import policy
 from service.evaluation.permissions.access import Principal
 from service.formats.readers import qrels_records
 from service.formats.sampled import SampledQrels
+from service.formats.text import counted
 from service.metrics import sampling
 from service.metrics.judgment_rules import derive
 from service.store.models import (
@@ -102,7 +103,8 @@ def submit_judgments(factory: sessionmaker[Session], me_of: Any, pool_id: int, b
         for topic in topics:
             missing = sorted(pool_docs[topic] - {d for t, d in seen if t == topic})
             if missing:
-                raise InvalidInput(source, None, f"topic {topic}: {len(missing)} pool document(s) not judged, e.g. "
+                raise InvalidInput(source, None, f"topic {topic}: {counted(len(missing), 'pool document')} "
+                                                 f"not judged, e.g. "
                                                  f"{', '.join(missing[:5])}")
     digest = idempotency.request_hash(body)
 

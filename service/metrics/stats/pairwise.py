@@ -42,6 +42,7 @@ from typing import Literal
 
 import numpy as np
 
+from service.formats.text import nouned
 from service.metrics.stats.common import (
     BLOCK_BYTES,
     CACHE_BYTES,
@@ -193,7 +194,8 @@ def run_pairs(runs: Sequence[str], baselines: Sequence[str] | None = None) -> tu
     index = {r: i for i, r in enumerate(runs)}
     unknown = [r for r in baselines if r not in index]
     if unknown:
-        raise ValueError(f"baseline run(s) not among the runs compared: {', '.join(map(str, unknown))}")
+        raise ValueError(f"{nouned(len(unknown), 'baseline run')} not among the runs compared: "
+                         f"{', '.join(map(str, unknown))}")
     return baseline_pairs(len(runs), [index[r] for r in baselines])
 
 

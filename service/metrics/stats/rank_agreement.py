@@ -34,6 +34,7 @@ from typing import Literal
 
 import numpy as np
 
+from service.formats.text import counted
 from service.metrics.stats.common import pair_indices, paired_scores
 from service.metrics.stats.meta import kendall_tau
 
@@ -489,10 +490,11 @@ def topic_correlation(reference: np.ndarray, other: np.ndarray, *, topics: Seque
     notes: list[str] = []
     undefined = int(np.isnan(topic_tau).sum())
     if undefined:
-        notes.append(f"{undefined} topic(s) without a run-ordering tau: fewer than two runs scored by both sets, "
+        notes.append(f"{counted(undefined, 'topic')} without a run-ordering tau: fewer than two runs scored by "
+                     "both sets, "
                      f"or a set that scores every run the same on the topic")
     if np.isnan(run_tau).any():
-        notes.append(f"{int(np.isnan(run_tau).sum())} run(s) without a topic-wise tau: fewer than two topics "
+        notes.append(f"{counted(int(np.isnan(run_tau).sum()), 'run')} without a topic-wise tau: fewer than two topics "
                      f"scored, or the same score on every topic under a set")
     return TopicCorrelation(topic_names, run_names, run_tau, run_r, mean_tau, mean_r, topic_tau, diff, by, stat,
                             order, tuple(notes))

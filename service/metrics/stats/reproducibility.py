@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from service.formats.text import counted
+
 #: repro_eval's defaults: lists compared to their first 1000 documents (KTU; its runs are
 #: trimmed to 1000 before anything), and RBO with p = 0.95 to depth 1000.
 KTU_DEPTH = 1000
@@ -196,7 +198,7 @@ def _paired(original: Scores, reproduction: Scores) -> tuple[tuple[str, ...], np
     topics = tuple(original)
     missing = [t for t in topics if t not in reproduction]
     if missing:
-        raise ValueError(f"the reproduction has no score for {len(missing)} topic(s) of the original, "
+        raise ValueError(f"the reproduction has no score for {counted(len(missing), 'topic')} of the original, "
                          f"e.g. {missing[0]!r}")
     x = np.array([original[t] for t in topics], dtype=np.float64)
     y = np.array([reproduction[t] for t in topics], dtype=np.float64)
@@ -240,7 +242,7 @@ def mean_improvement(baseline: Scores, advanced: Scores) -> float:
     topics = tuple(advanced)
     missing = [t for t in topics if t not in baseline]
     if missing:
-        raise ValueError(f"the baseline has no score for {len(missing)} topic(s) of the advanced run, "
+        raise ValueError(f"the baseline has no score for {counted(len(missing), 'topic')} of the advanced run, "
                          f"e.g. {missing[0]!r}")
     a = np.array([advanced[t] for t in topics], dtype=np.float64)
     b = np.array([baseline[t] for t in topics], dtype=np.float64)
