@@ -49,9 +49,12 @@ def per_topic(world: World, role: str, tag: str, metric: str) -> dict[str, float
     return doc["runs"][tag]["per_topic"]
 
 
-def parse_trec(text: str) -> list[tuple[str, str, float]]:
+def parse_trec(text: str, tag: str | None = None) -> list[tuple[str, str, float]]:
+    """The measure lines of a trec layout; its first line names the run (``runid<TAB>all<TAB>TAG``)."""
+    first, *rest = text.splitlines()
+    assert first.startswith("runid\tall\t") and (tag is None or first == f"runid\tall\t{tag}"), first
     out = []
-    for line in text.splitlines():
+    for line in rest:
         measure, topic, value = line.split("\t")
         assert re.fullmatch(r"-?\d+\.\d{4}", value), line
         out.append((measure, topic, float(value)))
@@ -165,7 +168,7 @@ def test_trec_scores_match_the_json_scores_and_parse_back(world: World) -> None:
     tag, rid = "RUN-01", world.run_ids["RUN-01"]
     text = world.client.get(f"/api/runs/{rid}/scores", params={"format": "trec"}, headers=auth(world.tokens["alpha"]))
     assert text.status_code == 200 and text.headers["content-type"].startswith("text/plain")
-    lines = parse_trec(text.text)
+    lines = parse_trec(text.text, tag)  # the file names its run (issue 37, item 9)
     metrics = api(world, "alpha", f"/api/collections/{world.cid}")["metrics"]  # the collection's order
     assert sorted(metrics) == ["AP", "nDCG@10"]
     topics = list(per_topic(world, "alpha", tag, "AP"))

@@ -17,8 +17,8 @@ from service.evaluation.runs import run_results
 RunA = Annotated[int, Parameter(description="The first run's id.", ge=1, le=2**31 - 1)]
 RunB = Annotated[int, Parameter(description="The second run's id.", ge=1, le=2**31 - 1)]
 ScoresFormat = Annotated[Literal["json", "trec"], Parameter(description=(
-    "json, or trec: trec_eval's -q layout as text/plain (measure, topic, value lines with %.4f values, then the "
-    "means as topic all; every metric of the collection unless metric is given)."))]
+    "json, or trec: trec_eval's -q layout as text/plain (a runid line naming the run, measure, topic, value lines "
+    "with %.4f values, then the means as topic all; every metric of the collection unless metric is given)."))]
 
 
 class ResultsController(Controller):
@@ -32,7 +32,8 @@ class ResultsController(Controller):
                format: ScoresFormat = "json") -> Response[RunScores]:  # noqa: A002
         """The run's score on every topic for one metric (its team and organisers; once the board
         is released, every reader of the results, as the run x topic matrix shows them). With
-        `format=trec`, trec_eval's `-q` layout: `measure<TAB>topic<TAB>value` lines (values `%.4f`)
+        `format=trec`, trec_eval's `-q` layout: a first `runid<TAB>all<TAB>TAG` line naming the run,
+        then `measure<TAB>topic<TAB>value` lines (values `%.4f`)
         for every metric of the collection (or `metric`), topic by topic, then a line per metric
         with topic `all` and its mean; measures by their Cranfield canonical names (`nDCG@10`, not
         trec_eval's `ndcg_cut_10`); topics the run was not scored on have no line."""

@@ -71,8 +71,8 @@ def run_scores(s: Session, rid: int, me: Principal, metric: str | None = None) -
 
 
 def run_scores_trec(s: Session, rid: int, me: Principal, metric: str | None = None) -> str:
-    """The run's per-topic scores in trec_eval's ``-q`` layout: ``measure<TAB>topic<TAB>value``
-    lines, topic by topic (in the stored order) with every metric of the collection (or
+    """The run's per-topic scores in trec_eval's ``-q`` layout: a first ``runid<TAB>all<TAB>TAG``
+    line naming the run, then ``measure<TAB>topic<TAB>value`` lines, topic by topic (in the stored order) with every metric of the collection (or
     ``metric`` alone) in the collection's order, then one ``all`` line per metric with its
     mean; values as ``%.4f``. Measures are named by their Cranfield canonical names (``AP``,
     ``nDCG@10``), not trec_eval's (``map``, ``ndcg_cut_10``). A topic the run was not scored
@@ -94,8 +94,10 @@ def run_scores_trec(s: Session, rid: int, me: Principal, metric: str | None = No
     names = [m for m in names if m in found]
     topics = [t for t in found[names[0]][0] if t not in hide]
     per = {m: dict(zip(found[m][0], found[m][1])) for m in names}
-    lines = [f"{m}\t{t}\t{v:.4f}" for t in topics for m in names
-             if (v := per[m].get(t)) is not None and math.isfinite(v)]
+    # trec_eval's runid line first: the file names its run (issue 37, item 9), as `cranfield eval --format trec`
+    lines = [f"runid\tall\t{row.tag}"]
+    lines += [f"{m}\t{t}\t{v:.4f}" for t in topics for m in names
+              if (v := per[m].get(t)) is not None and math.isfinite(v)]
     lines += [f"{m}\tall\t{found[m][2]:.4f}" for m in names if found[m][2] is not None]
     return "\n".join(lines) + "\n"
 
