@@ -314,7 +314,9 @@ def _check_everything(site: Site, role: str, state: str) -> None:
                          ("RMSE", "RMSE"), ("p_value", "p")):
             assert _float(line[f"{col}_{part}"]) == row[part][key], (what, "CSV", key)
         assert line.get("withheld", "") == (row.get("withheld") or "") and line["verdict"] == row["verdict"]
-        assert f'<tr data-reproduction="{row["id"]}">' in page
+        # a pair on two rows, its baseline's and its advanced run's (issue 37, item 8)
+        parts = ["baseline", "advanced"] if row["kind"] == "pair" else ["run"]
+        assert all(f'<tr data-reproduction="{row["id"]}" data-part="{p}">' in page for p in parts), (what, row["id"])
         doc = _ok(site.get(role, f"{base}/reproducibility/{row['id']}?metric={METRIC}"), 200)
         _check_per_topic(doc, row, seen, what)
         portal = site.get(role, f"/c/{site.snap2}/reproducibility/{row['id']}?metric={METRIC}").text
