@@ -33,10 +33,10 @@ from typing import Any
 import pytest
 
 from service.config import settings
-from service.evaluation.permissions import access
 from service.portal.forms import COOKIE, csrf_for
 from tests.integration.conftest import REPO, Templates, _seed_world, _sqlite_backend, auth, run_inline
 from tests.support.ports import free_port
+from tests.support.sessions import open_portal_session
 
 SQLITE_ONLY_BUT: set[str] = set()  # a question of formats: SQLite only
 
@@ -171,14 +171,6 @@ class Site:
     env: dict[str, str]  # the variables of the site: its database, its URL, a config folder
 
 
-def _open_session(factory: Any, token: str) -> str:
-    with factory() as s:
-        me = access.principal_for(s, f"Bearer {token}")
-        secret = access.open_session(s, me.token_id, settings().web.session_cookie_lifetime)
-        s.commit()
-    return secret
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory, templates: Templates) -> Iterator[Site]:
     import uvicorn
@@ -250,7 +242,7 @@ def _build(c: Any, base: str, url: str, factory: Any, seed: Any, env: dict[str, 
     # a second qrels version (the portal compares the two), then a snapshot of the board
     r = c.post(f"/api/collections/{cid}/qrels", content=seed.qrels.replace(" L0\n", " L2\n", 6), headers=org)
     assert r.status_code == 201, r.text
-    cookie = _open_session(factory, tokens["organiser"])
+    cookie = open_portal_session(factory, tokens["organiser"])
     r = c.post(f"/c/{cid}/snapshots", data={"csrf": csrf_for(cookie), "label": "official", "metric": "AP"},
                headers={"Cookie": f"{COOKIE}={cookie}"}, follow_redirects=False)
     assert r.status_code == 303, r.text[:500]

@@ -25,10 +25,10 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from service.config import settings
-from service.evaluation.permissions import access
 from service.portal.forms import COOKIE, csrf_for
 from tests.integration.conftest import Templates, _seed_world, _sqlite_backend, auth, run_inline
 from tests.support.page_text import raw_values, read_page
+from tests.support.sessions import open_portal_session
 
 SQLITE_ONLY_BUT: set[str] = set()  # a question of pages: SQLite only
 
@@ -64,14 +64,6 @@ class Site:
 
     def csrf(self, role: str) -> str:
         return csrf_for(self.cookies[role])
-
-
-def _open_session(factory: Any, token: str) -> str:
-    with factory() as s:
-        me = access.principal_for(s, f"Bearer {token}")
-        secret = access.open_session(s, me.token_id, settings().web.session_cookie_lifetime)
-        s.commit()
-    return secret
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +117,7 @@ def _build(c: Any, stalled: Any, factory: Any, seed: Any) -> Site:
     assert r.status_code == 201, r.text
     tokens["organiser"] = r.json()["token"]
     org = auth(tokens["organiser"])
-    cookies = {role: _open_session(factory, tokens[role]) for role in ROLES if role != "anonymous"}
+    cookies = {role: open_portal_session(factory, tokens[role]) for role in ROLES if role != "anonymous"}
     cookies["anonymous"] = ""
     site = Site(c, cookies, ids)
     as_org, csrf = site.headers("organiser"), site.csrf("organiser")
