@@ -21,7 +21,7 @@ per subsystem. A value that does not parse (``CRANFIELD_MAX_UPLOAD=abc``) raises
 | CRANFIELD_STUCK_TIMEOUT | 600 | seconds before queued work is sent again in any case (a backstop); the lease of pre-0009 claims |
 | CRANFIELD_EVAL_TIME_BUDGET | 900 | seconds of computing per run evaluation; beyond it the run fails with that reason (not retried) |
 | CRANFIELD_EVAL_MAX_LINES | 20000000 | largest run (lines) evaluated; a larger one fails with that reason |
-| CRANFIELD_TESTS_DEBOUNCE | 5 | seconds a job's tests wait for the collection's other jobs (one round per burst; at most 12 times this) |
+| CRANFIELD_TESTS_DEBOUNCE | 5 | seconds a submission's tests wait for the collection's other jobs (one round per burst; at most 12 times this); a whole collection's re-evaluation does not wait |
 | CRANFIELD_REFRESH_INTERVAL | 3600 | seconds between scheduled refreshes of stale results |
 | CRANFIELD_MAX_ATTEMPTS | 3 | claims of a run's evaluation (a tests round, an analysis) before it is marked failed |
 | CRANFIELD_TASK_DELAY | 0 | testing only: seconds an evaluation computes longer after claiming its run (failure-recovery tests) |
@@ -101,7 +101,7 @@ class WorkerSettings:
     lost_after: float = 15.0  # seconds before queued work whose message is missing is sent again
     eval_time_budget: float = 900.0  # seconds of computing per run evaluation
     eval_max_lines: int = 20_000_000  # largest run evaluated, in lines
-    tests_debounce: float = 5.0  # seconds the tests round waits for other jobs of the collection
+    tests_debounce: float = 5.0  # seconds a submission's tests round waits for other jobs of the collection
     prune_interval: float = 3600.0  # seconds between prunes of old idempotency keys and ended sessions
     idempotency_retention: float = 7 * 24 * 3600.0  # seconds an Idempotency-Key and its answer are kept
     session_grace: float = 24 * 3600.0  # seconds an ended portal session is kept before it is deleted

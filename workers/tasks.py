@@ -48,14 +48,17 @@ BACKGROUND = 9
 def send(followups: Iterable[Followup], celery_app: Celery | None = None) -> None:
     """Enqueue follow-up work; callers invoke this only after their transaction committed.
 
-    A job's tests are sent with the debounce delay (``CRANFIELD_TESTS_DEBOUNCE``): a burst of
-    jobs finishing together costs one round of tests (see service.evaluation.computing.significance_tests).
+    A submission's tests are sent with the debounce delay (``CRANFIELD_TESTS_DEBOUNCE``,
+    ``Followup.debounce``): a burst of jobs finishing together costs one round of tests (see
+    service.evaluation.computing.significance_tests); a whole collection's re-evaluation starts
+    its round at once.
     Background work goes below the rest (:data:`BACKGROUND`).
     """
     target = celery_app or app
     cfg = settings().worker
     for f in followups:
-        delay = {"countdown": cfg.tests_debounce} if f.task == TaskName.RUN_TESTS and cfg.tests_debounce else {}
+        delay = {"countdown": cfg.tests_debounce} if f.task == TaskName.RUN_TESTS and f.debounce \
+            and cfg.tests_debounce else {}
         order = {"priority": BACKGROUND} if f.background else {}
         target.send_task(TaskName(f.task).value, args=[f.id], queue=cfg.queue, **delay, **order)
 

@@ -136,7 +136,10 @@ class Group:
             coll = ensure_collection(s, "task", None)
             previous = coll.current_qrels_id
             add_qrels(s, coll, ("\n".join(lines) + "\n").encode(), f"qrels-v{self.version}", "organiser")
-            job, followups = plan_job(s, coll, "qrels", previous_qrels_id=previous)
+            # Only a submission's tests round is held for the debounce (planning.BURSTY): the
+            # countdown group's job is planned as one, so that its round waits out the countdown.
+            kind = "submission" if self.moment == "countdown" else "qrels"
+            job, followups = plan_job(s, coll, kind, previous_qrels_id=previous)
             job_id = job.id
         send(followups, celery)
         self.jobs.append(job_id)

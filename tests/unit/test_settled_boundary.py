@@ -201,6 +201,11 @@ def test_the_later_stages_lean_counts_equal_the_full_ones() -> None:
     columns = [a - b for a, b in NEIGHBOURS.values()]
     columns += [rng.random(10) - rng.random(10) for _ in range(40)]
     columns += [np.round(rng.random(10) - 0.45, 1) for _ in range(40)]  # two decimals: many exact ties
+    # edge cases of the squared comparison: no difference at all (t = 0: every resample extreme),
+    # a constant difference (every resample degenerate), a mean of exactly zero (h <= 0), a
+    # spread at round-off level (an enormous t), one topic apart from nine equal ones
+    columns += [np.zeros(10), np.full(10, 0.1), np.array([0.1, -0.1] * 5), 0.1 + 1e-9 * rng.random(10),
+                np.array([0.2] * 9 + [0.5])]
     z = np.column_stack(columns)
     counts = resampling_counts(10, 20_000, np.random.default_rng(2))
     full = (np.empty(z.shape[1]), np.zeros(z.shape[1]), np.zeros(z.shape[1]))

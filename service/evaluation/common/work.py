@@ -53,11 +53,16 @@ class Followup:
 
     ``background``: work no board waits for (an evaluation under another judgment set's
     version, its tests, a judges track's board), sent below the rest so that a flood of it
-    never delays a run's evaluation under the official set (``workers.tasks.send``)."""
+    never delays a run's evaluation under the official set (``workers.tasks.send``).
+
+    ``debounce``: a tests round held for ``CRANFIELD_TESTS_DEBOUNCE`` seconds before it starts,
+    so that a burst of submissions finishing together costs one round
+    (``planning.tests_followup``)."""
 
     task: TaskName
     id: int
     background: bool = False
+    debounce: bool = False
 
 
 @dataclass(frozen=True)

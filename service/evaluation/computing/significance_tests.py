@@ -7,7 +7,8 @@ run in *rounds*: :func:`run_tests` runs once a job has no pending item (see
 waiting for its tests ("testing"), so that a burst of submissions (one job each) costs one
 round, not one per submission:
 
-- Its message is sent with a debounce delay (``CRANFIELD_TESTS_DEBOUNCE``), and a round does
+- A submission's message is sent with a debounce delay (``CRANFIELD_TESTS_DEBOUNCE``; a whole
+  collection's re-evaluation, a burst of its own, is sent at once: ``planning.BURSTY``), and a round does
   not start while another job of the key still has pending items or entered "testing" later
   (that job's own message comes later; a live round chains to the jobs it did not cover),
   unless the oldest waiting job has waited ``Limits.tests_max_wait``.

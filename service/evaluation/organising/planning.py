@@ -136,7 +136,7 @@ def plan_job(
     behind = background(coll, version_id)
     if not run_ids:
         job.tests_queued_at = db_now(s)
-        return job, [Followup(TaskName.RUN_TESTS, job.id, behind)]
+        return job, [Followup(TaskName.RUN_TESTS, job.id, behind, kind in BURSTY)]
     return job, [Followup(TaskName.EVALUATE_ITEM, it.id, behind) for it in items]
 
 
@@ -201,11 +201,21 @@ def item_followups(s: Session, item_ids: list[int]) -> list[Followup]:
     return [Followup(TaskName.EVALUATE_ITEM, i, i in behind) for i in item_ids]
 
 
+#: The jobs whose tests round waits for the debounce (``CRANFIELD_TESTS_DEBOUNCE``): a participant's
+#: submission, which comes in bursts before a deadline (one round for the burst). A job that
+#: re-evaluates the whole collection (a load, a qrels correction, a configuration change, a manual
+#: or scheduled re-evaluation) is a burst of its own: its round starts as soon as its last run is
+#: stored (issue 38: the organiser waits for it), and still waits for any other job of the key
+#: that has runs pending (``significance_tests``).
+BURSTY = frozenset({"submission"})
+
+
 def tests_followup(s: Session, job_id: int) -> Followup:
-    """The follow-up running a job's tests, in the background when the job is."""
-    behind = s.scalar(select(Job.id).join(Collection, Collection.id == Job.collection_id).where(
-        Job.id == job_id, Job.qrels_version_id != Collection.current_qrels_id)) is not None
-    return Followup(TaskName.RUN_TESTS, job_id, behind)
+    """The follow-up running a job's tests, in the background when the job is, after the
+    debounce when the job is a submission (:data:`BURSTY`)."""
+    behind, kind = s.execute(select(Job.qrels_version_id != Collection.current_qrels_id, Job.kind)
+                             .join(Collection, Collection.id == Job.collection_id).where(Job.id == job_id)).one()
+    return Followup(TaskName.RUN_TESTS, job_id, bool(behind), kind in BURSTY)
 
 
 def job_key(coll: Collection, config: CollectionConfig, qrels_version_id: int | None = None) -> tuple[Any, ...]:

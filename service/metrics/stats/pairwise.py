@@ -951,38 +951,43 @@ def _extreme_counts(mean_star: np.ndarray, sq: np.ndarray, n: int, threshold: np
 
 def _extreme_counts_only(mean_star: np.ndarray, sq: np.ndarray, n: int, threshold: np.ndarray,
                          scratch: _Scratch) -> tuple[np.ndarray, np.ndarray | int]:
-    """:func:`_extreme_counts`' two counts in about half its passes, for every count that needs
-    nothing else (issue 38: the sequential rule's later stages, a test without the difference
-    required): with r = sum w*^2 - n mean*^2 (n - 1
-    times var*), |t*| >= h is n (n - 1) mean*^2 >= h^2 r for sd* > 0 (both sides squared: no
-    square root, no division), and sd* is zero (round-off) where r <= 1e-12 sum w*^2 or
-    r / (n - 1) <= 1e-24 mean*^2 (the squares of _extreme_counts' two tests). A zero sd* with
-    mean* = 0 is t* = 0 (extreme when h <= 0); with mean* != 0 the resample is degenerate (left
-    out). The comparisons differ from _extreme_counts' only in the last bits of a product, far
-    inside the tie tolerance (1e-9) around h; tests/unit/test_settled_boundary.py holds the two
-    to the same counts. ``mean_star`` and ``sq`` are overwritten."""
+    """:func:`_extreme_counts`' two counts in about a third of its passes, for every count that
+    needs nothing else (issue 38: the first stage without the difference required and every
+    later stage of the sequential rule). With m2 = mean*^2 and sq = sum w*^2 (so r = sq - n m2 is
+    n - 1 times var*, never negative):
+
+    - |t*| >= h is n (n - 1) m2 >= h^2 r, that is m2 >= f sq with f = h^2 / (n (n - 1 + h^2))
+      per pair (both sides squared and the subtraction moved over: no square root, no division,
+      no cancellation); h <= 0 gives f = 0 (every resample is at least h);
+    - sd* is zero (round-off) where r <= 1e-12 sq, that is m2 >= g sq with g = (1 - 1e-12) / n
+      (_extreme_counts' second test, r / (n - 1) <= 1e-24 m2, is m2 >= sq / n in doubles, which
+      implies the first).
+
+    f is capped at g (an h above about 7e6, or an infinite one, can only be reached by a zero
+    spread), so every zero-spread resample is also counted by the first test, and the counts are
+    #hit - #zero, with a zero-spread resample of mean* = 0 (t* = 0) added back as informative
+    (and as extreme when h <= 0); one with mean* != 0 is degenerate (left out). The comparisons
+    differ from _extreme_counts' only in the last bits of a product, far inside the tie
+    tolerance (1e-9) around h; tests/unit/test_settled_boundary.py holds the two to the same
+    counts. ``mean_star`` is overwritten."""
     rows, cols = mean_star.shape
-    rem = scratch.get("t", cols)[:rows]
-    zero = scratch.get("mask", cols, np.bool_)[:rows]
-    m2 = np.multiply(mean_star, mean_star, out=mean_star)
-    np.multiply(m2, n, out=rem)
-    np.subtract(sq, rem, out=rem)
-    np.multiply(sq, 1e-12, out=sq)
-    np.less_equal(rem, sq, out=zero)  # zero spread
-    np.multiply(m2, 1e-24 * (n - 1), out=sq)
-    zero |= np.less_equal(rem, sq, out=scratch.get("mask2", cols, np.bool_)[:rows])  # sd* <= 1e-12 |mean*|
     h = np.asarray(threshold, dtype=np.float64)
-    h2 = np.where(h > 0, h * h, 0.0)[None, :]  # h <= 0: every resample is at least h
-    with np.errstate(invalid="ignore"):  # 0 * inf (an infinite h, a zero spread): NaN, never a hit
-        np.multiply(rem, h2, out=rem)
-    np.multiply(m2, float(n * (n - 1)), out=sq)
-    hit = np.greater_equal(sq, rem, out=scratch.get("hit", cols, np.bool_)[:rows])
+    g = (1.0 - 1e-12) / n
+    with np.errstate(invalid="ignore", over="ignore"):
+        h2 = np.where(h > 0, h * h, 0.0)  # NaN or h <= 0: every resample is at least h
+        f = h2 / (n * (n - 1 + h2))  # inf / inf (an infinite h): NaN, capped to g below
+    f = np.where(np.isnan(f) | (f > g), g, f)
+    m2 = np.multiply(mean_star, mean_star, out=mean_star)
+    bound = scratch.get("t", cols)[:rows]
+    hit = scratch.get("hit", cols, np.bool_)[:rows]
+    np.greater_equal(m2, np.multiply(sq, f[None, :], out=bound), out=hit)
+    count = np.count_nonzero(hit, axis=0)
+    zero = np.greater_equal(m2, np.multiply(sq, g, out=bound), out=hit)
     if not zero.any():
-        return np.count_nonzero(hit, axis=0), rows
-    informative = rows - np.count_nonzero(zero & (m2 != 0), axis=0)  # degenerate: zero spread, mean* != 0
-    hit &= ~zero
-    extra = np.count_nonzero(zero & (m2 == 0), axis=0) * (h <= 0)  # t* = 0: extreme when h <= 0
-    return np.count_nonzero(hit, axis=0) + extra, informative
+        return count, rows
+    zeros = np.count_nonzero(zero, axis=0)
+    null = np.count_nonzero(zero & (m2 == 0), axis=0)  # zero spread and mean* = 0: t* = 0
+    return count - zeros + null * (h <= 0), rows - zeros + null
 
 
 def bootstrap(
