@@ -61,7 +61,7 @@ def main() -> None:
     from service.evaluation.organising.setup import ConfigSpec, add_qrels, add_run, ensure_collection
     from service.store.db import session_factory, transaction
     from service.store.migrate import upgrade
-    from service.store.models import Job, RunEvaluation, Significance
+    from service.store.models import Job, JobItem, RunEvaluation, Significance
     from workers.app import make_app
     from workers.tasks import send
 
@@ -123,9 +123,16 @@ def main() -> None:
                 RunEvaluation.qrels_version_id == j.qrels_version_id))
             sig = s.scalar(select(func.count()).select_from(Significance).where(
                 Significance.qrels_version_id == j.qrels_version_id))
+            first, last = s.execute(select(func.min(JobItem.started_at), func.max(JobItem.finished_at))
+                                    .where(JobItem.job_id == job2)).one()
+            created, finished = j.created_at, j.finished_at
         print(f"3. qrels upload -> all results stored: {t_done:7.2f} s (upload and store of the version "
               f"{t_upload:.2f} s; {n} run evaluations, {sig} significance matrix; metric computation "
               f"{compute:.2f} s summed over the worker processes)")
+        # where the correction's time went, from the database's timestamps (one clock)
+        print(f"   job planned -> first evaluation starts {(first - created).total_seconds():6.2f} s; "
+              f"evaluations {(last - first).total_seconds():6.2f} s; last evaluation -> tests stored "
+              f"{(finished - last).total_seconds():6.2f} s")
     finally:
         os.killpg(worker.pid, 9)
         worker.wait()
