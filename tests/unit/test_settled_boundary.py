@@ -102,8 +102,13 @@ def test_settle_spends_the_boundary_it_was_checked_with() -> None:
         return draw
 
     at = seq.settle(np.array([5.0]), np.array([100.0]), draw_at(0.05), b0=100, alpha=0.05, correction="none",
-                    max_resamples=3200)
+                    max_resamples=3200, futility=0)
     assert at.undecided[0] and at.drawn[0] == 3200
+    # with the futility stop, the same pair is left undecided before the cap: its estimate sits
+    # on alpha, so the cap's interval could not clear it
+    stopped = seq.settle(np.array([5.0]), np.array([100.0]), draw_at(0.05), b0=100, alpha=0.05, correction="none",
+                         max_resamples=3200)
+    assert stopped.undecided[0] and stopped.drawn[0] < 3200
     far = seq.settle(np.array([0.0]), np.array([100.0]), draw_at(0.0), b0=100, alpha=0.05, correction="none",
                      max_resamples=3200)
     # 0 of N: the upper end falls below alpha once N is about log(1/gamma)/alpha (a few hundred)
@@ -219,3 +224,47 @@ def test_the_later_stages_lean_counts_equal_the_full_ones() -> None:
     (block,) = list(bootstrap_blocks(Differences(z), counts, 1 << 30))
     assert np.array_equal(block.extreme_counts(), lean[0]) and np.array_equal(block.informative_counts(), lean[1])
     assert (full[2] < 20_000).any() and (full[1] > 0).any()  # degenerate resamples and extreme ones were there
+
+
+def test_the_futility_stop_gives_up_only_pairs_that_cannot_settle_by_the_cap() -> None:
+    # futile(): a pair whose later estimate sits on alpha with half the cap drawn cannot settle
+    # (the cap's interval is wider than where its estimate can still go); one a few standard
+    # errors of the cap's estimate away, or with no later draw yet, goes on.
+    level = np.full(3, 1e-6)
+    count = np.array([0.05, 0.05 + 0.002, 0.05]) * 5e6
+    trials = np.array([5e6, 5e6, 0.0])
+    drawn = trials + 10_000
+    out = seq.futile(count, trials, drawn, 10_000, 10_000_000, level, 0.05)
+    assert out.tolist() == [True, False, False]
+    # never before the first later checkpoint, and never below the threshold's own chance: a
+    # pair whose estimate is just outside the band the cap can clear still goes on
+    edge = seq.futile(np.array([0.0506 * 5e6]), np.array([5e6]), np.array([5e6 + 10_000]), 10_000, 10_000_000,
+                      np.array([1e-6]), 0.05)
+    assert not edge[0]
+
+
+def test_the_futility_stop_changes_no_settled_verdict_and_leaves_undecided_what_the_cap_would() -> None:
+    # Simulated pairs with p_inf around alpha: with and without the stop, the settled verdicts
+    # agree (a stopped pair is undecided, never settled otherwise), the stop spends fewer draws,
+    # and it leaves undecided no pair that the cap settles (over these seeds).
+    ps = 0.05 + np.array([-3e-3, -1e-3, -4e-4, -2e-4, 0.0, 2e-4, 4e-4, 1e-3, 3e-3])
+    b0, cap = 1000, 2_000_000
+
+    def run(futility: float, seed: int) -> seq.MonteCarlo:
+        def draw(stage: int, sub: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            rows = seq.stage_rows(stage, b0, cap)
+            rng = np.random.default_rng([seed, stage])
+            return rng.binomial(rows, ps)[sub].astype(float), np.full(len(sub), float(rows))
+
+        first = np.random.default_rng([seed, 0]).binomial(b0, ps).astype(float)
+        return seq.settle(first, np.full(len(ps), float(b0)), draw, b0=b0, alpha=0.05, correction="none",
+                          max_resamples=cap, futility=futility)
+
+    saved = 0.0
+    for seed in range(5):
+        full, stop = run(0.0, seed), run(seq.FUTILITY, seed)
+        both = ~full.undecided & ~stop.undecided
+        assert ((full.p[both] < 0.05) == (stop.p[both] < 0.05)).all()
+        assert not (stop.undecided & ~full.undecided).any()
+        saved += full.drawn.sum() - stop.drawn.sum()
+    assert saved > 0

@@ -41,6 +41,11 @@ Carlo precision"):
   correction every pair's verdict depends on every interval's two ends, and each tail spends
   gamma / 2. Hence, with probability at least 1 - guarantee, every settled verdict equals the
   B -> infinity verdict, simultaneously for all pairs (and metrics).
+- A futility stop (without a correction, for a test whose pairs are resampled on their own):
+  a straddling pair whose chance of settling by the last checkpoint is below FUTILITY
+  (:func:`futile`) is left undecided where it is. The pairs that end undecided at the cap are
+  the ones closest to alpha, and they took the last, dearest checkpoints; stopping a pair
+  never settles it, so the guarantee above is untouched.
 
 The stopping rule is a truncated sequential Monte Carlo test in the sense of Fay, Kim and
 Hachey (2007, "Using truncated sequential probability ratio test boundaries for Monte Carlo
@@ -202,7 +207,7 @@ def settle(count: np.ndarray, trials: np.ndarray, draw: StageDraw, *, b0: int, a
            correction: Correction, exact: np.ndarray | None = None, shared: bool = False,
            cost_per_draw: float = 1.0, max_resamples: int = MAX_RESAMPLES, max_work: float = MAX_WORK,
            guarantee: float = GUARANTEE, segments: np.ndarray | None = None,
-           family: int | None = None) -> MonteCarlo:
+           family: int | None = None, futility: float | None = None) -> MonteCarlo:
     """Resample the straddling pairs (see the module's docstring) from stage 0's ``count`` out of
     ``trials`` (B0 draws each). ``exact``: pairs never resampled (they never straddle).
     ``shared``: every stage resamples every pair of a segment that has a straddling pair (one
@@ -216,7 +221,8 @@ def settle(count: np.ndarray, trials: np.ndarray, draw: StageDraw, *, b0: int, a
     budget stops there (its straddling pairs end undecided) while the others go on. A segment's
     verdicts are therefore the ones it would get settled alone with its share. ``family``: the
     pairs the guarantee is split over (default: every pair given; more when other calls settle
-    further pairs under the same guarantee)."""
+    further pairs under the same guarantee). ``futility``: :func:`futile`'s threshold (default
+    FUTILITY; 0 resamples every straddling pair to the cap)."""
     count = np.asarray(count, dtype=np.float64).copy()
     trials = np.asarray(trials, dtype=np.float64).copy()
     m = count.shape[0]
@@ -269,9 +275,18 @@ def settle(count: np.ndarray, trials: np.ndarray, draw: StageDraw, *, b0: int, a
                        for s in range(len(grid))] for k, rows in members.items()}
     alive = {k for k, rows in members.items() if live[rows].any()}  # segments still resampling
 
+    futility = FUTILITY if futility is None else futility
+    stopped = np.zeros(m, dtype=bool)  # pairs given up as undecided by the futility stop
     stage = 0
     while alive:
-        mask = straddle() & live
+        mask = straddle() & live & ~stopped
+        if stage and futility and correction == "none" and not shared and mask.any():
+            hopeless = np.flatnonzero(mask)
+            hopeless = hopeless[futile(late_count[hopeless], late_trials[hopeless], drawn[hopeless], b0, grid[-1],
+                                       np.array([later_level[int(k)][-1] for k in seg[hopeless].tolist()]), alpha,
+                                       futility)]
+            stopped[hopeless] = True
+            mask[hopeless] = False
         nxt = stage + 1
         if nxt >= len(grid):
             break
@@ -310,6 +325,44 @@ def settle(count: np.ndarray, trials: np.ndarray, draw: StageDraw, *, b0: int, a
         stage = nxt
     undecided = straddle()
     return MonteCarlo(count, trials, drawn, undecided, int(stages.max()), True)
+
+
+#: The futility stop (issue 38): a straddling pair whose chance of settling by the last checkpoint
+#: is below this is left undecided where it is instead of being resampled to the cap.
+FUTILITY = 1e-3
+
+
+def futile(count: np.ndarray, trials: np.ndarray, drawn: np.ndarray, b0: int, cap: int, level: np.ndarray,
+           alpha: float, threshold: float = FUTILITY) -> np.ndarray:
+    """Per pair (``count`` extreme of ``trials`` informative later draws, ``drawn`` draws so far):
+    whether its chance of settling at the last checkpoint (``cap`` draws, the later draws'
+    interval at ``level``, i.e. 1 - level, on the side of alpha the pair's estimate lies on) is
+    below ``threshold``, for a test without a correction (a pair's verdict is its own interval's).
+
+    The chance is that of the final estimate p_cap falling outside the band around alpha that
+    the last checkpoint's interval cannot clear: the interval's half-widths at the pair's
+    estimate p, and p_cap's predictive distribution given the draws so far (normal: the
+    remaining draws' binomial spread plus the uncertainty of p itself, sd^2 = R p (1 - p) /
+    T^2 + (R / T)^2 p (1 - p) / t, with t draws so far, R more to come, T = t + R). Stopping a
+    pair never makes a settled verdict wrong (a stopped pair is undecided, and the guarantee's
+    union bound is over intervals that are still computed for every pair that settles): it can
+    only leave undecided a pair that would have settled, with a chance below FUTILITY each, while
+    the pairs that end undecided at the cap no longer take the last and dearest checkpoints."""
+    from scipy import stats
+
+    t = np.asarray(trials, dtype=np.float64)
+    p = np.where(t > 0, count / np.maximum(t, 1.0), 0.5)
+    # the informative draws the pair will have at the cap (the bootstrap leaves the degenerate out)
+    total = np.maximum(t * (cap - b0) / np.maximum(drawn - b0, 1.0), t)
+    rest = total - t
+    var = p * (1.0 - p)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sd = np.sqrt(rest * var / total**2 + (rest / total) ** 2 * var / np.maximum(t, 1.0))
+    low, high = clopper_pearson(p * total, total, level)
+    clear_above, clear_below = alpha + (p - low), alpha - (high - p)  # where p_cap would settle
+    with np.errstate(divide="ignore", invalid="ignore"):
+        chance = stats.norm.sf((clear_above - p) / sd) + stats.norm.cdf((clear_below - p) / sd)
+    return (t > 0) & (rest > 0) & (sd > 0) & (chance < threshold)
 
 
 def chunk_stream(seed: int, stage: int, chunk: int) -> np.random.Generator:
