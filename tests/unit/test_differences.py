@@ -217,3 +217,16 @@ def test_counts_in_the_explanation_agree_with_their_nouns() -> None:
     assert text is not None and "(15 wins, 1 tie, 1 loss)" in text
     assert "1 losses" not in text and "1 ties" not in text
     assert "15 topics go one way" in text and "1 the other" in text
+
+
+def test_the_shape_sentence_skewness_is_scipys() -> None:
+    # _shape calls the differences skewed when |skewness| >= 1: scipy.stats.skew's (biased)
+    # figure, computed with numpy alone (no scipy.stats import in a short command)
+    from scipy import stats
+
+    from service.metrics.stats.differences import _skewness
+
+    rng = np.random.default_rng(4)
+    for x in [rng.random(50), rng.exponential(size=30), np.array([0.0, 0.0, 0.1, 0.9]), -rng.exponential(size=12)]:
+        assert _skewness(x) == pytest.approx(float(stats.skew(x)), rel=1e-12, abs=1e-15)
+    assert _skewness(np.full(5, 0.3)) == 0.0

@@ -215,6 +215,18 @@ def test_clopper_pearson_against_scipy() -> None:
     for c, n, lo, hi in zip(count, trials, low, high):
         ci = stats.binomtest(int(c), int(n)).proportion_ci(0.99, method="exact")
         assert lo == pytest.approx(ci.low, abs=1e-12) and hi == pytest.approx(ci.high, abs=1e-12)
+    # the beta quantiles themselves are scipy.stats.beta.ppf's floats (taken from scipy.special
+    # without importing scipy.stats), over counts, trials and levels the settling rule meets
+    rng = np.random.default_rng(3)
+    trials = rng.integers(1, 10**7, size=5000).astype(float)
+    count = np.floor(rng.random(5000) * (trials + 1))
+    gamma = 10 ** rng.uniform(-12, -1, size=5000)
+    low, high = seq.clopper_pearson(count, trials, gamma)
+    with np.errstate(invalid="ignore"):
+        want_low = np.where(count > 0, stats.beta.ppf(gamma / 2, np.maximum(count, 1), trials - count + 1), 0.0)
+        want_high = np.where(count < trials, stats.beta.ppf(1 - gamma / 2, count + 1, np.maximum(trials - count, 1)),
+                             1.0)
+    assert np.array_equal(low, want_low) and np.array_equal(high, want_high)
 
 
 def test_stage_levels_sum_below_the_guarantee() -> None:

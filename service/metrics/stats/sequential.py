@@ -117,14 +117,17 @@ class MonteCarlo:
 def clopper_pearson(count: np.ndarray, trials: np.ndarray, gamma: float | np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
     """The two-sided Clopper-Pearson interval at level 1 - gamma for count successes in trials
-    (0 trials: [0, 1]); ``gamma`` may be one per pair."""
-    from scipy import stats  # here: importing scipy.stats is most of a second of a short command
+    (0 trials: [0, 1]); ``gamma`` may be one per pair. Beta quantiles by scipy.special.betaincinv,
+    the floats of scipy.stats.beta.ppf (for these arguments, inside the support) without importing
+    scipy.stats, most of a second of a short command (tests/unit/test_significance_precision.py
+    holds the two equal)."""
+    from scipy import special
 
     c = np.asarray(count, dtype=np.float64)
     n = np.asarray(trials, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        low = np.where(c > 0, stats.beta.ppf(gamma / 2, np.maximum(c, 1), np.maximum(n - c + 1, 1)), 0.0)
-        high = np.where(c < n, stats.beta.ppf(1 - gamma / 2, c + 1, np.maximum(n - c, 1)), 1.0)
+        low = np.where(c > 0, special.betaincinv(np.maximum(c, 1), np.maximum(n - c + 1, 1), gamma / 2), 0.0)
+        high = np.where(c < n, special.betaincinv(c + 1, np.maximum(n - c, 1), 1 - gamma / 2), 1.0)
     return np.nan_to_num(low, nan=0.0), np.nan_to_num(high, nan=1.0)
 
 
@@ -348,7 +351,7 @@ def futile(count: np.ndarray, trials: np.ndarray, drawn: np.ndarray, b0: int, ca
     union bound is over intervals that are still computed for every pair that settles): it can
     only leave undecided a pair that would have settled, with a chance below FUTILITY each, while
     the pairs that end undecided at the cap no longer take the last and dearest checkpoints."""
-    from scipy import stats
+    from scipy import special
 
     t = np.asarray(trials, dtype=np.float64)
     p = np.where(t > 0, count / np.maximum(t, 1.0), 0.5)
@@ -361,7 +364,7 @@ def futile(count: np.ndarray, trials: np.ndarray, drawn: np.ndarray, b0: int, ca
     low, high = clopper_pearson(p * total, total, level)
     clear_above, clear_below = alpha + (p - low), alpha - (high - p)  # where p_cap would settle
     with np.errstate(divide="ignore", invalid="ignore"):
-        chance = stats.norm.sf((clear_above - p) / sd) + stats.norm.cdf((clear_below - p) / sd)
+        chance = special.ndtr((p - clear_above) / sd) + special.ndtr((clear_below - p) / sd)  # normal tails
     return (t > 0) & (rest > 0) & (sd > 0) & (chance < threshold)
 
 
