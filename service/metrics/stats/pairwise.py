@@ -803,8 +803,9 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
     local = threading.local()  # each thread's own arrays, reused from block to block
     lean = required is None  # the counts alone (_extreme_counts_only): no lanes of |t*| to keep
 
-    def work(lo: int, hi: int, parts: Sequence[tuple[int, int]] = slices,
+    def work(lo: int, hi: int, parts: Sequence[tuple[int, int]] | None = None,
              into: tuple[np.ndarray, np.ndarray] = (extreme, informative)) -> None:
+        parts = slices if parts is None else parts
         own = getattr(local, "scratch", None)
         if own is None:
             own = local.scratch = _Scratch(max(r1 - r0 for r0, r1 in slices), True)
@@ -821,17 +822,18 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
             for r0, r1 in parts:
                 real = min(r1, rows) - r0  # the slice's resamples (the rest: padding)
                 mean_star = np.matmul(padded[r0:r1], w, out=own.get("mean", cols)[: r1 - r0])[:real]
-                mean_star /= n
                 sq = np.matmul(padded[r0:r1], w2, out=own.get("sd", cols)[: r1 - r0])[:real]
-                if lean:
+                if lean:  # on n mean* (the product itself: the division by n is folded into the bounds)
                     count, trials = _extreme_counts_only(mean_star, sq, n, threshold, own)
-                else:
-                    count, trials, abs_t, magnitude = _extreme_counts(mean_star, sq, n, threshold, own)
+                    into[0][lo:hi] += count
+                    into[1][lo:hi] += trials
+                    continue
+                mean_star /= n
+                count, trials, abs_t, magnitude = _extreme_counts(mean_star, sq, n, threshold, own)
                 into[0][lo:hi] += count
                 into[1][lo:hi] += trials
-                if required is not None:
-                    abs_t_lanes[:, r0 : r0 + real] = abs_t.T
-                    magnitude_lanes[:, r0 : r0 + real] = magnitude.T
+                abs_t_lanes[:, r0 : r0 + real] = abs_t.T
+                magnitude_lanes[:, r0 : r0 + real] = magnitude.T
         if required is not None:
             alpha, out = required
             out[lo:hi] = required_from_lanes(abs_t_lanes, magnitude_lanes, alpha)
@@ -840,6 +842,8 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
     if required is not None:  # the lanes of a block: two (width, B) arrays per thread, within block_bytes
         width = min(width, block_width(rows, max(block_bytes // 8, 1)))
     blocks = list(column_blocks(diffs.pairs, width))
+    if lean:  # few pairs (a later stage): longer slices, so that each pass is worth its call
+        slices = _row_slices(padded.shape[0], n, min(width, diffs.pairs))
     workers = worker_count() if workers is None else workers
     if required is None and t_obs is None and 1 < workers and len(blocks) < workers and len(slices) >= 2 * workers:
         # Few pairs and many resamples (a later stage, issue 38): the threads share the resamples
@@ -896,10 +900,20 @@ def required_from_lanes(abs_t: np.ndarray, magnitude: np.ndarray, alpha: float) 
     return out
 
 
-def _row_slices(padded_rows_: int, n: int) -> list[tuple[int, int]]:
+#: A slice of resamples for a block of pairs has at least this many cells (resamples x pairs)
+#: where the block is narrow, up to 8 times the rows the cache would take: each pass over a
+#: slice is a numpy call whose fixed cost, paid holding the GIL, otherwise outweighs its work
+#: when few pairs are left (issue 38: a later stage's two threads took turns).
+MIN_SLICE_CELLS = 1 << 17
+
+
+def _row_slices(padded_rows_: int, n: int, cols: int | None = None) -> list[tuple[int, int]]:
     """[r0, r1) slices of a padded count matrix's rows, each a whole number of ``ROW_PAD`` tiles
-    and about half of ``CACHE_BYTES`` of counts (n topics a row)."""
+    and about half of ``CACHE_BYTES`` of counts (n topics a row); longer for a block of only
+    ``cols`` pairs (``MIN_SLICE_CELLS``). Where the slices end changes no float (whole tiles)."""
     step = max(ROW_PAD, (CACHE_BYTES // 2) // (8 * max(n, 1)) // ROW_PAD * ROW_PAD)
+    if cols is not None and step * cols < MIN_SLICE_CELLS:
+        step = min(8 * step, -(-MIN_SLICE_CELLS // max(cols, 1) // ROW_PAD) * ROW_PAD)
     return [(r0, min(r0 + step, padded_rows_)) for r0 in range(0, padded_rows_, step)]
 
 
@@ -957,45 +971,54 @@ def _extreme_counts(mean_star: np.ndarray, sq: np.ndarray, n: int, threshold: np
     return np.count_nonzero(hit, axis=0), np.count_nonzero(finite, axis=0), abs_t, magnitude
 
 
-def _extreme_counts_only(mean_star: np.ndarray, sq: np.ndarray, n: int, threshold: np.ndarray,
+def _extreme_counts_only(sum_star: np.ndarray, sq: np.ndarray, n: int, threshold: np.ndarray,
                          scratch: _Scratch) -> tuple[np.ndarray, np.ndarray | int]:
     """:func:`_extreme_counts`' two counts in about a third of its passes, for every count that
-    needs nothing else (issue 38: the first stage without the difference required and every
-    later stage of the sequential rule). With m2 = mean*^2 and sq = sum w*^2 (so r = sq - n m2 is
-    n - 1 times var*, never negative):
+    needs nothing else (issue 38: a first stage without the difference required and every later
+    stage of the sequential rule), from each replicate's sum_star = sum of its w* (n mean*: the
+    product itself) and sq = sum w*^2. With r = sum_star^2 / sq = n^2 mean*^2 / sq (at most n:
+    Cauchy-Schwarz):
 
-    - |t*| >= h is n (n - 1) m2 >= h^2 r, that is m2 >= f sq with f = h^2 / (n (n - 1 + h^2))
-      per pair (both sides squared and the subtraction moved over: no square root, no division,
-      no cancellation); h <= 0 gives f = 0 (every resample is at least h);
-    - sd* is zero (round-off) where r <= 1e-12 sq, that is m2 >= g sq with g = (1 - 1e-12) / n
-      (_extreme_counts' second test, r / (n - 1) <= 1e-24 m2, is m2 >= sq / n in doubles, which
-      implies the first).
+    - |t*| >= h is n (n - 1) mean*^2 >= h^2 (sq - n mean*^2) (both sides squared, the subtraction
+      moved over: no square root, no cancellation), that is r >= F = n h^2 / (n - 1 + h^2) per
+      pair; h <= 0 gives F = 0 (every resample is at least h);
+    - sd* is zero (round-off) where sq - n mean*^2 <= 1e-12 sq, that is r >= G = n (1 - 1e-12)
+      (_extreme_counts' second test, (sq - n mean*^2) / (n - 1) <= 1e-24 mean*^2, is r >= n in
+      doubles, which implies the first). One reduction (the largest r of each pair) shows which
+      pairs have such a replicate at all; only theirs are counted.
 
-    f is capped at g (an h above about 7e6, or an infinite one, can only be reached by a zero
-    spread), so every zero-spread resample is also counted by the first test, and the counts are
-    #hit - #zero, with a zero-spread resample of mean* = 0 (t* = 0) added back as informative
-    (and as extreme when h <= 0); one with mean* != 0 is degenerate (left out). The comparisons
-    differ from _extreme_counts' only in the last bits of a product, far inside the tie
-    tolerance (1e-9) around h; tests/unit/test_settled_boundary.py holds the two to the same
-    counts. ``mean_star`` is overwritten."""
-    rows, cols = mean_star.shape
+    F is capped at G (an h above about 7e6, or an infinite one, can only be reached by a zero
+    spread), so every zero-spread replicate with mean* != 0 (degenerate: left out) is also
+    counted by the first test and is taken off it. A zero-spread replicate with mean* = 0 (t* =
+    0) has r = 0/0 (NaN): it is counted as informative and never as reaching h > 0; for a pair
+    with h <= 0 every informative replicate is extreme. The comparisons differ from
+    _extreme_counts' only in the last bits of a quotient, far inside the tie tolerance (1e-9)
+    around h; tests/unit/test_settled_boundary.py holds the two to the same counts.
+    ``sum_star`` is overwritten."""
+    rows, cols = sum_star.shape
     h = np.asarray(threshold, dtype=np.float64)
-    g = (1.0 - 1e-12) / n
+    big = n * (1.0 - 1e-12)
     with np.errstate(invalid="ignore", over="ignore"):
         h2 = np.where(h > 0, h * h, 0.0)  # NaN or h <= 0: every resample is at least h
-        f = h2 / (n * (n - 1 + h2))  # inf / inf (an infinite h): NaN, capped to g below
-    f = np.where(np.isnan(f) | (f > g), g, f)
-    m2 = np.multiply(mean_star, mean_star, out=mean_star)
-    bound = scratch.get("t", cols)[:rows]
-    hit = scratch.get("hit", cols, np.bool_)[:rows]
-    np.greater_equal(m2, np.multiply(sq, f[None, :], out=bound), out=hit)
+        bound = n * h2 / (n - 1 + h2)  # inf / inf (an infinite h): NaN, capped to G below
+    bound = np.where(np.isnan(bound) | (bound > big), big, bound)
+    r = np.multiply(sum_star, sum_star, out=sum_star)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.divide(r, sq, out=r)
+    hit = np.greater_equal(r, bound[None, :], out=scratch.get("hit", cols, np.bool_)[:rows])
     count = np.count_nonzero(hit, axis=0)
-    zero = np.greater_equal(m2, np.multiply(sq, g, out=bound), out=hit)
-    if not zero.any():
+    anything = h <= 0
+    top = np.fmax.reduce(r, axis=0)  # NaN only where every replicate is 0/0
+    zero_cols = np.flatnonzero(top >= big)
+    if not len(zero_cols) and not anything.any():
         return count, rows
-    zeros = np.count_nonzero(zero, axis=0)
-    null = np.count_nonzero(zero & (m2 == 0), axis=0)  # zero spread and mean* = 0: t* = 0
-    return count - zeros + null * (h <= 0), rows - zeros + null
+    informative = np.full(cols, rows, dtype=np.int64)
+    if len(zero_cols):
+        degenerate = np.count_nonzero(r[:, zero_cols] >= big, axis=0)  # zero spread, mean* != 0 (r > 0)
+        count[zero_cols] -= degenerate
+        informative[zero_cols] -= degenerate
+    count = np.where(anything, informative, count)
+    return count, informative
 
 
 def bootstrap(
