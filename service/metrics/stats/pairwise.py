@@ -815,6 +815,7 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
             t_obs[lo:hi] = observed
         threshold = tie_threshold(np.abs(observed))
         cols = hi - lo
+        degenerate = False  # a degenerate replicate (inf |t*|) in the block's lanes
         if required is not None:  # (pairs, B): each pair's |t*| and |mean*|, a contiguous lane each
             abs_t_lanes = local.lanes.get("abs_t", rows)[:cols]
             magnitude_lanes = local.lanes.get("magnitude", rows)[:cols]
@@ -832,11 +833,12 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
                 count, trials, abs_t, magnitude = _extreme_counts(mean_star, sq, n, threshold, own)
                 into[0][lo:hi] += count
                 into[1][lo:hi] += trials
+                degenerate |= np.any(trials != real)
                 abs_t_lanes[:, r0 : r0 + real] = abs_t.T
                 magnitude_lanes[:, r0 : r0 + real] = magnitude.T
         if required is not None:
             alpha, out = required
-            out[lo:hi] = required_from_lanes(abs_t_lanes, magnitude_lanes, alpha)
+            out[lo:hi] = required_from_lanes(abs_t_lanes, magnitude_lanes, alpha, finite=not degenerate)
 
     width = block_width(max(max(r1 - r0 for r0, r1 in slices), n), min(block_bytes, CACHE_BYTES))
     if required is not None:  # the lanes of a block: two (width, B) arrays per thread, within block_bytes
@@ -865,21 +867,25 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
     for_each_block(work, blocks, workers=workers)
 
 
-def required_from_lanes(abs_t: np.ndarray, magnitude: np.ndarray, alpha: float) -> np.ndarray:
+def required_from_lanes(abs_t: np.ndarray, magnitude: np.ndarray, alpha: float, finite: bool = False) -> np.ndarray:
     """Per pair (a row of the (pairs, B) lanes), the difference required at ``alpha``: |mean*| of
     the resample with the k-th largest |t*| among the pair's informative resamples (finite t*;
     k = max(1, ceil(B_informative alpha)), as the ASL counts only those), ties in |t*| taken in
     resample order (the choice of a stable sort by decreasing |t*|). NaN for a pair without an
     informative resample. ``abs_t`` is overwritten (a degenerate resample's inf becomes -1).
+    ``finite``: the caller knows every |t*| is finite (no degenerate resample): not checked again.
 
     One partial sort per lane (linear in B) finds the k-th largest value; the resamples above it
     are counted among the k - 1 it leaves on its right, and a tie is resolved only in the lanes
     that have one."""
     pairs, rows = abs_t.shape
-    finite = np.isfinite(abs_t)
-    informative = np.count_nonzero(finite, axis=1)
-    if (informative < rows).any():
-        np.copyto(abs_t, -1.0, where=~finite)  # the degenerate ones last, never chosen (k <= informative)
+    if finite:
+        informative = np.full(pairs, rows)
+    else:
+        ok = np.isfinite(abs_t)
+        informative = np.count_nonzero(ok, axis=1)
+        if (informative < rows).any():
+            np.copyto(abs_t, -1.0, where=~ok)  # the degenerate ones last, never chosen (k <= informative)
     out = np.full(pairs, np.nan)
     wanted = np.array([max(1, math.ceil(int(i) * alpha)) for i in informative.tolist()], dtype=np.int64)
     for k in np.unique(wanted[informative > 0]).tolist():
