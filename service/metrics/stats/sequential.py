@@ -71,8 +71,9 @@ from service.metrics.stats.correction import Correction, adjust
 #: The version of the settling rule: stored tests are identified by it (with their parameters), so
 #: a change that alters what the rule draws or decides makes the sweeper recompute them. 2: the
 #: first checkpoint's share of the guarantee over every pair, the later ones' over the pairs that
-#: straddle after it, each chunk of draws from a stream of its own (issue 38). 3: the later stages'
-#: bootstrap draws topics as 32-bit integers (other draws from the same streams, in half the time).
+#: straddle after it, each chunk of draws from a stream of its own (issue 38). 3: the futility stop
+#: (:func:`futile`), and the later stages' bootstrap draws topics as 32-bit integers (other draws
+#: from the same streams, in half the time).
 RULE = 3
 #: The probability that some settled verdict differs from the B -> infinity verdict is below this.
 GUARANTEE = 0.01
