@@ -72,5 +72,28 @@ def test_background_work_is_sent_with_the_priority_redis_serves_last() -> None:
     assert BACKGROUND == max(PRIORITY_STEPS) and min(PRIORITY_STEPS) == 0
 
 
+def test_only_a_submissions_tests_round_waits_for_the_debounce(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A submission's tests are sent with the countdown (a burst of them costs one round); a
+    whole collection's re-evaluation sends its round at once (issue 38)."""
+    from service.config import settings
+    from workers.tasks import send
+
+    monkeypatch.setenv("CRANFIELD_TESTS_DEBOUNCE", "5")
+    settings.cache_clear()
+
+    sent: list[tuple[int, dict[str, object]]] = []
+
+    class App:
+        def send_task(self, name: str, args: list[int], queue: str, **options: object) -> None:
+            sent.append((args[0], options))
+
+    try:
+        send([Followup(TaskName.RUN_TESTS, 1, debounce=True), Followup(TaskName.RUN_TESTS, 2),
+              Followup(TaskName.EVALUATE_ITEM, 3, debounce=True)], App())  # type: ignore[arg-type]
+    finally:
+        settings.cache_clear()  # the next read sees the environment monkeypatch restores
+    assert sent == [(1, {"countdown": 5.0}), (2, {}), (3, {})]
+
+
 def test_outcome_and_limits_defaults() -> None:
     assert Outcome(1).followups == () and Limits() == Limits(max_attempts=3, pause=0.0)
