@@ -339,9 +339,9 @@ FUTILITY = 1e-3
 def futile(count: np.ndarray, trials: np.ndarray, drawn: np.ndarray, b0: int, cap: int, level: np.ndarray,
            alpha: float, threshold: float = FUTILITY) -> np.ndarray:
     """Per pair (``count`` extreme of ``trials`` informative later draws, ``drawn`` draws so far):
-    whether its chance of settling at the last checkpoint (``cap`` draws, the later draws'
-    interval at ``level``, i.e. 1 - level, on the side of alpha the pair's estimate lies on) is
-    below ``threshold``, for a test without a correction (a pair's verdict is its own interval's).
+    whether its chance of settling at the last checkpoint (``cap`` draws; there the later draws'
+    Clopper-Pearson interval is taken with ``level``, as :func:`settle` takes it) is below
+    ``threshold``, for a test without a correction (a pair's verdict is its own interval's).
 
     The chance is that of the final estimate p_cap falling outside the band around alpha that
     the last checkpoint's interval cannot clear: the interval's half-widths at the pair's
@@ -350,7 +350,7 @@ def futile(count: np.ndarray, trials: np.ndarray, drawn: np.ndarray, b0: int, ca
     T^2 + (R / T)^2 p (1 - p) / t, with t draws so far, R more to come, T = t + R). Stopping a
     pair never makes a settled verdict wrong (a stopped pair is undecided, and the guarantee's
     union bound is over intervals that are still computed for every pair that settles): it can
-    only leave undecided a pair that would have settled, with a chance below FUTILITY each, while
+    only leave undecided a pair that would have settled, with a chance below ``threshold`` each, while
     the pairs that end undecided at the cap no longer take the last and dearest checkpoints."""
     from scipy import special
 
