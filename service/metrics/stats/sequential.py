@@ -294,20 +294,7 @@ def settle(count: np.ndarray, trials: np.ndarray, draw: StageDraw, *, b0: int, a
         nxt = stage + 1
         if nxt >= len(grid):
             break
-        chosen = []
-        for k in sorted(alive):
-            rows = members[k]
-            if not mask[rows].any():
-                alive.discard(k)
-                continue
-            idx_k = rows if shared else rows[mask[rows]]
-            more = grid[nxt] - drawn[idx_k]  # draws that bring each pair to N_nxt
-            cost = float(more.max() if shared else more.sum()) * cost_per_draw
-            if work[k] + cost > max_work:
-                alive.discard(k)
-                continue
-            work[k] += cost
-            chosen.append(idx_k)
+        chosen = _within_budget(alive, members, mask, shared, grid[nxt] - drawn, cost_per_draw, work, max_work)
         if not chosen:
             break
         idx = np.sort(np.concatenate(chosen))
@@ -367,6 +354,29 @@ def futile(count: np.ndarray, trials: np.ndarray, drawn: np.ndarray, b0: int, ca
     with np.errstate(divide="ignore", invalid="ignore"):
         chance = special.ndtr((p - clear_above) / sd) + special.ndtr((clear_below - p) / sd)  # normal tails
     return (t > 0) & (rest > 0) & (sd > 0) & (chance < threshold)
+
+
+def _within_budget(alive: set[int], members: dict[int, np.ndarray], mask: np.ndarray, shared: bool,
+                   more: np.ndarray, cost_per_draw: float, work: dict[int, float], max_work: float
+                   ) -> list[np.ndarray]:
+    """The pairs of each segment still resampling (``alive``) that the next stage draws: its
+    straddling pairs (``mask``; every pair of the segment when ``shared``), unless the ``more``
+    draws each needs would pass the segment's work budget. A segment with nothing straddling or
+    over its budget leaves ``alive`` (its straddling pairs end undecided); ``work`` is charged."""
+    chosen = []
+    for k in sorted(alive):
+        rows = members[k]
+        if not mask[rows].any():
+            alive.discard(k)
+            continue
+        idx_k = rows if shared else rows[mask[rows]]
+        cost = float(more[idx_k].max() if shared else more[idx_k].sum()) * cost_per_draw
+        if work[k] + cost > max_work:
+            alive.discard(k)
+            continue
+        work[k] += cost
+        chosen.append(idx_k)
+    return chosen
 
 
 def chunk_stream(seed: int, stage: int, chunk: int) -> np.random.Generator:
