@@ -826,16 +826,14 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
                 sq = np.matmul(padded[r0:r1], w2, out=own.get("sd", cols)[: r1 - r0])[:real]
                 if lean:  # on n mean* (the product itself: the division by n is folded into the bounds)
                     count, trials = _extreme_counts_only(mean_star, sq, n, threshold, own)
-                    into[0][lo:hi] += count
-                    into[1][lo:hi] += trials
-                    continue
-                mean_star /= n
-                count, trials, abs_t, magnitude = _extreme_counts(mean_star, sq, n, threshold, own)
+                else:
+                    mean_star /= n
+                    count, trials, abs_t, magnitude = _extreme_counts(mean_star, sq, n, threshold, own)
+                    degenerate |= np.any(trials != real)
+                    abs_t_lanes[:, r0 : r0 + real] = abs_t.T
+                    magnitude_lanes[:, r0 : r0 + real] = magnitude.T
                 into[0][lo:hi] += count
                 into[1][lo:hi] += trials
-                degenerate |= np.any(trials != real)
-                abs_t_lanes[:, r0 : r0 + real] = abs_t.T
-                magnitude_lanes[:, r0 : r0 + real] = magnitude.T
         if required is not None:
             alpha, out = required
             out[lo:hi] = required_from_lanes(abs_t_lanes, magnitude_lanes, alpha, finite=not degenerate)
