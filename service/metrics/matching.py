@@ -7,14 +7,33 @@ measures and the evaluator do not import each other through it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
 
 import numpy as np
 
 from service.formats.keys import topic_keys
 from service.formats.types import ABSENT, UNJUDGED, Qrels, Run
 
-__all__ = ["level_matrix"]
+__all__ = ["level_matrix", "matches_reused"]
+
+#: The matchings made within :func:`matches_reused` (None outside it).
+_REUSED: ContextVar[dict[tuple[Any, ...], tuple[Any, ...]] | None] = ContextVar("reused_matches", default=None)
+
+
+@contextmanager
+def matches_reused() -> Iterator[None]:
+    """Within it, :func:`level_matrix` called again with the same qrels and run objects, topics and
+    depth returns the arrays it made the first time instead of matching again (an evaluation item's
+    metrics and its gain curves match the run once, issue 38). The arrays are shared, so they are
+    made read-only: a caller that wrote into them would fail loudly rather than change the other's."""
+    token = _REUSED.set({})
+    try:
+        yield
+    finally:
+        _REUSED.reset(token)
 
 
 def level_matrix(
@@ -28,8 +47,31 @@ def level_matrix(
 
     Each run's lines are matched against every judgment at once through 64-bit
     (topic, docno) keys (one integer ``searchsorted``), then scattered into the
-    matrix; string equality confirms every hash match.
+    matrix; string equality confirms every hash match. Within :func:`matches_reused`, made once
+    per (qrels, runs, topics, depth); ``col_of`` follows from the qrels and topics.
     """
+    reused = _REUSED.get()
+    if reused is None:
+        return _level_matrix(qrels, runs, topic_idx, col_of, depth)
+    key = (id(qrels), tuple(map(id, runs)), tuple(int(i) for i in topic_idx), depth)
+    found = reused.get(key)
+    # the objects themselves are kept with the arrays: an id is never taken for another object's
+    if found is not None and found[0] is qrels and all(a is b for a, b in zip(found[1], runs)):
+        return found[2]
+    matrix, present = _level_matrix(qrels, runs, topic_idx, col_of, depth)
+    matrix.setflags(write=False)
+    present.setflags(write=False)
+    reused[key] = (qrels, tuple(runs), (matrix, present))
+    return matrix, present
+
+
+def _level_matrix(
+    qrels: Qrels,
+    runs: Sequence[Run],
+    topic_idx: Sequence[int],
+    col_of: dict[str, int],
+    depth: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
     n_topics = len(topic_idx)
     col_of_qrels_topic = np.full(len(qrels.topics), -1, dtype=np.int64)
     col_of_qrels_topic[list(topic_idx)] = np.arange(n_topics)

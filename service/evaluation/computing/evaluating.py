@@ -37,6 +37,7 @@ from service.evaluation.organising.setup import (
 from service.evaluation.reproducing import measuring
 from service.formats.types import Qrels
 from service.metrics import evaluate
+from service.metrics.matching import matches_reused
 from service.metrics.stats.intervals import bootstrap_interval, mean_interval
 from service.store.arrays import pack
 from service.store.db import as_utc, db_now, transaction
@@ -208,8 +209,9 @@ def _compute_and_store(factory: sessionmaker[Session], claim: _Claim, heartbeat:
                 curve = None
             else:
                 core_run = load_run(blob, source or tag, claim.order)
-                result = evaluate(qrels, [core_run], claim.metrics, claim.settings, extra=extra)
-                curve = _curve(qrels, core_run, claim.settings)
+                with matches_reused():  # the metrics and the curves match the run once
+                    result = evaluate(qrels, [core_run], claim.metrics, claim.settings, extra=extra)
+                    curve = _curve(qrels, core_run, claim.settings)
             rows = _score_rows(result, set(claim.hidden))
     except (LeaseLost, SQLAlchemyError):
         raise
@@ -287,10 +289,22 @@ BOOT_RESAMPLES = 1000
 BOOT_SEED = 0
 
 
-def _boot(values: np.ndarray) -> tuple[float | None, float | None]:
-    """The stored bootstrap interval of the mean of the scored (non-NaN) values; None when undefined."""
-    b = bootstrap_interval(values[~np.isnan(values)], resamples=BOOT_RESAMPLES, method=BOOT_METHOD, seed=BOOT_SEED)
-    return _finite(float(b.low)), _finite(float(b.high))
+def _boots(columns: list[np.ndarray]) -> list[tuple[float | None, float | None]]:
+    """The stored bootstrap interval of the mean of each column's scored (non-NaN) values; None
+    when undefined. Columns scored on the same topics are resampled in one call (one draw of
+    ``bootstrap_interval``, whose columns are computed independently: the figures of one call per
+    column, issue 38)."""
+    out: list[tuple[float | None, float | None]] = [(None, None)] * len(columns)
+    groups: dict[bytes, list[int]] = {}
+    for i, values in enumerate(columns):
+        groups.setdefault(np.packbits(~np.isnan(values)).tobytes() + bytes([len(values) % 8]), []).append(i)
+    for members in groups.values():
+        scored = ~np.isnan(columns[members[0]])
+        b = bootstrap_interval(np.column_stack([columns[i][scored] for i in members]), resamples=BOOT_RESAMPLES,
+                               method=BOOT_METHOD, seed=BOOT_SEED)
+        for j, i in enumerate(members):
+            out[i] = (_finite(float(b.low[j])), _finite(float(b.high[j])))
+    return out
 
 
 def _score_rows(result: Any, hidden: set[str] = frozenset()) -> list[dict[str, Any]]:  # type: ignore[assignment]
@@ -299,17 +313,19 @@ def _score_rows(result: Any, hidden: set[str] = frozenset()) -> list[dict[str, A
     over the same topics, which never leaves the metric's range) and, with hidden topics, the same on the
     visible topics (the public side of a public/private split)."""
     visible = np.array([t not in hidden for t in result.topics], dtype=bool)
+    columns = [result.per_topic(m)[0] for m in result.measures]
+    boots = _boots(columns)
+    public_boots = _boots([values[visible] for values in columns]) if hidden else []
     rows = []
-    for m in result.measures:
-        values = result.per_topic(m)[0]
+    for k, (m, values) in enumerate(zip(result.measures, columns)):
         every = mean_interval(values)
-        boot_low, boot_high = _boot(values)
+        boot_low, boot_high = boots[k]
         row = dict(metric=str(m), mean=_finite(every.mean), ci_low=_finite(every.low), ci_high=_finite(every.high),
                    n_topics=every.n, values=pack(values), boot_low=boot_low, boot_high=boot_high,
                    boot_method=BOOT_METHOD, boot_resamples=BOOT_RESAMPLES)
         if hidden:
             public = mean_interval(values[visible])
-            public_boot_low, public_boot_high = _boot(values[visible])
+            public_boot_low, public_boot_high = public_boots[k]
             row.update(public_n=public.n, public_mean=_finite(public.mean), public_ci_low=_finite(public.low),
                        public_ci_high=_finite(public.high), public_boot_low=public_boot_low,
                        public_boot_high=public_boot_high)
