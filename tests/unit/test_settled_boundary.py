@@ -226,6 +226,52 @@ def test_the_later_stages_lean_counts_equal_the_full_ones() -> None:
     assert (full[2] < 20_000).any() and (full[1] > 0).any()  # degenerate resamples and extreme ones were there
 
 
+@pytest.mark.parametrize("n", [3, 10, 50, 200])
+def test_the_single_precision_lean_counts_equal_the_double_ones(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # _extreme_counts_single (float32 products) against the double-precision lean count on the
+    # same draws: the same extreme and informative counts, through every way out of it (certain
+    # hits and misses, replicates near a bound or near zero spread settled in double, a pair
+    # whose observed t is round-off, a block outside float32's range never taken single).
+    import service.metrics.stats.pairwise as pw
+    from tests.unit.test_significance_precision import NEIGHBOURS
+
+    rng = np.random.default_rng(n)
+    columns = [rng.random(n) - rng.random(n) for _ in range(40)]
+    columns += [np.round(rng.random(n) - 0.45, 1) for _ in range(40)]  # one decimal: exact ties
+    columns += [np.zeros(n), np.full(n, 0.1), np.resize([0.1, -0.1], n), 0.1 + 1e-9 * rng.random(n),
+                np.r_[np.full(n - 1, 0.2), 0.5], 1e-13 * rng.random(n), np.resize([1e-3, 0.0], n)]
+    if n == 10:
+        columns += [a - b for a, b in NEIGHBOURS.values()]
+    z = np.column_stack(columns)
+    huge = np.column_stack([1e20 * rng.random((n, 3)), rng.random((n, 3))])  # beyond float32's squares
+    seen = {"single": 0, "settled in double": 0}
+    real = pw._extreme_counts_single
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        *head, exact = args
+
+        def counted(at):  # type: ignore[no-untyped-def]
+            seen["settled in double"] += len(at)
+            return exact(at)
+
+        seen["single"] += 1
+        return real(*head, counted)
+
+    monkeypatch.setattr(pw, "_extreme_counts_single", spy)
+    for diffs in (pw.Differences(z), pw.Differences(huge)):
+        for b, draws in ((7, np.int64), (5000, np.int32)):
+            counts = pw.resampling_counts(n, b, np.random.default_rng(b), draws)
+            out = {}
+            for top in (pw.SINGLE_MAX_TOPICS, 0):  # 0: the double path throughout
+                monkeypatch.setattr(pw, "SINGLE_MAX_TOPICS", top)
+                got = (np.zeros(diffs.pairs), np.zeros(diffs.pairs))
+                pw._bootstrap_counts(diffs, counts, 1 << 26, None, got[0], got[1])
+                out[top] = got
+            assert np.array_equal(out[0][0], out[pw.SINGLE_MAX_TOPICS][0])
+            assert np.array_equal(out[0][1], out[pw.SINGLE_MAX_TOPICS][1])
+    assert seen["single"] > 0 and seen["settled in double"] > 0
+
+
 def test_the_futility_stop_gives_up_only_pairs_that_cannot_settle_by_the_cap() -> None:
     # futile(): a pair whose later estimate sits on alpha with half the cap drawn cannot settle
     # (the cap's interval is wider than where its estimate can still go); one a few standard
