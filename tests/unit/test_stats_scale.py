@@ -279,6 +279,50 @@ def test_the_difference_required_is_the_stable_sort_choice_among_the_informative
         assert np.array_equal(got, np.array(expected), equal_nan=True)
 
 
+@pytest.mark.parametrize("layout", ["pairs of runs", "differences given whole"])
+def test_the_difference_required_from_r_is_the_choice_among_every_replicates_t(layout: str, monkeypatch) -> None:
+    """``_bootstrap_counts``' difference required from each replicate's r (``_required_from_r``,
+    issue 38) against the plain form that keeps every replicate's |t*| and |mean*| (``lanes``), on
+    the same blocks and draws: the same floats, and the same counts, on tied scores (replicates
+    tied in r), pairs of identical runs (r = 0/0), a pair whose observed t is round-off, near zero
+    spread (every |t*| kept) and alphas up to 1."""
+    import service.metrics.stats.pairwise as pw
+
+    taken = {"from r": 0, "every |t*|": 0}
+    real = pw._required_from_r
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        out = real(*args)
+        taken["from r" if out is not None else "every |t*|"] += 1
+        return out
+
+    monkeypatch.setattr(pw, "_required_from_r", spy)
+    rng = np.random.default_rng(11)
+    for trial in range(24):
+        n, b = int(rng.integers(3, 60)), int(rng.choice([7, 50, 1000, 5000]))
+        alpha = float(rng.choice([0.01, 0.05, 0.3, 1.0]))
+        if layout == "pairs of runs":
+            x = np.round(rng.random((n, 30)), int(rng.integers(1, 4)))  # few decimals: ties
+            x[:, 5] = x[:, 6]  # identical runs
+            x[:, 7] = np.round(x[:, 8] + 0.1, 6)  # a constant difference: zero spread
+            a, bb = np.triu_indices(30, 1)
+            diffs = pw.Differences(x, a, bb)
+        else:
+            columns = [rng.random(n) - rng.random(n) for _ in range(20)]
+            columns += [np.round(rng.random(n) - 0.45, 1) for _ in range(20)]
+            columns += [np.zeros(n), np.resize([0.1, -0.1], n), np.r_[np.full(n - 1, 0.2), 0.5]]
+            diffs = pw.Differences(np.column_stack(columns))
+        counts = pw.resampling_counts(n, b, np.random.default_rng(trial))
+        out = {}
+        for lanes in (False, True):
+            got = (np.empty(diffs.pairs), np.zeros(diffs.pairs), np.zeros(diffs.pairs), np.empty(diffs.pairs))
+            pw._bootstrap_counts(diffs, counts, 1 << 30, got[0], got[1], got[2], (alpha, got[3]), lanes=lanes)
+            out[lanes] = got
+        for field in range(4):
+            assert np.array_equal(out[False][field], out[True][field], equal_nan=True), (trial, field)
+    assert taken["from r"] > 0 and taken["every |t*|"] > 0
+
+
 # ------------------------------------------------------------------------- versus baseline
 def test_baseline_pairs_are_the_all_pairs_with_a_baseline_in_order() -> None:
     for runs, base in [(2, [0]), (5, [4]), (6, [0, 3]), (7, [2, 2, 5, 0]), (9, list(range(9)))]:

@@ -783,7 +783,8 @@ def _studentised(mean_star: np.ndarray, sq: np.ndarray, n: int, t: np.ndarray, m
 
 def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
                       t_obs: np.ndarray | None, extreme: np.ndarray, informative: np.ndarray,
-                      required: tuple[float, np.ndarray] | None = None, workers: int | None = None) -> None:
+                      required: tuple[float, np.ndarray] | None = None, workers: int | None = None,
+                      lanes: bool = False) -> None:
     """Each pair's observed t (into ``t_obs`` unless None), #{|t*| >= |t|} among the informative
     resamples (added to ``extreme``) and the informative resamples (added to ``informative``):
     ``BootstrapBlock.extreme_counts`` and ``informative_counts``, the same counts, with blocks
@@ -793,18 +794,45 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
     pairs then multiplies a slice of the count matrix that stays in the cache instead of the
     whole matrix, read again for every dozen pairs.
 
-    ``required`` = (alpha, out): also each pair's difference required at alpha (into ``out``,
-    :func:`required_from_lanes`) from the same replicates, kept a block of pairs at a time as
-    (pairs, B) lanes: the meta-evaluation's second pass over every replicate is not needed.
+    ``required`` = (alpha, out): also each pair's difference required at alpha (into ``out``)
+    from the same replicates, a block of pairs at a time: the meta-evaluation's second pass over
+    every replicate is not needed. Each replicate's r is kept as a (pairs, B) lane and the chosen
+    replicate found among them (:func:`_required_from_r`, issue 38); with ``lanes``, or where that
+    cannot choose, each replicate's |t*| and |mean*| are kept and chosen among
+    (:func:`required_from_lanes`, the definition's plain form: the same values).
     ``workers``: the threads (default: ``worker_count``; 1 when the caller runs several at once)."""
     rows, n = counts.shape
     padded = padded_rows(counts)
     slices = _row_slices(padded.shape[0], n)
     local = threading.local()  # each thread's own arrays, reused from block to block
-    lean = required is None  # the counts alone (_extreme_counts_only): no lanes of |t*| to keep
+    keep_lanes = required is not None and lanes  # every replicate's |t*| and |mean*|
+    keep_r = required is not None and not lanes  # every replicate's r (_required_from_r)
+    lean = not keep_lanes  # the counts of _extreme_counts_only
     # the lean counts in single precision, the few replicates near a bound settled in double
     # (_extreme_counts_single); counts are small whole numbers, exact in float32
-    padded32 = padded.astype(np.float32) if lean and n <= SINGLE_MAX_TOPICS else None
+    padded32 = padded.astype(np.float32) if required is None and n <= SINGLE_MAX_TOPICS else None
+
+    def lanes_pass(w: np.ndarray, w2: np.ndarray, threshold: np.ndarray, parts: Sequence[tuple[int, int]],
+                   own: _Scratch, kept: _Scratch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(extreme, informative, difference required) of a block's pairs (w, w2: their centred
+        differences and squares) from every replicate's |t*| and |mean*|, kept as (pairs, B) lanes."""
+        cols = w.shape[1]
+        count, trials = np.zeros(cols), np.zeros(cols)
+        degenerate = False  # a degenerate replicate (inf |t*|) in the lanes
+        abs_t_lanes, magnitude_lanes = kept.get("abs_t", rows)[:cols], kept.get("magnitude", rows)[:cols]
+        for r0, r1 in parts:
+            real = min(r1, rows) - r0  # the slice's resamples (the rest: padding)
+            mean_star = np.matmul(padded[r0:r1], w, out=own.get("mean", cols)[: r1 - r0])[:real]
+            sq = np.matmul(padded[r0:r1], w2, out=own.get("sd", cols)[: r1 - r0])[:real]
+            mean_star /= n
+            c, t, abs_t, magnitude = _extreme_counts(mean_star, sq, n, threshold, own)
+            count += c
+            trials += t
+            degenerate |= np.any(t != real)
+            abs_t_lanes[:, r0 : r0 + real] = abs_t.T
+            magnitude_lanes[:, r0 : r0 + real] = magnitude.T
+        assert required is not None
+        return count, trials, required_from_lanes(abs_t_lanes, magnitude_lanes, required[0], finite=not degenerate)
 
     def work(lo: int, hi: int, parts: Sequence[tuple[int, int]] | None = None,
              into: tuple[np.ndarray, np.ndarray] = (extreme, informative)) -> None:
@@ -813,6 +841,17 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
         if own is None:
             own = local.scratch = _Scratch(max(r1 - r0 for r0, r1 in slices), True)
             local.lanes = _Scratch(width, True) if required is not None else None
+        if keep_lanes:
+            observed, w, w2 = _centred(diffs.block(lo, hi))
+            if t_obs is not None:
+                t_obs[lo:hi] = observed
+            with single_threaded_products():
+                count, trials, value = lanes_pass(w, w2, tie_threshold(np.abs(observed)), parts, own, local.lanes)
+            into[0][lo:hi] += count
+            into[1][lo:hi] += trials
+            assert required is not None
+            required[1][lo:hi] = value
+            return
         observed, w, w2 = _centred(diffs.block(lo, hi))
         if t_obs is not None:
             t_obs[lo:hi] = observed
@@ -821,10 +860,13 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
         single = padded32 is not None and cols >= SINGLE_MIN_PAIRS and _single_fits(w)
         if single:
             w32, w2_32 = w.astype(np.float32), w2.astype(np.float32)
-        degenerate = False  # a degenerate replicate (inf |t*|) in the block's lanes
-        if required is not None:  # (pairs, B): each pair's |t*| and |mean*|, a contiguous lane each
-            abs_t_lanes = local.lanes.get("abs_t", rows)[:cols]
-            magnitude_lanes = local.lanes.get("magnitude", rows)[:cols]
+        if keep_r:  # every replicate's n mean*, sum w*^2 and r, (B, pairs) each
+            big = getattr(local, "big", None)
+            if big is None:
+                big = local.big = _Scratch(padded.shape[0], True)
+            sums, squares = big.get("sums", cols), big.get("squares", cols)
+            r_lanes = local.lanes.get("r", rows)[:cols]  # (pairs, B): each pair's r, a contiguous lane
+            largest = np.full(cols, -np.inf)
         with single_threaded_products():
             for r0, r1 in parts:
                 real = min(r1, rows) - r0  # the slice's resamples (the rest: padding)
@@ -844,21 +886,28 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
                     into[0][lo:hi] += count
                     into[1][lo:hi] += trials
                     continue
-                mean_star = np.matmul(padded[r0:r1], w, out=own.get("mean", cols)[: r1 - r0])[:real]
-                sq = np.matmul(padded[r0:r1], w2, out=own.get("sd", cols)[: r1 - r0])[:real]
-                if lean:  # on n mean* (the product itself: the division by n is folded into the bounds)
-                    count, trials = _extreme_counts_only(mean_star, sq, n, threshold, own)
+                # on n mean* (the product itself: the division by n is folded into the bounds)
+                if keep_r:  # kept whole: the chosen replicates' floats are read back from them
+                    sum_star = np.matmul(padded[r0:r1], w, out=sums[r0:r1])[:real]
+                    sq = np.matmul(padded[r0:r1], w2, out=squares[r0:r1])[:real]
                 else:
-                    mean_star /= n
-                    count, trials, abs_t, magnitude = _extreme_counts(mean_star, sq, n, threshold, own)
-                    degenerate |= np.any(trials != real)
-                    abs_t_lanes[:, r0 : r0 + real] = abs_t.T
-                    magnitude_lanes[:, r0 : r0 + real] = magnitude.T
+                    sum_star = np.matmul(padded[r0:r1], w, out=own.get("mean", cols)[: r1 - r0])[:real]
+                    sq = np.matmul(padded[r0:r1], w2, out=own.get("sd", cols)[: r1 - r0])[:real]
+                r = own.get("r", cols)[:real] if keep_r else None
+                count, trials, top = _extreme_counts_only(sum_star, sq, n, threshold, own, r)
+                if keep_r:
+                    r_lanes[:, r0 : r0 + real] = r.T
+                    np.fmax(largest, top, out=largest)
                 into[0][lo:hi] += count
                 into[1][lo:hi] += trials
-        if required is not None:
-            alpha, out = required
-            out[lo:hi] = required_from_lanes(abs_t_lanes, magnitude_lanes, alpha, finite=not degenerate)
+            if keep_r:
+                assert required is not None
+
+                value = _required_from_r(r_lanes, sums[:rows], squares[:rows], largest, np.any(w == 0, axis=0), n,
+                                         max(1, math.ceil(rows * required[0])))
+                if value is None:  # a replicate near zero spread or near the chosen one: every lane
+                    value = lanes_pass(w, w2, threshold, parts, own, _Scratch(cols, False))[2]
+                required[1][lo:hi] = value
 
     width = block_width(max(max(r1 - r0 for r0, r1 in slices), n), min(block_bytes, CACHE_BYTES))
     if required is not None:  # the lanes of a block: two (width, B) arrays per thread, within block_bytes
@@ -885,6 +934,72 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
         for_each_block(rows_part, [(g, min(g + step, len(slices))) for g in range(0, len(slices), step)])
         return
     for_each_block(work, blocks, workers=workers)
+
+
+#: The relative half-width in r of the window around a pair's chosen replicate (_required_from_r):
+#: far beyond the floats' error in r or |t*| (below 1e-12 while r < n (1 - 1e-3)), and narrow
+#: enough that a replicate rarely falls between one and two widths of it (then every |t*| is kept).
+REQUIRED_WINDOW = 1e-9
+#: A pair with a replicate whose r is within this share of n of zero spread is chosen from its |t*|.
+NEAR_ZERO_SPREAD = 1e-3
+
+
+def _required_from_r(r_lanes: np.ndarray, sums: np.ndarray, squares: np.ndarray, largest: np.ndarray,
+                     zero_w: np.ndarray, n: int, k: int) -> np.ndarray | None:
+    """Each pair's difference required from its replicates' r = n^2 mean*^2 / sum w*^2 (issue 38):
+    :func:`required_from_lanes`' choice (|mean*| of the replicate with the k-th largest |t*|, ties
+    in resample order) without every replicate's |t*|. ``r_lanes``: (pairs, B), each pair's r;
+    ``sums`` (n mean*) and ``squares`` (sum w*^2): (B, pairs), the floats of the slices' products.
+    |t*| increases with r (t*^2 = (n - 1) r / (n - r)), so the k-th largest r, v, is the chosen
+    replicate's up to the floats; the replicates with r within REQUIRED_WINDOW of v (usually v's
+    alone, more where replicates tie) get their |t*| and |mean*| as :func:`_extreme_counts`
+    computes them, and the chosen one is the (k - a)-th of them by decreasing |t*| then resample
+    order, a being the replicates above the window. A replicate between one and two window widths
+    from v on either side would make that ordering unsure: then, as for a replicate near zero
+    spread (``largest`` r near n, where degenerate replicates are left out) or a k-th r of 0, None
+    is returned and the caller keeps every |t*|. Every replicate is informative here (k = ceil(B
+    alpha)); ``zero_w``: the pairs with a zero centred difference, the only ones whose r may be 0/0
+    (NaN: t* = 0, the smallest |t*|). ``r_lanes`` is overwritten."""
+    pairs, b = r_lanes.shape
+    if not bool((largest < n * (1.0 - NEAR_ZERO_SPREAD)).all()):  # (NaN: every replicate 0/0)
+        return None
+    for j in np.flatnonzero(zero_w).tolist():
+        lane = r_lanes[j]
+        np.copyto(lane, 0.0, where=np.isnan(lane))
+    part = r_lanes.copy()  # the partial sort reorders its lanes
+    part.partition(b - k, axis=1)
+    v = part[:, b - k].copy()
+    if not bool((v > 0).all()):
+        return None
+    up, up2 = v * (1 + REQUIRED_WINDOW), v * (1 + 2 * REQUIRED_WINDOW)
+    down, down2 = v * (1 - REQUIRED_WINDOW), v * (1 - 2 * REQUIRED_WINDOW)
+    higher = part[:, b - k + 1 :]  # the k - 1 largest r of each lane, unordered
+    above = np.count_nonzero(higher > up[:, None], axis=1)
+    if bool(np.any((higher > up[:, None]) & (higher <= up2[:, None]))):
+        return None
+    cells = np.flatnonzero(r_lanes >= down2[:, None])  # lane by lane, each in resample order
+    pair_of, at = np.divmod(cells, b)
+    value = r_lanes.ravel()[cells]
+    if bool(np.any(value < down[pair_of])):
+        return None
+    inside = value <= up[pair_of]
+    at, pair_of = at[inside], pair_of[inside]
+    # _extreme_counts' operations, in its order (no round-off case: every r is below n (1 - 1e-3))
+    mean = sums[at, pair_of] / n
+    sd = mean * mean
+    sd *= n
+    sd = squares[at, pair_of] - sd
+    sd /= n - 1
+    np.sqrt(sd, out=sd)
+    sd /= np.sqrt(n)
+    magnitude = np.abs(mean)
+    abs_t = magnitude / sd
+    order = np.lexsort((at, -abs_t, pair_of))  # by pair, then decreasing |t*|, then resample order
+    pairs_in_order = pair_of[order]
+    pick = np.searchsorted(pairs_in_order, np.arange(pairs)) + (k - above) - 1
+    if not bool(np.all(pairs_in_order[np.minimum(pick, len(order) - 1)] == np.arange(pairs))):
+        return None  # (cannot happen: the window holds the (k - a)-th; kept as a check)
+    return magnitude[order][pick]
 
 
 def required_from_lanes(abs_t: np.ndarray, magnitude: np.ndarray, alpha: float, finite: bool = False) -> np.ndarray:
@@ -1016,7 +1131,8 @@ def _extreme_counts(mean_star: np.ndarray, sq: np.ndarray, n: int, threshold: np
 
 
 def _extreme_counts_only(sum_star: np.ndarray, sq: np.ndarray, n: int, threshold: np.ndarray,
-                         scratch: _Scratch) -> tuple[np.ndarray, np.ndarray | int]:
+                         scratch: _Scratch, r: np.ndarray | None = None
+                         ) -> tuple[np.ndarray, np.ndarray | int, np.ndarray]:
     """:func:`_extreme_counts`' two counts in about a third of its passes, for every count that
     needs nothing else (issue 38: a first stage without the difference required and every later
     stage of the sequential rule), from each replicate's sum_star = sum of its w* (n mean*: the
@@ -1038,7 +1154,8 @@ def _extreme_counts_only(sum_star: np.ndarray, sq: np.ndarray, n: int, threshold
     with h <= 0 every informative replicate is extreme. The comparisons differ from
     _extreme_counts' only in the last bits of a quotient, far inside the tie tolerance (1e-9)
     around h; tests/unit/test_settled_boundary.py holds the two to the same counts.
-    ``sum_star`` is overwritten."""
+    r is written into ``r`` if given, else over ``sum_star``; each pair's largest r is returned
+    too (NaN where every replicate is 0/0)."""
     rows, cols = sum_star.shape
     h = np.asarray(threshold, dtype=np.float64)
     big = n * (1.0 - 1e-12)
@@ -1046,7 +1163,7 @@ def _extreme_counts_only(sum_star: np.ndarray, sq: np.ndarray, n: int, threshold
         h2 = np.where(h > 0, h * h, 0.0)  # NaN or h <= 0: every resample is at least h
         bound = n * h2 / (n - 1 + h2)  # inf / inf (an infinite h): NaN, capped to G below
     bound = np.where(np.isnan(bound) | (bound > big), big, bound)
-    r = np.multiply(sum_star, sum_star, out=sum_star)
+    r = np.multiply(sum_star, sum_star, out=sum_star if r is None else r)
     with np.errstate(divide="ignore", invalid="ignore"):
         np.divide(r, sq, out=r)
     hit = np.greater_equal(r, bound[None, :], out=scratch.get("hit", cols, np.bool_)[:rows])
@@ -1055,14 +1172,14 @@ def _extreme_counts_only(sum_star: np.ndarray, sq: np.ndarray, n: int, threshold
     top = np.fmax.reduce(r, axis=0)  # NaN only where every replicate is 0/0
     zero_cols = np.flatnonzero(top >= big)
     if not len(zero_cols) and not anything.any():
-        return count, rows
+        return count, rows, top
     informative = np.full(cols, rows, dtype=np.int64)
     if len(zero_cols):
         degenerate = np.count_nonzero(r[:, zero_cols] >= big, axis=0)  # zero spread, mean* != 0 (r > 0)
         count[zero_cols] -= degenerate
         informative[zero_cols] -= degenerate
     count = np.where(anything, informative, count)
-    return count, informative
+    return count, informative, top
 
 
 #: The single-precision lean count (:func:`_extreme_counts_single`) is used up to this many
