@@ -230,8 +230,8 @@ def test_the_later_stages_lean_counts_equal_the_full_ones() -> None:
 def test_the_single_precision_lean_counts_equal_the_double_ones(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # _extreme_counts_single (float32 products) against the double-precision lean count on the
     # same draws: the same extreme and informative counts, through every way out of it (certain
-    # hits and misses, replicates near a bound or near zero spread settled in double, a pair
-    # whose observed t is round-off, a block outside float32's range never taken single).
+    # hits and misses, replicates near a bound or near zero spread settled in double; a block
+    # outside float32's range, or with a pair whose observed t is round-off, never taken single).
     import service.metrics.stats.pairwise as pw
     from tests.unit.test_significance_precision import NEIGHBOURS
 
@@ -243,7 +243,12 @@ def test_the_single_precision_lean_counts_equal_the_double_ones(n: int, monkeypa
     if n == 10:
         columns += [a - b for a, b in NEIGHBOURS.values()]
     z = np.column_stack(columns)
+    t = pw._centred(z)[0]
+    z = z[:, ~((np.abs(t) > 0) & (np.abs(t) < 1e-6))]  # (a mean that is zero but for round-off: below)
     huge = np.column_stack([1e20 * rng.random((n, 3)), rng.random((n, 3))])  # beyond float32's squares
+    # a mean difference of zero but for its last bits (0.1 + 0.2 - 0.3): its pair's t is round-off,
+    # so its block is counted in double throughout
+    roundoff = np.column_stack([np.r_[np.tile([0.1, 0.2, -0.3], n // 3), np.zeros(n % 3)], *columns[:40]])
     seen = {"single": 0, "settled in double": 0}
     real = pw._extreme_counts_single
 
@@ -258,7 +263,7 @@ def test_the_single_precision_lean_counts_equal_the_double_ones(n: int, monkeypa
         return real(*head, counted)
 
     monkeypatch.setattr(pw, "_extreme_counts_single", spy)
-    for diffs in (pw.Differences(z), pw.Differences(huge)):
+    for diffs in (pw.Differences(z), pw.Differences(huge), pw.Differences(roundoff)):
         for b, draws in ((7, np.int64), (5000, np.int32)):
             counts = pw.resampling_counts(n, b, np.random.default_rng(b), draws)
             out = {}

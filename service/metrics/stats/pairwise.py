@@ -858,7 +858,11 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
             t_obs[lo:hi] = observed
         threshold = tie_threshold(np.abs(observed))
         cols = hi - lo
-        single = padded32 is not None and cols >= SINGLE_MIN_PAIRS and _single_fits(w)
+        # single precision where the double path's decisions do not hang on round-off: not for a
+        # pair whose observed t is itself round-off (0 < |t| < 1e-6, a mean difference that is
+        # zero but for its last bits: there r is compared with a bound of round-off size)
+        single = (padded32 is not None and cols >= SINGLE_MIN_PAIRS and _single_fits(w)
+                  and not bool(np.any((threshold > 0) & (threshold < 1e-6))))
         if single:
             w32, w2_32 = w.astype(np.float32), w2.astype(np.float32)
         if keep_r:  # every replicate's n mean*, sum w*^2 and r, (B, pairs) each
@@ -1248,10 +1252,12 @@ def _extreme_counts_single(s32: np.ndarray, q32: np.ndarray, n: int, threshold: 
     fifth less time for a later stage's counting), the same counts. A replicate whose r32 lies
     within :func:`single_error` of its pair's bound F, or near zero spread (r32 near n, where the
     double path tells degenerate replicates apart), is decided again on its double products
-    (``exact(rows)``: (S64, Q64) of those resamples of the slice, every pair of the block: the
-    floats of the double path, whose decisions matter even at round-off level, for a pair whose
-    observed t is itself round-off); every other replicate is on the same side of F in both
-    precisions. ``s32`` is overwritten."""
+    (``exact(rows)``: (S64, Q64) of those resamples of the slice, every pair of the block, whose
+    last bits may differ from the whole slice's product: a decision could then differ only for a
+    replicate within round-off of F, far inside the tie tolerance around h, as between
+    :func:`_extreme_counts_only` and :func:`_extreme_counts`; a block with a pair whose observed t
+    is itself round-off, where that margin is gone, is counted in double by the caller); every
+    other replicate is on the same side of F in both precisions. ``s32`` is overwritten."""
     rows, cols = s32.shape
     h = np.asarray(threshold, dtype=np.float64)
     big = n * (1.0 - 1e-12)
