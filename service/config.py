@@ -102,6 +102,7 @@ class WorkerSettings:
     eval_time_budget: float = 900.0  # seconds of computing per run evaluation
     eval_max_lines: int = 20_000_000  # largest run evaluated, in lines
     tests_debounce: float = 5.0  # seconds a submission's tests round waits for other jobs of the collection
+    run_cache_mb: float = 128.0  # parsed runs kept by each worker process for the next re-evaluation (MB)
     prune_interval: float = 3600.0  # seconds between prunes of old idempotency keys and ended sessions
     idempotency_retention: float = 7 * 24 * 3600.0  # seconds an Idempotency-Key and its answer are kept
     session_grace: float = 24 * 3600.0  # seconds an ended portal session is kept before it is deleted
@@ -205,6 +206,7 @@ def load_settings() -> Settings:
             eval_time_budget=_float("CRANFIELD_EVAL_TIME_BUDGET", 900, minimum=0, strict=True),
             eval_max_lines=_int("CRANFIELD_EVAL_MAX_LINES", 20_000_000, minimum=1),
             tests_debounce=_float("CRANFIELD_TESTS_DEBOUNCE", 5, minimum=0),
+            run_cache_mb=_float("CRANFIELD_RUN_CACHE_MB", 128, minimum=0),
             prune_interval=_float("CRANFIELD_PRUNE_INTERVAL", 3600, minimum=0, strict=True),
             # longer than any client retries an upload: a retry is answered as the first request was
             idempotency_retention=_float("CRANFIELD_IDEMPOTENCY_RETENTION", 7 * 24 * 3600, minimum=24 * 3600),

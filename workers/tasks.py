@@ -36,7 +36,7 @@ def limits() -> Limits:
     cfg = settings().worker
     return Limits(max_attempts=cfg.max_attempts, pause=cfg.task_delay, lease=cfg.lease,
                   time_budget=cfg.eval_time_budget, max_lines=cfg.eval_max_lines,
-                  tests_max_wait=12 * cfg.tests_debounce)
+                  tests_max_wait=12 * cfg.tests_debounce, run_cache_mb=cfg.run_cache_mb)
 
 
 #: The priority of background work (``Followup.background``). kombu's Redis transport keeps a

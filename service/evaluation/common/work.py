@@ -83,6 +83,7 @@ class Limits:
     time_budget: float = 900.0  # CRANFIELD_EVAL_TIME_BUDGET: seconds of computing per run evaluation
     max_lines: int = 20_000_000  # CRANFIELD_EVAL_MAX_LINES: largest run (lines) evaluated
     tests_max_wait: float = 60.0  # 12 x CRANFIELD_TESTS_DEBOUNCE: longest a job's tests wait for others
+    run_cache_mb: float = 128.0  # CRANFIELD_RUN_CACHE_MB: parsed runs kept by a process for a re-evaluation
 
 
 class LeaseLost(Exception):

@@ -15,6 +15,7 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -31,11 +32,15 @@ from service.evaluation.organising.setup import (
     Judgments,
     cached_judgments,
     eval_settings,
+    keep_parsed_run,
     load_run,
+    parsed_run,
+    run_cache_key,
     unavailable_metrics,
 )
 from service.evaluation.reproducing import measuring
 from service.formats.types import Qrels
+from service.formats.types import Run as CoreRun
 from service.metrics import evaluate
 from service.metrics.matching import matches_reused
 from service.metrics.stats.intervals import bootstrap_interval, mean_interval
@@ -188,14 +193,19 @@ def _pause(seconds: float) -> None:
 
 def _compute_and_store(factory: sessionmaker[Session], claim: _Claim, heartbeat: Heartbeat,
                        limits: Limits) -> list[Followup]:
-    def read() -> tuple[Judgments, bytes, str, str, str]:
+    def read() -> tuple[Judgments, CoreRun | bytes, str, str, str, Any]:
         with factory() as s:  # read the inputs, then compute with no transaction open
             version = s.get(QrelsVersion, claim.key["qrels_version_id"])
             judgments = cached_judgments(s, version)
             run = s.get(Run, claim.key["run_id"])
-            return judgments, run.file, run.source_name, run.tag, version.format or "adhoc"
+            fmt = version.format or "adhoc"
+            key = run_cache_key(s, run, claim.order)
+            parsed = None if fmt == "rag" else parsed_run(key)
+            # the file itself only when this process has not parsed it before
+            keep = partial(keep_parsed_run, key, limit_mb=limits.run_cache_mb)
+            return judgments, run.file if parsed is None else parsed, run.source_name, run.tag, fmt, keep
 
-    (qrels, extra), blob, source, tag, fmt = patiently(read, heartbeat)
+    (qrels, extra), stored, source, tag, fmt, keep = patiently(read, heartbeat)
     unavailable = unavailable_metrics(claim.metrics, fmt)
     if unavailable:  # NaN on every topic; the job's report says why (significance_tests)
         log.info("item %d: %s", claim.item_id, "; ".join(unavailable.values()))
@@ -205,10 +215,15 @@ def _compute_and_store(factory: sessionmaker[Session], claim: _Claim, heartbeat:
             if limits.pause:
                 _pause(limits.pause)
             if fmt == "rag":  # a collection of answers (issue 35): service.evaluation.computing.answers
-                result = answers.evaluate_answers(extra, blob, source or tag, tag, claim.metrics, claim.settings)
+                assert isinstance(stored, bytes)
+                result = answers.evaluate_answers(extra, stored, source or tag, tag, claim.metrics, claim.settings)
                 curve = None
             else:
-                core_run = load_run(blob, source or tag, claim.order)
+                if isinstance(stored, bytes):
+                    core_run = load_run(stored, source or tag, claim.order)
+                    keep(parsed=core_run)
+                else:
+                    core_run = stored
                 with matches_reused():  # the metrics and the curves match the run once
                     result = evaluate(qrels, [core_run], claim.metrics, claim.settings, extra=extra)
                     curve = _curve(qrels, core_run, claim.settings)

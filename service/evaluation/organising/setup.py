@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -536,3 +537,46 @@ def load_sampled_qrels(version: QrelsVersion) -> SampledQrels:
 def load_run(blob: bytes, source: str, order: str) -> CoreRun:
     """A stored run (compressed bytes, validated when stored), parsed again."""
     return parse_run(zlib.decompress(blob), source, order)
+
+
+#: Parsed runs kept by a process (:func:`parsed_run`, :func:`keep_parsed_run`), least recently
+#: used first, keyed by (database, run id, file checksum, rank order).
+_RUNS_CACHE: OrderedDict[tuple[str, int, str, str], CoreRun] = OrderedDict()
+_RUNS_CACHE_BYTES = [0]
+
+
+def _run_bytes(run: CoreRun) -> int:
+    return sum(a.nbytes for a in (run.offsets, run.docnos, run.scores, run.doc_hashes, run.ranks) if a is not None)
+
+
+def run_cache_key(s: Session, run: Run, order: str) -> tuple[str, int, str, str]:
+    """A run's key among the parsed runs: (database, id, file checksum, rank order)."""
+    return (str(s.get_bind().url), run.id, run.checksum, order)
+
+
+def parsed_run(key: tuple[str, int, str, str]) -> CoreRun | None:
+    """The run as this process parsed it before (the same file: its checksum is in the key), or
+    None. A collection's re-evaluation (a qrels correction, a configuration change) scores the
+    same runs again: a worker that scored a run keeps it parsed (issue 38: decompressing and
+    parsing is a fifth of an evaluation's time), within ``CRANFIELD_RUN_CACHE_MB`` per process."""
+    found = _RUNS_CACHE.get(key)
+    if found is not None:
+        _RUNS_CACHE.move_to_end(key)
+    return found
+
+
+def keep_parsed_run(key: tuple[str, int, str, str], parsed: CoreRun, limit_mb: float) -> None:
+    """Keep a run this process parsed (:func:`parsed_run`), dropping the least recently used ones
+    beyond ``limit_mb``; its arrays are made read-only, as every reader of it shares them."""
+    size = _run_bytes(parsed)
+    limit = limit_mb * 2**20
+    if size > limit or key in _RUNS_CACHE:
+        return
+    for a in (parsed.offsets, parsed.docnos, parsed.scores, parsed.doc_hashes, parsed.ranks):
+        if a is not None:
+            a.setflags(write=False)
+    _RUNS_CACHE[key] = parsed
+    _RUNS_CACHE_BYTES[0] += size
+    while _RUNS_CACHE_BYTES[0] > limit:
+        _, dropped = _RUNS_CACHE.popitem(last=False)
+        _RUNS_CACHE_BYTES[0] -= _run_bytes(dropped)
