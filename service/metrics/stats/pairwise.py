@@ -879,8 +879,8 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
                     assert padded32 is not None
 
                     def exact(at: np.ndarray, r0: int = r0) -> tuple[np.ndarray, np.ndarray]:
-                        """The double-precision products of the slice's resamples ``at``: the floats of the
-                        whole slice's product (whole tiles of ROW_PAD rows, the same columns)."""
+                        """The double-precision products of the slice's resamples ``at`` (every pair of the
+                        block; their last bits may differ from the whole slice's: _extreme_counts_single)."""
                         picked = padded_rows(padded[r0 + at])
                         return (picked @ w)[: len(at)], (picked @ w2)[: len(at)]
 
