@@ -815,25 +815,8 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
 
     def lanes_pass(w: np.ndarray, w2: np.ndarray, threshold: np.ndarray, parts: Sequence[tuple[int, int]],
                    own: _Scratch, kept: _Scratch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(extreme, informative, difference required) of a block's pairs (w, w2: their centred
-        differences and squares) from every replicate's |t*| and |mean*|, kept as (pairs, B) lanes."""
-        cols = w.shape[1]
-        count, trials = np.zeros(cols), np.zeros(cols)
-        degenerate = False  # a degenerate replicate (inf |t*|) in the lanes
-        abs_t_lanes, magnitude_lanes = kept.get("abs_t", rows)[:cols], kept.get("magnitude", rows)[:cols]
-        for r0, r1 in parts:
-            real = min(r1, rows) - r0  # the slice's resamples (the rest: padding)
-            mean_star = np.matmul(padded[r0:r1], w, out=own.get("mean", cols)[: r1 - r0])[:real]
-            sq = np.matmul(padded[r0:r1], w2, out=own.get("sd", cols)[: r1 - r0])[:real]
-            mean_star /= n
-            c, t, abs_t, magnitude = _extreme_counts(mean_star, sq, n, threshold, own)
-            count += c
-            trials += t
-            degenerate |= np.any(t != real)
-            abs_t_lanes[:, r0 : r0 + real] = abs_t.T
-            magnitude_lanes[:, r0 : r0 + real] = magnitude.T
         assert required is not None
-        return count, trials, required_from_lanes(abs_t_lanes, magnitude_lanes, required[0], finite=not degenerate)
+        return _lanes_pass(padded, rows, required[0], w, w2, threshold, parts, own, kept)
 
     def work(lo: int, hi: int, parts: Sequence[tuple[int, int]] | None = None,
              into: tuple[np.ndarray, np.ndarray] = (extreme, informative)) -> None:
@@ -877,17 +860,8 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
                 real = min(r1, rows) - r0  # the slice's resamples (the rest: padding)
                 if single:
                     assert padded32 is not None
-
-                    def exact(at: np.ndarray, r0: int = r0) -> tuple[np.ndarray, np.ndarray]:
-                        """The double-precision products of the slice's resamples ``at`` (every pair of the
-                        block; their last bits may differ from the whole slice's: _extreme_counts_single)."""
-                        picked = padded_rows(padded[r0 + at])
-                        return (picked @ w)[: len(at)], (picked @ w2)[: len(at)]
-
-                    count, trials = _extreme_counts_single(
-                        np.matmul(padded32[r0:r1], w32, out=own.get("s32", cols, np.float32)[: r1 - r0])[:real],
-                        np.matmul(padded32[r0:r1], w2_32, out=own.get("q32", cols, np.float32)[: r1 - r0])[:real],
-                        n, threshold, own, exact)
+                    count, trials = _single_slice(padded, padded32, r0, r1, real, (w, w2, w32, w2_32),
+                                                  threshold, own)
                     into[0][lo:hi] += count
                     into[1][lo:hi] += trials
                     continue
@@ -922,23 +896,74 @@ def _bootstrap_counts(diffs: Differences, counts: np.ndarray, block_bytes: int,
         slices = _row_slices(padded.shape[0], n, min(width, diffs.pairs))
     workers = worker_count() if workers is None else workers
     if required is None and t_obs is None and 1 < workers and len(blocks) < workers and len(slices) >= 2 * workers:
-        # Few pairs and many resamples (a later stage, issue 38): the threads share the resamples
-        # instead of the pairs, each counting its own rows into arrays of its own. The counts are
-        # whole numbers, so their sum is the same in any order: the same counts as one thread.
-        lock = threading.Lock()
-
-        def rows_part(g0: int, g1: int) -> None:
-            mine = (np.zeros_like(extreme), np.zeros_like(informative))
-            for lo, hi in blocks:
-                work(lo, hi, slices[g0:g1], mine)
-            with lock:
-                extreme[:] += mine[0]
-                informative[:] += mine[1]
-
-        step = -(-len(slices) // workers)
-        for_each_block(rows_part, [(g, min(g + step, len(slices))) for g in range(0, len(slices), step)])
+        _rows_shared(work, blocks, slices, workers, extreme, informative)
         return
     for_each_block(work, blocks, workers=workers)
+
+
+def _rows_shared(work: Callable[..., None], blocks: Sequence[tuple[int, int]], slices: Sequence[tuple[int, int]],
+                 workers: int, extreme: np.ndarray, informative: np.ndarray) -> None:
+    """Few pairs and many resamples (a later stage, issue 38): the threads share the resamples
+    (``slices``) instead of the pairs, each counting its own rows into arrays of its own
+    (``work(lo, hi, parts, into)``, :func:`_bootstrap_counts`'). The counts are whole numbers, so
+    their sum is the same in any order: the same counts as one thread."""
+    lock = threading.Lock()
+
+    def rows_part(g0: int, g1: int) -> None:
+        mine = (np.zeros_like(extreme), np.zeros_like(informative))
+        for lo, hi in blocks:
+            work(lo, hi, slices[g0:g1], mine)
+        with lock:
+            extreme[:] += mine[0]
+            informative[:] += mine[1]
+
+    step = -(-len(slices) // workers)
+    for_each_block(rows_part, [(g, min(g + step, len(slices))) for g in range(0, len(slices), step)])
+
+
+def _lanes_pass(padded: np.ndarray, rows: int, alpha: float, w: np.ndarray, w2: np.ndarray, threshold: np.ndarray,
+                parts: Sequence[tuple[int, int]], own: _Scratch, kept: _Scratch
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(extreme, informative, difference required) of a block's pairs (w, w2: their centred
+    differences and squares) from every replicate's |t*| and |mean*|, kept as (pairs, B) lanes in
+    ``kept``: :func:`_bootstrap_counts` with ``lanes``, or where :func:`_required_from_r` cannot
+    choose. ``padded``: the padded count matrix of ``rows`` resamples."""
+    n, cols = w.shape
+    count, trials = np.zeros(cols), np.zeros(cols)
+    degenerate = False  # a degenerate replicate (inf |t*|) in the lanes
+    abs_t_lanes, magnitude_lanes = kept.get("abs_t", rows)[:cols], kept.get("magnitude", rows)[:cols]
+    for r0, r1 in parts:
+        real = min(r1, rows) - r0  # the slice's resamples (the rest: padding)
+        mean_star = np.matmul(padded[r0:r1], w, out=own.get("mean", cols)[: r1 - r0])[:real]
+        sq = np.matmul(padded[r0:r1], w2, out=own.get("sd", cols)[: r1 - r0])[:real]
+        mean_star /= n
+        c, t, abs_t, magnitude = _extreme_counts(mean_star, sq, n, threshold, own)
+        count += c
+        trials += t
+        degenerate |= np.any(t != real)
+        abs_t_lanes[:, r0 : r0 + real] = abs_t.T
+        magnitude_lanes[:, r0 : r0 + real] = magnitude.T
+    return count, trials, required_from_lanes(abs_t_lanes, magnitude_lanes, alpha, finite=not degenerate)
+
+
+def _single_slice(padded: np.ndarray, padded32: np.ndarray, r0: int, r1: int, real: int,
+                  block: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], threshold: np.ndarray,
+                  own: _Scratch) -> tuple[np.ndarray, np.ndarray | int]:
+    """:func:`_extreme_counts_single`'s counts of the resamples r0:r1 (``real`` of them, the rest
+    padding) for a block whose (w, w2) are given in double and single precision (``block``)."""
+    w, w2, w32, w2_32 = block
+    cols = w.shape[1]
+
+    def exact(at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The double-precision products of the slice's resamples ``at`` (every pair of the block;
+        their last bits may differ from the whole slice's: _extreme_counts_single)."""
+        picked = padded_rows(padded[r0 + at])
+        return (picked @ w)[: len(at)], (picked @ w2)[: len(at)]
+
+    return _extreme_counts_single(
+        np.matmul(padded32[r0:r1], w32, out=own.get("s32", cols, np.float32)[: r1 - r0])[:real],
+        np.matmul(padded32[r0:r1], w2_32, out=own.get("q32", cols, np.float32)[: r1 - r0])[:real],
+        w.shape[0], threshold, own, exact)
 
 
 #: The relative half-width in r of the window around a pair's chosen replicate (_required_from_r):
